@@ -1,0 +1,68 @@
+//! Authentication: `Authorization: Bearer <key>` is looked up (by hash) in the key store and
+//! maps the request to a team with its plan flags. Handlers take [`Authenticated`] as an
+//! argument; a missing or unknown key answers 401 in the error envelope.
+
+use std::future::{Ready, ready};
+
+use actix_web::dev::Payload;
+use actix_web::{FromRequest, HttpRequest, http::header, web};
+
+use super::AppState;
+use super::error::ApiError;
+use crate::config::TeamSettings;
+use crate::model::{Code, TeamId};
+
+/// The team a request acts for.
+#[derive(Debug, Clone)]
+pub struct Authenticated {
+    /// The team.
+    pub team: TeamId,
+    /// Its plan flags.
+    pub flags: TeamSettings,
+}
+
+impl Authenticated {
+    /// The caller description used by option validation.
+    pub fn caller(&self) -> super::options::Caller<'_> {
+        super::options::Caller {
+            team: self.team.as_str(),
+            flags: &self.flags,
+        }
+    }
+}
+
+impl FromRequest for Authenticated {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(authenticate(req))
+    }
+}
+
+fn authenticate(req: &HttpRequest) -> Result<Authenticated, ApiError> {
+    let state = req
+        .app_data::<web::Data<AppState>>()
+        .ok_or_else(|| ApiError::new(Code::Unknown, "application state missing"))?;
+    let header = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Token missing"))?;
+    let text = header
+        .to_str()
+        .map_err(|_| ApiError::new(Code::Unauthorized, "Unauthorized: Invalid token"))?;
+    // Like Firecrawl: the token is the word after the scheme.
+    let token = text.split_whitespace().nth(1).filter(|_| {
+        text.split_whitespace()
+            .next()
+            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("bearer"))
+    });
+    let token =
+        token.ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Token missing"))?;
+    let team = state
+        .keys
+        .team_of(token)?
+        .ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Invalid token"))?;
+    let flags = state.settings.team(team.as_str());
+    Ok(Authenticated { team, flags })
+}

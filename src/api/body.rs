@@ -1,0 +1,167 @@
+//! Strict JSON request bodies. A body must be a JSON object; keys the endpoint does not
+//! know are rejected with a 400 naming them (Firecrawl's schemas are strict too), except
+//! internal `__`-prefixed keys the official clients may forward; type errors name the
+//! path of the offending field (`formats[1].type`).
+
+use serde::Deserialize;
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde_json::{Map, Value};
+
+use super::error::ApiError;
+use crate::model::Code;
+
+/// Parses `bytes` as a JSON object.
+pub fn object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request(
+            "Request body is empty; send a JSON object",
+        ));
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(ApiError::bad_request("Request body must be a JSON object")),
+        Err(e) => Err(ApiError::new(
+            Code::InvalidJson,
+            format!("Bad request, malformed JSON: {e}"),
+        )),
+    }
+}
+
+/// Drops internal `__` keys (forwarded by some clients, meaningless here) and rejects any
+/// other key outside `allowed`.
+pub fn reject_unknown(
+    map: &mut Map<String, Value>,
+    allowed: &[&[&str]],
+    prefix: &str,
+) -> Result<(), ApiError> {
+    map.retain(|k, _| !k.starts_with("__"));
+    let mut unknown: Vec<&str> = map
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !allowed.iter().any(|set| set.contains(k)))
+        .collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    unknown.sort_unstable();
+    let names: Vec<String> = unknown.iter().map(|k| format!("`{prefix}{k}`")).collect();
+    Err(ApiError::bad_request(format!(
+        "Unrecognized key in body: {}. Check the v2 API reference at /v2/openapi.json",
+        names.join(", ")
+    )))
+}
+
+/// Deserializes `value` into `T`, naming the failing field (under `prefix`) on error.
+pub fn typed<T: DeserializeOwned>(value: Value, prefix: &str) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|err| {
+        let path = err.path().to_string();
+        let field = match (prefix.is_empty(), path.as_str()) {
+            (_, ".") => prefix.trim_end_matches('.').to_owned(),
+            (true, p) => p.to_owned(),
+            (false, p) => format!("{prefix}{p}"),
+        };
+        let inner = err.into_inner();
+        if field.is_empty() {
+            ApiError::bad_request(format!("Invalid request body: {inner}"))
+        } else {
+            ApiError::bad_request(format!("Invalid value for `{field}`: {inner}"))
+        }
+    })
+}
+
+/// The field names a `#[derive(Deserialize)]` struct accepts (not for `flatten` structs).
+pub fn field_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
+    struct Probe<'a>(&'a mut &'static [&'static str]);
+
+    #[derive(Debug)]
+    struct Stop;
+    impl std::fmt::Display for Stop {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("field-name probe")
+        }
+    }
+    impl std::error::Error for Stop {}
+    impl de::Error for Stop {
+        fn custom<M: std::fmt::Display>(_: M) -> Self {
+            Stop
+        }
+    }
+
+    impl<'de> Deserializer<'de> for Probe<'_> {
+        type Error = Stop;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Stop> {
+            Err(Stop)
+        }
+        fn deserialize_struct<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Stop> {
+            *self.0 = fields;
+            Err(Stop)
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+
+    let mut fields: &'static [&'static str] = &[];
+    let _ = T::deserialize(Probe(&mut fields));
+    fields
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Sample {
+        only_main_content: Option<bool>,
+        timeout: Option<u64>,
+    }
+
+    #[test]
+    fn probes_field_names() {
+        assert_eq!(field_names::<Sample>(), &["onlyMainContent", "timeout"]);
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let mut map =
+            object(br#"{"timeout": 1, "maxDepth": 2, "__experimental_x": 1}"#).expect("object");
+        let err = reject_unknown(&mut map, &[field_names::<Sample>()], "").unwrap_err();
+        assert!(err.message().contains("`maxDepth`"), "{}", err.message());
+        assert!(!err.message().contains("__experimental"));
+        let mut map = object(br#"{"timeout": 1, "__experimental_x": 1}"#).expect("object");
+        reject_unknown(&mut map, &[field_names::<Sample>()], "").expect("internal keys pass");
+        assert!(
+            !map.contains_key("__experimental_x"),
+            "and are dropped before typing"
+        );
+    }
+
+    #[test]
+    fn type_errors_name_the_field() {
+        let err = typed::<Sample>(serde_json::json!({"timeout": "soon"}), "").unwrap_err();
+        assert!(err.message().contains("`timeout`"), "{}", err.message());
+        let err =
+            typed::<Sample>(serde_json::json!({"timeout": -1}), "scrapeOptions.").unwrap_err();
+        assert!(
+            err.message().contains("`scrapeOptions.timeout`"),
+            "{}",
+            err.message()
+        );
+    }
+
+    #[test]
+    fn malformed_json_has_its_own_code() {
+        assert_eq!(object(b"{nope").unwrap_err().code(), Code::InvalidJson);
+        assert_eq!(object(b"[1]").unwrap_err().code(), Code::BadRequest);
+        assert_eq!(object(b"  ").unwrap_err().code(), Code::BadRequest);
+    }
+}

@@ -1,0 +1,165 @@
+//! The one error shape of the API: `{"success": false, "error": "...", "code": "..."}` with
+//! the HTTP status fixed by the code table. Every layer's error converts into [`ApiError`]
+//! through [`ErrorCode`], and actix's own failures (bad JSON, unknown routes, wrong methods,
+//! oversized bodies) are rewritten into the same envelope by [`envelope_errors`].
+
+use std::fmt;
+
+use actix_web::body::{BoxBody, EitherBody, MessageBody};
+use actix_web::dev::ServiceResponse;
+use actix_web::http::{StatusCode, header};
+use actix_web::middleware::ErrorHandlerResponse;
+use actix_web::{HttpResponse, ResponseError};
+use serde::Serialize;
+
+use crate::model::{Code, ErrorCode};
+
+/// An error answered to an API client.
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    code: Code,
+    message: String,
+}
+
+/// The wire envelope of an error.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// Always false.
+    pub success: bool,
+    /// Human-readable explanation naming the offending field where there is one.
+    pub error: String,
+    /// Machine-readable code.
+    pub code: String,
+}
+
+impl ApiError {
+    /// An error with `code` and `message`.
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// 400 naming a field.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(Code::BadRequest, message)
+    }
+
+    /// 400 for an option whose capability this build lacks.
+    pub fn not_available(option: &str, reason: &str) -> Self {
+        Self::new(
+            Code::FeatureNotAvailable,
+            format!("`{option}` is not available on this server: {reason}"),
+        )
+    }
+
+    /// 404 for a job that does not exist for this team.
+    pub fn job_not_found() -> Self {
+        Self::new(Code::NotFound, "Job not found")
+    }
+
+    /// The code.
+    pub fn code(&self) -> Code {
+        self.code
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ApiError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.message, self.code.as_str())
+    }
+}
+
+impl<E: std::error::Error + ErrorCode> From<E> for ApiError {
+    fn from(err: E) -> Self {
+        let code = err.code();
+        if code.status() >= 500 {
+            tracing::error!(error = %err, code = code.as_str(), "request failed");
+        }
+        Self {
+            code,
+            message: err.to_string(),
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.code.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    fn error_response(&self) -> HttpResponse<BoxBody> {
+        HttpResponse::build(self.status_code()).json(ErrorBody {
+            success: false,
+            error: self.message.clone(),
+            code: self.code.as_str().to_owned(),
+        })
+    }
+}
+
+/// Error-status responses that are not already JSON (actix's own 404, 405, 413, extractor
+/// errors) get our envelope, keeping their status.
+pub fn envelope_errors<B: MessageBody + 'static>(
+    res: ServiceResponse<B>,
+) -> actix_web::Result<ErrorHandlerResponse<B>> {
+    let is_json = res
+        .response()
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if is_json {
+        return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
+    }
+    let status = res.status();
+    let (code, message) = match status {
+        StatusCode::NOT_FOUND => (
+            Code::NotFound,
+            format!(
+                "Not found: {} {}",
+                res.request().method(),
+                res.request().path()
+            ),
+        ),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            Code::MethodNotAllowed,
+            format!(
+                "Method {} is not allowed on {}",
+                res.request().method(),
+                res.request().path()
+            ),
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            Code::PayloadTooLarge,
+            "Request body is too large".to_owned(),
+        ),
+        s if s.is_client_error() => (Code::BadRequest, extractor_message(&res)),
+        _ => (Code::Unknown, "Internal server error".to_owned()),
+    };
+    let body = ErrorBody {
+        success: false,
+        error: message,
+        code: code.as_str().to_owned(),
+    };
+    let (req, _) = res.into_parts();
+    let response = HttpResponse::build(status)
+        .json(body)
+        .map_into_right_body::<B>();
+    let response: HttpResponse<EitherBody<B>> = response;
+    Ok(ErrorHandlerResponse::Response(ServiceResponse::new(
+        req, response,
+    )))
+}
+
+fn extractor_message<B>(res: &ServiceResponse<B>) -> String {
+    match res.response().error() {
+        Some(err) => format!("Bad request: {err}"),
+        None => "Bad request".to_owned(),
+    }
+}

@@ -1,0 +1,308 @@
+//! The `formats` list: names or `{type, ...}` objects (contract §4.2), turned into
+//! [`Formats`]. Unknown names are a 400 listing the known ones; formats that need a
+//! capability this build lacks (browser, language model, media services) are refused with
+//! `FEATURE_NOT_AVAILABLE`.
+
+use serde_json::{Map, Value};
+
+use super::error::ApiError;
+use crate::extract;
+use crate::model::{ChangeTrackingSpec, Formats};
+
+/// Formats this build produces.
+pub const SUPPORTED: &[&str] = &[
+    "markdown",
+    "html",
+    "rawHtml",
+    "rawBase64",
+    "links",
+    "images",
+    "changeTracking",
+    "attributes",
+];
+
+/// Formats of the API that need something this build lacks, with the reason.
+const UNAVAILABLE: &[(&str, &str)] = &[
+    ("screenshot", "screenshots need the browser engine"),
+    ("branding", "branding needs the browser engine"),
+    (
+        "json",
+        "structured extraction needs a language model, which is not configured",
+    ),
+    (
+        "deterministicJson",
+        "structured extraction needs a language model, which is not configured",
+    ),
+    (
+        "summary",
+        "summaries need a language model, which is not configured",
+    ),
+    (
+        "question",
+        "answers need a language model, which is not configured",
+    ),
+    (
+        "query",
+        "answers need a language model, which is not configured",
+    ),
+    (
+        "highlights",
+        "highlights need a language model, which is not configured",
+    ),
+    ("audio", "audio extraction is a hosted media service"),
+    ("video", "video extraction is a hosted media service"),
+    ("product", "product extraction is a hosted-service feature"),
+    ("menu", "menu extraction is a hosted-service feature"),
+];
+
+/// Parses the formats list; `prefix` names nested fields.
+pub fn parse(entries: Vec<Value>, prefix: &str) -> Result<Formats, ApiError> {
+    let mut formats = Formats::default();
+    for (i, entry) in entries.into_iter().enumerate() {
+        let at = format!("{prefix}formats[{i}]");
+        let (kind, object) = match entry {
+            Value::String(name) => (name, Map::new()),
+            Value::Object(mut object) => match object.remove("type") {
+                Some(Value::String(name)) => (name, object),
+                _ => {
+                    return Err(ApiError::bad_request(format!(
+                        "`{at}.type` is required and must be a string"
+                    )));
+                }
+            },
+            _ => {
+                return Err(ApiError::bad_request(format!(
+                    "`{at}` must be a format name or an object with a `type`"
+                )));
+            }
+        };
+        if let Some((_, why)) = UNAVAILABLE.iter().find(|(name, _)| *name == kind) {
+            return Err(ApiError::not_available(&format!("{at} ({kind})"), why));
+        }
+        match kind.as_str() {
+            "markdown" => formats.markdown = true,
+            "html" => formats.html = true,
+            "rawHtml" => formats.raw_html = true,
+            "rawBase64" => formats.raw_base64 = true,
+            "links" => formats.links = true,
+            "images" => formats.images = true,
+            "changeTracking" => {
+                formats.change_tracking = Some(change_tracking(&object, &at)?);
+                continue;
+            }
+            "attributes" => {
+                formats.attributes.extend(attributes(&object, &at)?);
+                continue;
+            }
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "`{at}` is an unknown format `{other}`; known formats: {}",
+                    SUPPORTED
+                        .iter()
+                        .chain(UNAVAILABLE.iter().map(|(n, _)| n))
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+        if let Some(key) = object.keys().next() {
+            return Err(ApiError::bad_request(format!(
+                "Unrecognized key in body: `{at}.{key}`"
+            )));
+        }
+    }
+    if formats.change_tracking.is_some() && !formats.markdown {
+        return Err(ApiError::bad_request(format!(
+            "`{prefix}formats`: changeTracking requires the markdown format as well"
+        )));
+    }
+    let others = formats.markdown
+        || formats.html
+        || formats.raw_html
+        || formats.links
+        || formats.images
+        || formats.change_tracking.is_some()
+        || !formats.attributes.is_empty();
+    if formats.raw_base64 && others {
+        return Err(ApiError::bad_request(format!(
+            "`{prefix}formats`: rawBase64 must be the only format"
+        )));
+    }
+    Ok(formats)
+}
+
+fn change_tracking(object: &Map<String, Value>, at: &str) -> Result<ChangeTrackingSpec, ApiError> {
+    let mut spec = ChangeTrackingSpec::default();
+    for (key, value) in object {
+        match key.as_str() {
+            "modes" => {
+                let modes = value.as_array().ok_or_else(|| {
+                    ApiError::bad_request(format!("`{at}.modes` must be an array"))
+                })?;
+                for (j, mode) in modes.iter().enumerate() {
+                    match mode.as_str() {
+                        Some("git-diff") => spec.git_diff = true,
+                        Some("json") => {
+                            return Err(ApiError::not_available(
+                                &format!("{at}.modes[{j}] (json)"),
+                                "JSON change tracking needs a language model, which is not configured",
+                            ));
+                        }
+                        _ => {
+                            return Err(ApiError::bad_request(format!(
+                                "`{at}.modes[{j}]` must be \"git-diff\" or \"json\""
+                            )));
+                        }
+                    }
+                }
+            }
+            "tag" => match value {
+                Value::Null => spec.tag = None,
+                Value::String(tag) if !tag.is_empty() && tag.len() <= 256 => {
+                    spec.tag = Some(tag.clone())
+                }
+                _ => {
+                    return Err(ApiError::bad_request(format!(
+                        "`{at}.tag` must be a string of 1 to 256 characters or null"
+                    )));
+                }
+            },
+            "schema" | "prompt" if !value.is_null() => {
+                return Err(ApiError::not_available(
+                    &format!("{at}.{key}"),
+                    "JSON change tracking needs a language model, which is not configured",
+                ));
+            }
+            "schema" | "prompt" => {}
+            other => {
+                return Err(ApiError::bad_request(format!(
+                    "Unrecognized key in body: `{at}.{other}`"
+                )));
+            }
+        }
+    }
+    Ok(spec)
+}
+
+fn attributes(object: &Map<String, Value>, at: &str) -> Result<Vec<(String, String)>, ApiError> {
+    if let Some(other) = object.keys().find(|k| *k != "selectors") {
+        return Err(ApiError::bad_request(format!(
+            "Unrecognized key in body: `{at}.{other}`"
+        )));
+    }
+    let list = object
+        .get("selectors")
+        .and_then(Value::as_array)
+        .filter(|l| !l.is_empty())
+        .ok_or_else(|| {
+            ApiError::bad_request(format!("`{at}.selectors` must be a non-empty array"))
+        })?;
+    list.iter()
+        .enumerate()
+        .map(|(j, item)| {
+            let here = format!("{at}.selectors[{j}]");
+            let get = |name: &str| {
+                item.get(name)
+                    .and_then(Value::as_str)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .ok_or_else(|| {
+                        ApiError::bad_request(format!("`{here}.{name}` must be a non-empty string"))
+                    })
+            };
+            let selector = get("selector")?;
+            let attribute = get("attribute")?;
+            extract::validate_selector(&selector).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "`{here}.selector` is not a valid CSS selector: {e}"
+                ))
+            })?;
+            Ok((selector, attribute))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Code;
+    use serde_json::json;
+
+    fn p(v: Value) -> Result<Formats, ApiError> {
+        parse(v.as_array().cloned().unwrap_or_default(), "")
+    }
+
+    #[test]
+    fn names_and_objects_mix() {
+        let f = p(json!(["markdown", {"type": "html"}, "links"])).expect("ok");
+        assert!(f.markdown && f.html && f.links && !f.raw_html);
+    }
+
+    #[test]
+    fn unknown_formats_are_named() {
+        let err = p(json!(["markdown", "pdfText"])).unwrap_err();
+        assert_eq!(err.code(), Code::BadRequest);
+        assert!(err.message().contains("`formats[1]`") && err.message().contains("pdfText"));
+    }
+
+    #[test]
+    fn unavailable_formats_say_so() {
+        let err = p(json!([{"type": "json", "prompt": "x"}])).unwrap_err();
+        assert_eq!(err.code(), Code::FeatureNotAvailable);
+        assert!(
+            err.message().contains("formats[0] (json)"),
+            "{}",
+            err.message()
+        );
+        assert_eq!(
+            p(json!(["screenshot"])).unwrap_err().code(),
+            Code::FeatureNotAvailable
+        );
+    }
+
+    #[test]
+    fn change_tracking_rules() {
+        let f = p(
+            json!(["markdown", {"type": "changeTracking", "modes": ["git-diff"], "tag": "daily"}]),
+        )
+        .expect("ok");
+        let spec = f.change_tracking.expect("spec");
+        assert!(spec.git_diff);
+        assert_eq!(spec.tag.as_deref(), Some("daily"));
+        assert!(
+            p(json!(["changeTracking"]))
+                .unwrap_err()
+                .message()
+                .contains("requires the markdown")
+        );
+        assert_eq!(
+            p(json!(["markdown", {"type": "changeTracking", "modes": ["json"]}]))
+                .unwrap_err()
+                .code(),
+            Code::FeatureNotAvailable
+        );
+    }
+
+    #[test]
+    fn strict_format_objects() {
+        let err = p(json!([{"type": "markdown", "fullPage": true}])).unwrap_err();
+        assert!(
+            err.message().contains("`formats[0].fullPage`"),
+            "{}",
+            err.message()
+        );
+        assert!(p(json!(["rawBase64", "markdown"])).is_err());
+        assert!(p(json!(["rawBase64"])).expect("ok").raw_base64);
+    }
+
+    #[test]
+    fn attribute_selectors() {
+        let f = p(
+            json!([{"type": "attributes", "selectors": [{"selector": "a", "attribute": "href"}]}]),
+        )
+        .expect("ok");
+        assert_eq!(f.attributes, vec![("a".to_owned(), "href".to_owned())]);
+        assert!(p(json!([{"type": "attributes", "selectors": []}])).is_err());
+    }
+}

@@ -1,0 +1,97 @@
+//! The HTTP front door (actix-web): one module per resource, authentication, the error
+//! envelope, strict request bodies with validation, and the OpenAPI document. Handlers are
+//! thin: parse and validate, make one call into the service layer, answer its view. This
+//! module never touches storage directly.
+
+pub mod auth;
+pub mod body;
+pub mod error;
+pub mod formats;
+pub mod health;
+pub mod openapi;
+pub mod options;
+pub mod scrape;
+pub mod target;
+
+use std::sync::Arc;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::middleware::{ErrorHandlers, Logger};
+use actix_web::{App, HttpRequest, HttpResponse, web};
+
+pub use auth::Authenticated;
+pub use error::ApiError;
+
+use crate::config::Settings;
+use crate::model::Code;
+use crate::scrape::Scraper;
+use crate::store::KeyStore;
+
+/// What handlers share.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// Validated settings.
+    pub settings: Arc<Settings>,
+    /// The scrape pipeline.
+    pub scraper: Scraper,
+    /// API keys.
+    pub keys: KeyStore,
+}
+
+/// Builds the application; used by `serve` and by the tests.
+pub fn create_app(
+    state: web::Data<AppState>,
+    openapi: web::Data<openapi::OpenApiJson>,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    let max_body = state.settings.server.max_request_bytes;
+    App::new()
+        .app_data(state)
+        .app_data(openapi)
+        .configure(|cfg| configure_data(cfg, max_body))
+        .wrap(ErrorHandlers::new().default_handler(error::envelope_errors))
+        .wrap(Logger::new("%r %s %Dms").exclude("/health"))
+        .configure(health::configure)
+        .configure(openapi::configure)
+        .configure(scrape::configure)
+        .default_service(web::to(not_found))
+}
+
+/// Extractor settings whose failures must still produce the JSON envelope.
+fn configure_data(cfg: &mut web::ServiceConfig, max_body: usize) {
+    cfg.app_data(web::PayloadConfig::new(max_body))
+        .app_data(web::PathConfig::default().error_handler(|err, _| {
+            ApiError::bad_request(format!("Invalid path parameter: {err}")).into()
+        }))
+        .app_data(web::QueryConfig::default().error_handler(|err, _| {
+            ApiError::bad_request(format!("Invalid query parameter: {err}")).into()
+        }))
+        .app_data(
+            web::JsonConfig::default()
+                .limit(max_body)
+                .error_handler(|err, _| {
+                    ApiError::new(
+                        Code::InvalidJson,
+                        format!("Bad request, malformed JSON: {err}"),
+                    )
+                    .into()
+                }),
+        );
+}
+
+async fn not_found(req: HttpRequest) -> HttpResponse {
+    use actix_web::ResponseError;
+    ApiError::new(
+        Code::NotFound,
+        format!("Not found: {} {}", req.method(), req.path()),
+    )
+    .error_response()
+}

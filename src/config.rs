@@ -1,0 +1,292 @@
+//! Settings: the embedded `config/default.toml`, an optional file, `FERROCRAWL_*` environment
+//! variables and command-line overrides, merged in that order (later wins) and validated
+//! once at start-up. Unknown keys anywhere are an error, so a typo never goes unnoticed.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Toml};
+use serde::{Deserialize, Serialize};
+
+/// The embedded single-node defaults.
+pub const DEFAULT_TOML: &str = include_str!("../config/default.toml");
+
+/// Prefix of environment variables that set configuration keys.
+pub const ENV_PREFIX: &str = "FERROCRAWL_";
+
+/// Everything configurable.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// HTTP front door.
+    pub server: ServerSettings,
+    /// Persistence.
+    pub storage: StorageSettings,
+    /// Outbound address policy.
+    pub security: SecuritySettings,
+    /// Page fetching.
+    pub scrape: ScrapeSettings,
+    /// Proxies.
+    pub proxy: ProxySettings,
+    /// Logging.
+    pub log: LogSettings,
+    /// Plan flags per team name.
+    #[serde(default)]
+    pub teams: BTreeMap<String, TeamSettings>,
+}
+
+/// `[server]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerSettings {
+    /// Listen address.
+    pub host: String,
+    /// Listen port.
+    pub port: u16,
+    /// Externally reachable base URL; empty means "from the request".
+    pub public_url: String,
+    /// Worker threads; 0 = one per core.
+    pub workers: usize,
+    /// Largest JSON request body.
+    pub max_request_bytes: usize,
+}
+
+/// `[storage]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageSettings {
+    /// Data directory.
+    pub data_dir: PathBuf,
+    /// Lifetime of stored scrape results, seconds.
+    pub result_ttl_secs: u64,
+}
+
+/// `[security]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecuritySettings {
+    /// Allow private and loopback targets.
+    pub allow_private_targets: bool,
+    /// Exact host names or addresses exempt from the private-address rule.
+    pub allowed_private_hosts: Vec<String>,
+}
+
+/// `[scrape]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScrapeSettings {
+    /// Desktop User-Agent.
+    pub user_agent: String,
+    /// Mobile User-Agent.
+    pub mobile_user_agent: String,
+    /// Largest response body read from a target.
+    pub max_body_bytes: usize,
+    /// Redirect hops followed.
+    pub max_redirects: usize,
+}
+
+/// `[proxy]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxySettings {
+    /// The enhanced proxy URL; empty when none.
+    pub enhanced_url: String,
+}
+
+/// `[log]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogSettings {
+    /// Default tracing filter.
+    pub level: String,
+    /// `text` or `json`.
+    pub format: LogFormat,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// `[teams.NAME]`
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TeamSettings {
+    /// Enterprise plan: robots.txt overrides.
+    pub enterprise: bool,
+    /// May send zero-data-retention requests.
+    pub zero_data_retention: bool,
+}
+
+/// Values given on the command line, applied last.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--port`
+    pub port: Option<u16>,
+    /// `--data`
+    pub data_dir: Option<PathBuf>,
+}
+
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A file, variable or key could not be read or is unknown.
+    #[error("configuration: {0}")]
+    Load(#[from] Box<figment::Error>),
+    /// A value is out of range or inconsistent.
+    #[error("configuration: {key}: {reason}")]
+    Invalid {
+        /// The offending key.
+        key: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl Settings {
+    /// Loads the defaults, then `file`, then `FERROCRAWL_*` variables, then `overrides`.
+    pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Self, ConfigError> {
+        let mut figment = Figment::from(Toml::string(DEFAULT_TOML));
+        if let Some(path) = file {
+            if !path.is_file() {
+                return Err(ConfigError::Invalid {
+                    key: "--config",
+                    reason: format!("{} is not a readable file", path.display()),
+                });
+            }
+            figment = figment.merge(Toml::file(path));
+        }
+        figment = figment.merge(Env::prefixed(ENV_PREFIX).split("__"));
+        let mut settings: Settings = figment.extract().map_err(Box::new)?;
+        if let Some(port) = overrides.port {
+            settings.server.port = port;
+        }
+        if let Some(dir) = &overrides.data_dir {
+            settings.storage.data_dir.clone_from(dir);
+        }
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Settings for tests and embedding: the defaults with the given data directory.
+    pub fn defaults_with_data_dir(dir: impl Into<PathBuf>) -> Self {
+        let mut settings: Settings = Figment::from(Toml::string(DEFAULT_TOML))
+            .extract()
+            .expect("the embedded default configuration is valid");
+        settings.storage.data_dir = dir.into();
+        settings
+    }
+
+    /// Checks ranges and cross-field rules.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key, reason: &str| {
+            Err(ConfigError::Invalid {
+                key,
+                reason: reason.into(),
+            })
+        };
+        if self.server.host.parse::<IpAddr>().is_err() && self.server.host != "localhost" {
+            return invalid("server.host", "must be an IP address or localhost");
+        }
+        let public = self.server.public_url.trim();
+        if !public.is_empty() {
+            match url::Url::parse(public) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+                _ => return invalid("server.public_url", "must be an http(s) URL or empty"),
+            }
+        }
+        if self.server.max_request_bytes < 1024 {
+            return invalid("server.max_request_bytes", "must be at least 1024");
+        }
+        if self.storage.result_ttl_secs == 0 {
+            return invalid("storage.result_ttl_secs", "must be positive");
+        }
+        if self.scrape.max_body_bytes < 1024 {
+            return invalid("scrape.max_body_bytes", "must be at least 1024");
+        }
+        if self.scrape.max_redirects > 50 {
+            return invalid("scrape.max_redirects", "must be at most 50");
+        }
+        if self.scrape.user_agent.trim().is_empty()
+            || self.scrape.mobile_user_agent.trim().is_empty()
+        {
+            return invalid("scrape.user_agent", "user agents must not be empty");
+        }
+        let proxy = self.proxy.enhanced_url.trim();
+        if !proxy.is_empty() {
+            match url::Url::parse(proxy) {
+                Ok(u) if matches!(u.scheme(), "http" | "https" | "socks5" | "socks5h") => {}
+                _ => return invalid("proxy.enhanced_url", "must be an http, https or socks5 URL"),
+            }
+        }
+        for name in self.teams.keys() {
+            if crate::model::TeamId::parse(name).is_err() {
+                return Err(ConfigError::Invalid {
+                    key: "teams",
+                    reason: format!("`{name}` is not a valid team name"),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The enhanced proxy URL, when one is configured.
+    pub fn enhanced_proxy(&self) -> Option<&str> {
+        Some(self.proxy.enhanced_url.trim()).filter(|s| !s.is_empty())
+    }
+
+    /// The configured public base URL without a trailing slash, when set.
+    pub fn public_url(&self) -> Option<&str> {
+        Some(self.server.public_url.trim().trim_end_matches('/')).filter(|s| !s.is_empty())
+    }
+
+    /// Plan flags of a team (all off when the team has no entry).
+    pub fn team(&self, name: &str) -> TeamSettings {
+        self.teams.get(name).cloned().unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_defaults_are_valid() {
+        let s = Settings::defaults_with_data_dir("x");
+        s.validate().expect("valid");
+        assert_eq!(s.server.port, 3002);
+        assert!(!s.security.allow_private_targets);
+        assert!(s.team("default").zero_data_retention);
+        assert!(!s.team("nobody").zero_data_retention);
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected() {
+        let bad = format!("{DEFAULT_TOML}\n[extra]\nx = 1\n");
+        let err = Figment::from(Toml::string(&bad))
+            .extract::<Settings>()
+            .unwrap_err();
+        assert!(err.to_string().contains("extra"), "{err}");
+        let bad =
+            DEFAULT_TOML.replace("max_redirects = 10", "max_redirects = 10\nmax_redirect = 3");
+        let err = Figment::from(Toml::string(&bad))
+            .extract::<Settings>()
+            .unwrap_err();
+        assert!(err.to_string().contains("max_redirect"), "{err}");
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let mut s = Settings::defaults_with_data_dir("x");
+        s.proxy.enhanced_url = "ftp://nope".into();
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.contains("proxy.enhanced_url"), "{err}");
+    }
+}

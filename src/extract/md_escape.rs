@@ -1,0 +1,154 @@
+//! Text escaping for the Markdown writer: only what would otherwise change meaning
+//! (block markers at line start, emphasis characters, brackets in link text, HTML-like
+//! `<`), plus link destinations and titles that stay one token, and the lookups that
+//! decide whether inline markup is needed at all.
+
+use super::dom::{Dom, Id, NONE};
+use super::tags::Tag;
+
+/// Collapsible whitespace; a no-break space is folded in too, since Markdown has no
+/// use for it and it would otherwise glue emphasis markers to words.
+pub(crate) fn is_collapsible(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0c' | '\u{a0}')
+}
+
+/// ASCII case-insensitive `starts_with`.
+pub(crate) fn starts_with_ci(s: &str, prefix: &str) -> bool {
+    s.as_bytes()
+        .get(..prefix.len())
+        .is_some_and(|h| h.eq_ignore_ascii_case(prefix.as_bytes()))
+}
+
+/// Escapes characters that would end or nest bracketed text.
+pub(crate) fn escape_brackets(out: &mut String, s: &str) {
+    for c in s.chars() {
+        if matches!(c, '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+}
+
+/// Writes a link destination, keeping it one token (no spaces, balanced parentheses).
+pub(crate) fn push_destination(out: &mut String, url: &str) {
+    let balanced = url.matches('(').count() == url.matches(')').count();
+    for c in url.chars() {
+        match c {
+            ' ' => out.push_str("%20"),
+            '(' if !balanced => out.push_str("%28"),
+            ')' if !balanced => out.push_str("%29"),
+            '<' => out.push_str("%3C"),
+            '>' => out.push_str("%3E"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+}
+
+/// Writes a link title in double quotes, on one line.
+pub(crate) fn push_title(out: &mut String, title: &str) {
+    out.push_str(" \"");
+    for c in title.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\n' | '\r' | '\t' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Escapes one whitespace-free word of text.
+pub(crate) fn escape_word(out: &mut String, word: &str, line_start: bool, in_link: bool) {
+    let bytes = word.as_bytes();
+    if line_start {
+        let first = bytes.first().copied().unwrap_or(b' ');
+        let all_same = bytes.iter().all(|&b| b == first);
+        let numbered = {
+            let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+            digits > 0
+                && digits < 10
+                && digits + 1 == bytes.len()
+                && matches!(bytes.last(), Some(b'.' | b')'))
+        };
+        if matches!(first, b'#' | b'>') || (matches!(first, b'-' | b'+' | b'=') && all_same) {
+            out.push('\\');
+        } else if numbered {
+            out.push_str(word.get(..word.len() - 1).unwrap_or(""));
+            out.push('\\');
+            out.push_str(word.get(word.len() - 1..).unwrap_or(""));
+            return;
+        }
+    }
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape = match b {
+            b'*' | b'`' => true,
+            b'_' => {
+                let prev = if i == 0 { None } else { bytes.get(i - 1) };
+                let next = bytes.get(i + 1);
+                !(prev.is_some_and(u8::is_ascii_alphanumeric)
+                    && next.is_some_and(u8::is_ascii_alphanumeric))
+            }
+            b'[' | b']' => in_link,
+            b'<' => bytes
+                .get(i + 1)
+                .is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, b'/' | b'!' | b'?')),
+            b'\\' => bytes.get(i + 1).is_some_and(u8::is_ascii_punctuation),
+            _ => false,
+        };
+        if escape {
+            out.push_str(word.get(start..i).unwrap_or(""));
+            out.push('\\');
+            start = i;
+        }
+    }
+    out.push_str(word.get(start..).unwrap_or(""));
+}
+
+/// Letters and digits of alphabetic scripts; ideographic scripts have no spaces
+/// between words, so emphasis there is never "inside a word".
+pub(crate) fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() && u32::from(c) < 0x2E80
+}
+
+/// First character written after `id` on the same line, looking through inline
+/// siblings and inline ancestors (a few steps at most).
+pub(crate) fn next_char(dom: &Dom, id: Id) -> Option<char> {
+    let mut cur = id;
+    for _ in 0..8 {
+        let next = dom.n(cur).next;
+        if next == NONE {
+            cur = dom.parent(cur);
+            if cur == NONE || dom.tag(cur).is_block() {
+                return None;
+            }
+            continue;
+        }
+        let tag = dom.tag(next);
+        if tag.is_block() || matches!(tag, Tag::Br | Tag::Img) {
+            return None;
+        }
+        let first = if tag == Tag::Text {
+            dom.text(next).chars().next()
+        } else {
+            dom.descendants(next)
+                .take(16)
+                .find_map(|d| dom.text(d).chars().next())
+        };
+        if first.is_some() {
+            return first;
+        }
+        cur = next;
+    }
+    None
+}
+
+/// Is this an in-page "skip to content" link (noise once the page is flattened)?
+pub(crate) fn is_skip_link(dom: &Dom, id: Id) -> bool {
+    let mut text = String::new();
+    dom.text_content(id, &mut text);
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let joined = words.join(" ").to_ascii_lowercase();
+    joined == "skip to content" || joined == "skip to main content"
+}

@@ -1,0 +1,219 @@
+//! Class and id vocabulary of the content filter: which words in an element's `class`
+//! or `id` hint at content, at boilerplate, at a byline or at a share bar.
+//!
+//! Each string is scanned once, case-insensitively, against all words at the same time
+//! (words are bucketed by first byte), so the filter never runs a pattern per word.
+
+/// Word that suggests boilerplate strong enough to drop the element outright.
+pub(crate) const UNLIKELY: u8 = 1;
+/// Word that vetoes [`UNLIKELY`] (the element may still be a content wrapper).
+pub(crate) const MAYBE: u8 = 2;
+/// Word that raises the element's weight.
+pub(crate) const POSITIVE: u8 = 4;
+/// Word that lowers the element's weight.
+pub(crate) const NEGATIVE: u8 = 8;
+/// Word that marks an author line.
+pub(crate) const BYLINE: u8 = 16;
+/// Whole word "share"/"sharedaddy": a share bar.
+pub(crate) const SHARE: u8 = 32;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Anywhere in the string.
+    Sub,
+    /// Delimited by spaces or the ends of the string.
+    SpaceToken,
+    /// Not glued to a letter or digit on either side.
+    Word,
+}
+
+struct Pat {
+    word: &'static [u8],
+    flags: u8,
+    kind: Kind,
+}
+
+const fn sub(word: &'static str, flags: u8) -> Pat {
+    Pat {
+        word: word.as_bytes(),
+        flags,
+        kind: Kind::Sub,
+    }
+}
+
+const U: u8 = UNLIKELY;
+const N: u8 = NEGATIVE;
+const P: u8 = POSITIVE;
+const M: u8 = MAYBE;
+
+static PATS: &[Pat] = &[
+    sub("-ad-", U | N),
+    sub("ai2html", U),
+    sub("banner", U | N),
+    sub("breadcrumbs", U),
+    sub("combx", U | N),
+    sub("comment", U | N),
+    sub("community", U),
+    sub("cover-wrap", U),
+    sub("disqus", U),
+    sub("extra", U),
+    sub("footer", U | N),
+    sub("gdpr", U | N),
+    sub("header", U),
+    sub("legends", U),
+    sub("menu", U),
+    sub("related", U | N),
+    sub("remark", U),
+    sub("replies", U),
+    sub("rss", U),
+    sub("shoutbox", U | N),
+    sub("sidebar", U | N),
+    sub("skyscraper", U | N),
+    sub("social", U),
+    sub("sponsor", U | N),
+    sub("supplemental", U),
+    sub("ad-break", U),
+    sub("agegate", U),
+    sub("pagination", U | P),
+    sub("pager", U),
+    sub("popup", U),
+    sub("yom-remote", U),
+    sub("and", M),
+    sub("article", M | P),
+    sub("body", M | P),
+    sub("column", M),
+    sub("content", M | P),
+    sub("main", M | P),
+    sub("mathjax", M),
+    sub("shadow", M),
+    sub("entry", P),
+    sub("hentry", P),
+    sub("h-entry", P),
+    sub("page", P),
+    sub("post", P),
+    sub("text", P),
+    sub("blog", P),
+    sub("story", P),
+    sub("hidden", N),
+    Pat {
+        word: b"hid",
+        flags: N,
+        kind: Kind::SpaceToken,
+    },
+    sub("com-", N),
+    sub("contact", N),
+    sub("masthead", N),
+    sub("media", N),
+    sub("meta", N),
+    sub("outbrain", N),
+    sub("promo", N),
+    sub("scroll", N),
+    sub("share", N),
+    sub("shopping", N),
+    sub("tags", N),
+    sub("widget", N),
+    sub("byline", BYLINE),
+    sub("author", BYLINE),
+    sub("dateline", BYLINE),
+    sub("writtenby", BYLINE),
+    sub("p-author", BYLINE),
+    Pat {
+        word: b"share",
+        flags: SHARE,
+        kind: Kind::Word,
+    },
+    Pat {
+        word: b"sharedaddy",
+        flags: SHARE,
+        kind: Kind::Word,
+    },
+];
+
+const BUCKET: usize = 16;
+
+const fn build_index() -> [[u8; BUCKET]; 256] {
+    let mut table = [[u8::MAX; BUCKET]; 256];
+    let mut i = 0;
+    while i < PATS.len() {
+        let first = PATS[i].word[0] as usize;
+        let mut k = 0;
+        while table[first][k] != u8::MAX {
+            k += 1;
+        }
+        table[first][k] = i as u8;
+        i += 1;
+    }
+    table
+}
+
+static INDEX: [[u8; BUCKET]; 256] = build_index();
+
+fn is_alnum(b: Option<&u8>) -> bool {
+    b.is_some_and(|c| c.is_ascii_alphanumeric())
+}
+
+fn is_space(b: Option<&u8>) -> bool {
+    b.is_none_or(|&c| c == b' ')
+}
+
+/// Flags of every word found in `s` (a class attribute or an id).
+pub(crate) fn scan(s: &str) -> u8 {
+    if s.is_empty() {
+        return 0;
+    }
+    // Lower-case once into a stack buffer so matching is plain byte comparison.
+    let mut stack = [0u8; 128];
+    let mut heap = Vec::new();
+    let hay: &mut [u8] = if s.len() <= stack.len() {
+        &mut stack[..s.len()]
+    } else {
+        heap.resize(s.len(), 0);
+        &mut heap
+    };
+    hay.copy_from_slice(s.as_bytes());
+    hay.make_ascii_lowercase();
+    let hay = &*hay;
+    let mut flags = 0u8;
+    for (i, &first) in hay.iter().enumerate() {
+        for &pi in &INDEX[first as usize] {
+            let Some(pat) = PATS.get(pi as usize) else {
+                break;
+            };
+            if flags & pat.flags == pat.flags && pat.kind == Kind::Sub {
+                continue;
+            }
+            let end = i + pat.word.len();
+            if hay.get(i + 1) != pat.word.get(1) || hay.get(i..end) != Some(pat.word) {
+                continue;
+            }
+            let before = if i == 0 { None } else { hay.get(i - 1) };
+            let after = hay.get(end);
+            let ok = match pat.kind {
+                Kind::Sub => true,
+                Kind::SpaceToken => is_space(before) && is_space(after),
+                Kind::Word => !is_alnum(before) && !is_alnum(after),
+            };
+            if ok {
+                flags |= pat.flags;
+            }
+        }
+    }
+    flags
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_found_case_insensitively() {
+        assert_eq!(scan("Site-Header") & UNLIKELY, UNLIKELY);
+        assert_eq!(scan("entry-content") & (POSITIVE | MAYBE), POSITIVE | MAYBE);
+        assert_eq!(scan("x hid") & NEGATIVE, NEGATIVE);
+        assert_eq!(scan("hide") & NEGATIVE, 0);
+        assert_eq!(scan("share-bar") & SHARE, SHARE);
+        assert_eq!(scan("shared") & SHARE, 0);
+        assert_eq!(scan("post_share") & SHARE, SHARE);
+        assert_eq!(scan(""), 0);
+    }
+}

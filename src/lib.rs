@@ -1,0 +1,139 @@
+//! ferrocrawl: a self-hosted web content extraction service that speaks the Firecrawl v2
+//! HTTP API, so the official SDKs and the tools built on them work against it unchanged.
+//!
+//! Layers, each depending only on those below it:
+//!
+//! - [`api`]: actix-web handlers, authentication, validation, the JSON error envelope;
+//! - [`scrape`]: the one-page pipeline (cache → engine → extraction → formats);
+//! - [`extract`]: pure HTML transforms (main content, Markdown, links, metadata), no I/O;
+//! - [`store`]: sled persistence, the only module that touches the database;
+//! - [`model`] and [`config`]: shared types and settings.
+//!
+//! [`serve`] runs the server on a listener the caller bound, until a shutdown future
+//! resolves; `main` and the integration tests both use it.
+
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
+
+pub mod api;
+pub mod config;
+pub mod extract;
+pub mod model;
+pub mod scrape;
+pub mod store;
+pub mod telemetry;
+
+use std::future::Future;
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::Arc;
+
+use actix_web::{HttpServer, web};
+
+use config::Settings;
+use model::TeamId;
+use store::{NewKey, Store};
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// The data directory could not be opened.
+    #[error(transparent)]
+    Store(#[from] store::StoreError),
+    /// Writing the bootstrap key file failed.
+    #[error("could not write {path}: {source}")]
+    KeyFile {
+        /// The file.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The HTTP engine could not be built from the settings.
+    #[error("could not set up the HTTP engine: {0}")]
+    Engine(String),
+    /// The HTTP server failed.
+    #[error("server error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Name of the team that gets the first key.
+pub const BOOTSTRAP_TEAM: &str = "default";
+/// File (in the data directory) holding the first key.
+pub const API_KEY_FILE: &str = "api-key";
+
+/// Serves the API on `listener` until `shutdown` resolves, then stops accepting requests,
+/// lets running ones finish, and flushes the database.
+pub async fn serve(
+    listener: TcpListener,
+    settings: Settings,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), StartupError> {
+    let settings = Arc::new(settings);
+    let store = Store::open(&settings.storage.data_dir)?;
+    if let Some(key) = bootstrap_key(&store, &settings.storage.data_dir)? {
+        // Printed once, on first start: the operator's way in.
+        println!(
+            "Created API key for team `{}`: {}\nIt is also saved in {}",
+            key.team,
+            key.value,
+            settings.storage.data_dir.join(API_KEY_FILE).display()
+        );
+    }
+    let scraper =
+        scrape::Scraper::new(store.clone(), Arc::clone(&settings)).map_err(StartupError::Engine)?;
+    let state = web::Data::new(api::AppState {
+        settings: Arc::clone(&settings),
+        scraper,
+        keys: store.keys.clone(),
+    });
+    let openapi = web::Data::new(api::openapi::OpenApiJson::build());
+    let workers = match settings.server.workers {
+        0 => std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
+        n => n,
+    };
+    let address = listener.local_addr()?;
+    let server = HttpServer::new(move || api::create_app(state.clone(), openapi.clone()))
+        .workers(workers)
+        .disable_signals()
+        .shutdown_timeout(30)
+        .listen(listener)?
+        .run();
+    tracing::info!(%address, workers, "ferrocrawl is listening");
+    let handle = server.handle();
+    let stopper = async move {
+        shutdown.await;
+        tracing::info!("shutting down: finishing running requests");
+        handle.stop(true).await;
+    };
+    let (result, ()) = tokio::join!(server, stopper);
+    store.flush()?;
+    tracing::info!("stopped; data flushed");
+    result.map_err(StartupError::Io)
+}
+
+/// Creates the first key when the store has none, writing it to `data_dir/api-key` (0600).
+pub fn bootstrap_key(store: &Store, data_dir: &Path) -> Result<Option<NewKey>, StartupError> {
+    if !store.keys.is_empty() {
+        return Ok(None);
+    }
+    let team = TeamId::parse(BOOTSTRAP_TEAM).map_err(|e| StartupError::Engine(e.clone()))?;
+    let key = store.keys.add(&team, None)?;
+    let path = data_dir.join(API_KEY_FILE);
+    write_secret(&path, &key.value).map_err(|source| StartupError::KeyFile {
+        path: path.display().to_string(),
+        source,
+    })?;
+    Ok(Some(key))
+}
+
+fn write_secret(path: &Path, value: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    writeln!(file, "{value}")?;
+    file.sync_all()
+}

@@ -1,0 +1,174 @@
+//! The `ferrocrawl` command: parses the command line, loads settings, starts logging and
+//! calls into the library. No logic lives here.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+
+use ferrocrawl::config::{Overrides, Settings};
+use ferrocrawl::extract::{self, ExtractOptions, Wanted};
+use ferrocrawl::model::TeamId;
+use ferrocrawl::store::Store;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ferrocrawl",
+    version,
+    about = "Self-hosted web content extraction (Firecrawl v2 API)"
+)]
+struct Cli {
+    /// Configuration file (TOML), merged over the built-in defaults.
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the API server.
+    Serve {
+        /// Listen port (overrides server.port).
+        #[arg(long)]
+        port: Option<u16>,
+        /// Data directory (overrides storage.data_dir).
+        #[arg(long)]
+        data: Option<PathBuf>,
+    },
+    /// Manage API keys (while the server is stopped).
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+    /// Print the Markdown of a local HTML file, as a scrape of URL would produce it.
+    Extract {
+        /// The HTML file.
+        file: PathBuf,
+        /// The page's URL (for relative links).
+        #[arg(long, default_value = "http://localhost/")]
+        url: String,
+        /// Keep the whole page instead of the main content.
+        #[arg(long)]
+        full: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum KeysCommand {
+    /// Add a key for a team and print it.
+    Create {
+        /// The team the key authenticates as.
+        #[arg(long)]
+        team: String,
+        /// Use this value instead of a generated key.
+        #[arg(long)]
+        key: Option<String>,
+        /// Data directory (overrides storage.data_dir).
+        #[arg(long)]
+        data: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve { port, data } => {
+            let settings = Settings::load(
+                cli.config.as_deref(),
+                &Overrides {
+                    port,
+                    data_dir: data,
+                },
+            )?;
+            ferrocrawl::telemetry::init(&settings.log);
+            serve(settings)
+        }
+        Command::Keys {
+            command: KeysCommand::Create { team, key, data },
+        } => {
+            let settings = Settings::load(
+                cli.config.as_deref(),
+                &Overrides {
+                    port: None,
+                    data_dir: data,
+                },
+            )?;
+            create_key(&settings.storage.data_dir, &team, key.as_deref())
+        }
+        Command::Extract { file, url, full } => extract_file(&file, &url, full),
+    }
+}
+
+fn serve(settings: Settings) -> anyhow::Result<()> {
+    let address = format!("{}:{}", settings.server.host, settings.server.port);
+    let listener =
+        TcpListener::bind(&address).with_context(|| format!("cannot listen on {address}"))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(ferrocrawl::serve(listener, settings, shutdown_signal()))?;
+    Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+fn create_key(data_dir: &Path, team: &str, key: Option<&str>) -> anyhow::Result<()> {
+    let team = TeamId::parse(team).map_err(anyhow::Error::msg)?;
+    if key.is_some_and(|v| v.len() < 8 || v.chars().any(|c| c.is_whitespace() || c.is_control())) {
+        bail!("--key must be at least 8 characters with no spaces");
+    }
+    let store = Store::open(data_dir).context("opening the data directory")?;
+    let created = store.keys.add(&team, key)?;
+    store.flush()?;
+    println!("{}", created.value);
+    eprintln!(
+        "API key added for team `{}` in {}",
+        created.team,
+        data_dir.display()
+    );
+    Ok(())
+}
+
+fn extract_file(file: &Path, url: &str, full: bool) -> anyhow::Result<()> {
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let url = url::Url::parse(url).context("--url must be an absolute URL")?;
+    let html = ferrocrawl::scrape::engine::charset::decode(&bytes, None);
+    let options = ExtractOptions {
+        only_main_content: !full,
+        ..ExtractOptions::default()
+    };
+    let wanted = Wanted {
+        markdown: true,
+        ..Wanted::default()
+    };
+    let out = extract::extract(&html, &url, &options, wanted);
+    println!("{}", out.markdown.unwrap_or_default());
+    Ok(())
+}

@@ -1,0 +1,104 @@
+//! The error-code table: every error the API can answer maps to one [`Code`], which fixes
+//! its HTTP status and the exact code string of the wire envelope (the strings are the ones
+//! Firecrawl clients match on, written out rather than derived from variant names).
+
+/// Implemented by every layer's error enum so the API can render any of them.
+pub trait ErrorCode {
+    /// The code (and so the HTTP status) of this error.
+    fn code(&self) -> Code;
+}
+
+macro_rules! codes {
+    ($( $(#[$doc:meta])* $variant:ident => ($status:expr, $name:expr) ),+ $(,)?) => {
+        /// A machine-readable error code with its HTTP status.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum Code {
+            $( $(#[$doc])* $variant, )+
+        }
+
+        impl Code {
+            /// HTTP status answered for this code.
+            pub fn status(self) -> u16 {
+                match self { $( Code::$variant => $status, )+ }
+            }
+
+            /// The code string of the JSON envelope.
+            pub fn as_str(self) -> &'static str {
+                match self { $( Code::$variant => $name, )+ }
+            }
+
+            /// Every code, for documentation and tests.
+            pub const ALL: &'static [Code] = &[ $( Code::$variant, )+ ];
+        }
+    };
+}
+
+codes! {
+    /// The request failed validation; the message names the field.
+    BadRequest => (400, "BAD_REQUEST"),
+    /// The body is not valid JSON.
+    InvalidJson => (400, "BAD_REQUEST_INVALID_JSON"),
+    /// The option exists in the API but its capability is not available in this build.
+    FeatureNotAvailable => (400, "FEATURE_NOT_AVAILABLE"),
+    /// The target resolves to an address the security settings refuse.
+    UrlBlocked => (400, "URL_BLOCKED"),
+    /// A job id that is not a UUID.
+    InvalidJobId => (400, "BAD_REQUEST"),
+    /// Missing or unknown API key.
+    Unauthorized => (401, "UNAUTHORIZED"),
+    /// The team lacks a permission the request needs.
+    Forbidden => (403, "FORBIDDEN"),
+    /// No such route or resource for this team.
+    NotFound => (404, "NOT_FOUND"),
+    /// `minAge` was set and the cache holds nothing matching.
+    ScrapeNoCachedData => (404, "SCRAPE_NO_CACHED_DATA"),
+    /// `lockdown` was set and the page is not cached.
+    ScrapeLockdownCacheMiss => (404, "SCRAPE_LOCKDOWN_CACHE_MISS"),
+    /// The route exists but not for this method.
+    MethodNotAllowed => (405, "METHOD_NOT_ALLOWED"),
+    /// The scrape did not finish within its timeout.
+    ScrapeTimeout => (408, "SCRAPE_TIMEOUT"),
+    /// The request body is larger than the server accepts.
+    PayloadTooLarge => (413, "PAYLOAD_TOO_LARGE"),
+    /// The target served a file type this build cannot convert.
+    ScrapeUnsupportedFile => (415, "SCRAPE_UNSUPPORTED_FILE_ERROR"),
+    /// The target's DNS name does not resolve (reported with HTTP 200, as Firecrawl does).
+    ScrapeDnsResolution => (200, "SCRAPE_DNS_RESOLUTION_ERROR"),
+    /// An internal failure; never caused by client input.
+    Unknown => (500, "UNKNOWN_ERROR"),
+    /// The target could not be reached or answered unusably.
+    ScrapeSiteError => (502, "SCRAPE_SITE_ERROR"),
+    /// The TLS handshake with the target failed verification.
+    ScrapeSslError => (502, "SCRAPE_SSL_ERROR"),
+    /// The server is shutting down or a dependency is unavailable.
+    Unavailable => (503, "SERVICE_UNAVAILABLE"),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_errors_are_never_server_errors() {
+        for code in Code::ALL {
+            let status = code.status();
+            let server_side = matches!(
+                code,
+                Code::Unknown | Code::ScrapeSiteError | Code::ScrapeSslError | Code::Unavailable
+            );
+            assert_eq!(status >= 500, server_side, "{code:?} has status {status}");
+        }
+    }
+
+    #[test]
+    fn contract_code_strings() {
+        assert_eq!(Code::ScrapeNoCachedData.as_str(), "SCRAPE_NO_CACHED_DATA");
+        assert_eq!(
+            Code::ScrapeLockdownCacheMiss.as_str(),
+            "SCRAPE_LOCKDOWN_CACHE_MISS"
+        );
+        assert_eq!(Code::InvalidJson.as_str(), "BAD_REQUEST_INVALID_JSON");
+        assert_eq!(Code::ScrapeTimeout.status(), 408);
+    }
+}

@@ -1,0 +1,14 @@
+//! Shared types with no dependency on the rest of the crate: identifiers, the validated
+//! scrape options every layer passes around, the result document as the wire shows it,
+//! and the error-code table that fixes each error's HTTP status and code string.
+
+pub mod code;
+pub mod document;
+pub mod ids;
+pub mod options;
+pub mod time;
+
+pub use code::{Code, ErrorCode};
+pub use document::{CacheState, ChangeTracking, Document, Metadata, ProxyUsed};
+pub use ids::{JobId, TeamId};
+pub use options::{ChangeTrackingSpec, Formats, Location, PdfParser, ProxyMode, ScrapeOptions};

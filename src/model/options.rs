@@ -1,0 +1,231 @@
+//! Validated scrape options: what the API layer produces from a request body after checking
+//! every field, with defaults applied. Scrape, batch and crawl pass this one type down to
+//! the pipeline; it is plain data so it can be persisted with a job.
+
+use serde::{Deserialize, Serialize};
+
+/// Default request timeout (spec §2.1).
+pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
+/// Smallest accepted timeout.
+pub const MIN_TIMEOUT_MS: u64 = 1_000;
+/// Largest accepted timeout.
+pub const MAX_TIMEOUT_MS: u64 = 300_000;
+/// Default freshness of cached pages: two days.
+pub const DEFAULT_MAX_AGE_MS: u64 = 172_800_000;
+/// Freshness used with `lockdown`: two years.
+pub const LOCKDOWN_MAX_AGE_MS: u64 = 63_072_000_000;
+
+/// How the page is fetched with respect to proxies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum ProxyMode {
+    /// Direct connection.
+    Basic,
+    /// Through the configured enhanced proxy when there is one.
+    Enhanced,
+    /// Direct first; retried through the enhanced proxy when the direct fetch is refused.
+    #[default]
+    Auto,
+}
+
+/// Emulated location: country code and preferred languages.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Location {
+    /// Lowercase ISO 3166-1 alpha-2 code, when given.
+    pub country: Option<String>,
+    /// Locale tags in order of preference, e.g. `de-DE`.
+    pub languages: Vec<String>,
+}
+
+/// The `changeTracking` format's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ChangeTrackingSpec {
+    /// Whether a unified diff of the Markdown is wanted (`git-diff` mode).
+    pub git_diff: bool,
+    /// Separates independent histories of the same URL.
+    pub tag: Option<String>,
+}
+
+/// Which outputs the caller asked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Formats {
+    /// `markdown`
+    pub markdown: bool,
+    /// `html` (cleaned)
+    pub html: bool,
+    /// `rawHtml`
+    pub raw_html: bool,
+    /// `rawBase64`: the body bytes, base64-encoded
+    pub raw_base64: bool,
+    /// `links`
+    pub links: bool,
+    /// `images`
+    pub images: bool,
+    /// `changeTracking`
+    pub change_tracking: Option<ChangeTrackingSpec>,
+    /// `attributes`: (selector, attribute) pairs
+    pub attributes: Vec<(String, String)>,
+}
+
+/// How PDFs are handled (`parsers`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PdfParser {
+    /// Convert PDFs to text (`["pdf"]`, the default); `false` returns them base64-encoded.
+    pub enabled: bool,
+    /// Upper bound on pages converted, when set.
+    pub max_pages: Option<u32>,
+}
+
+impl Default for PdfParser {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_pages: None,
+        }
+    }
+}
+
+/// Every option of a scrape, validated, defaults applied.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScrapeOptions {
+    /// Requested outputs.
+    pub formats: Formats,
+    /// Keep only the main content (header, navigation, footer removed).
+    pub only_main_content: bool,
+    /// CSS selectors whose elements alone make up the content.
+    pub include_tags: Vec<String>,
+    /// CSS selectors whose elements are removed.
+    pub exclude_tags: Vec<String>,
+    /// Extra request headers sent to the target.
+    pub headers: Vec<(String, String)>,
+    /// Whole-scrape time budget in milliseconds.
+    pub timeout_ms: u64,
+    /// Fetch as a mobile device.
+    pub mobile: bool,
+    /// Accept invalid TLS certificates.
+    pub skip_tls_verification: bool,
+    /// Emulated location.
+    pub location: Option<Location>,
+    /// Replace inline base64 images in Markdown with a placeholder.
+    pub remove_base64_images: bool,
+    /// Remove ads and cookie banners.
+    pub block_ads: bool,
+    /// Proxy choice.
+    pub proxy: ProxyMode,
+    /// Accept cached pages younger than this many milliseconds (0: always fetch).
+    pub max_age_ms: u64,
+    /// Cache-only read of pages at least this old.
+    pub min_age_ms: Option<u64>,
+    /// Store the fetched page in the cache.
+    pub store_in_cache: bool,
+    /// Serve from cache only; never contact the target.
+    pub lockdown: bool,
+    /// Write nothing to disk for this request.
+    pub zero_data_retention: bool,
+    /// PDF handling.
+    pub pdf: PdfParser,
+}
+
+impl Default for ScrapeOptions {
+    fn default() -> Self {
+        Self {
+            formats: Formats {
+                markdown: true,
+                ..Formats::default()
+            },
+            only_main_content: true,
+            include_tags: Vec::new(),
+            exclude_tags: Vec::new(),
+            headers: Vec::new(),
+            timeout_ms: DEFAULT_TIMEOUT_MS,
+            mobile: false,
+            skip_tls_verification: true,
+            location: None,
+            remove_base64_images: true,
+            block_ads: true,
+            proxy: ProxyMode::Auto,
+            max_age_ms: DEFAULT_MAX_AGE_MS,
+            min_age_ms: None,
+            store_in_cache: true,
+            lockdown: false,
+            zero_data_retention: false,
+            pdf: PdfParser::default(),
+        }
+    }
+}
+
+impl ScrapeOptions {
+    /// Whether the request may be answered from the page cache at all.
+    ///
+    /// Requests that send their own headers are personal (cookies, auth) and are never
+    /// served from or written to the shared cache; change tracking needs a fresh copy.
+    pub fn may_read_cache(&self) -> bool {
+        if self.lockdown || self.min_age_ms.is_some() {
+            return true;
+        }
+        self.max_age_ms > 0 && self.headers.is_empty() && self.formats.change_tracking.is_none()
+    }
+
+    /// Whether only the cache may be used (never the target).
+    pub fn cache_only(&self) -> bool {
+        self.lockdown || self.min_age_ms.is_some()
+    }
+
+    /// Whether a freshly fetched page may be written to the cache.
+    pub fn may_write_cache(&self) -> bool {
+        self.store_in_cache
+            && self.headers.is_empty()
+            && !self.zero_data_retention
+            && !self.lockdown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn personal_requests_bypass_the_cache() {
+        let mut o = ScrapeOptions::default();
+        assert!(o.may_read_cache() && o.may_write_cache());
+        o.headers.push(("Cookie".into(), "a=b".into()));
+        assert!(!o.may_read_cache() && !o.may_write_cache());
+    }
+
+    #[test]
+    fn cache_only_modes_always_read() {
+        let o = ScrapeOptions {
+            lockdown: true,
+            max_age_ms: 0,
+            ..Default::default()
+        };
+        assert!(o.may_read_cache() && o.cache_only() && !o.may_write_cache());
+        let o = ScrapeOptions {
+            min_age_ms: Some(1),
+            ..Default::default()
+        };
+        assert!(o.cache_only());
+    }
+
+    #[test]
+    fn zero_data_retention_never_writes() {
+        let o = ScrapeOptions {
+            zero_data_retention: true,
+            ..Default::default()
+        };
+        assert!(!o.may_write_cache());
+    }
+
+    #[test]
+    fn options_survive_postcard() {
+        let o = ScrapeOptions {
+            location: Some(Location {
+                country: Some("de".into()),
+                languages: vec!["de-DE".into()],
+            }),
+            ..Default::default()
+        };
+        let bytes = postcard::to_allocvec(&o).expect("encode");
+        let back: ScrapeOptions = postcard::from_bytes(&bytes).expect("decode");
+        assert_eq!(back, o);
+    }
+}

@@ -1,0 +1,40 @@
+//! What a scrape costs, following Firecrawl's billing (contract §14.7, spec §8): one credit
+//! per page, five for a page served through the enhanced proxy or from a lockdown cache hit,
+//! plus one for zero data retention.
+
+use crate::model::{ProxyUsed, ScrapeOptions};
+
+/// Credits for one successful page.
+pub fn for_page(options: &ScrapeOptions, proxy_used: ProxyUsed) -> u32 {
+    let mut credits = 1;
+    if options.lockdown || proxy_used == ProxyUsed::Stealth {
+        credits = 5;
+    }
+    if options.zero_data_retention && !options.lockdown {
+        credits += 1;
+    }
+    credits
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn billing_rules() {
+        let plain = ScrapeOptions::default();
+        assert_eq!(for_page(&plain, ProxyUsed::Basic), 1);
+        assert_eq!(for_page(&plain, ProxyUsed::Stealth), 5);
+        let lockdown = ScrapeOptions {
+            lockdown: true,
+            zero_data_retention: true,
+            ..Default::default()
+        };
+        assert_eq!(for_page(&lockdown, ProxyUsed::Basic), 5);
+        let zdr = ScrapeOptions {
+            zero_data_retention: true,
+            ..Default::default()
+        };
+        assert_eq!(for_page(&zdr, ProxyUsed::Basic), 2);
+    }
+}

@@ -1,0 +1,402 @@
+//! The HTTP engine: fetches one URL with reqwest over rustls, following redirects itself
+//! so that every hop passes the address policy, reading at most the configured number of
+//! body bytes, and classifying failures into the contract's error kinds.
+
+use std::error::Error as _;
+use std::sync::Arc;
+
+use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
+use reqwest::{Client, redirect};
+use url::Url;
+
+use super::guard::{AddressPolicy, GuardedResolver, ResolveError};
+use crate::config::Settings;
+
+/// One fetch to perform.
+#[derive(Debug, Clone)]
+pub struct FetchRequest<'a> {
+    /// The URL (http or https).
+    pub url: &'a Url,
+    /// Caller headers; they override ours.
+    pub headers: &'a [(String, String)],
+    /// Use the mobile User-Agent.
+    pub mobile: bool,
+    /// Preferred languages for Accept-Language.
+    pub languages: &'a [String],
+    /// Verify the target's TLS certificate.
+    pub verify_tls: bool,
+    /// Go through the enhanced proxy.
+    pub via_proxy: bool,
+}
+
+/// A fetched response.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// URL after redirects.
+    pub final_url: Url,
+    /// HTTP status of the last hop.
+    pub status: u16,
+    /// Content-Type of the last hop.
+    pub content_type: Option<String>,
+    /// Body bytes (decompressed).
+    pub body: Vec<u8>,
+    /// Whether the enhanced proxy fetched it.
+    pub via_proxy: bool,
+}
+
+/// Why a fetch failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum FetchError {
+    /// The target (or a redirect hop) is an address the policy refuses.
+    #[error("{host} is a private or reserved address; requests to it are not allowed")]
+    Blocked {
+        /// The refused host.
+        host: String,
+    },
+    /// DNS resolution failed.
+    #[error("DNS resolution failed for {host}")]
+    Dns {
+        /// The host.
+        host: String,
+    },
+    /// The TLS handshake failed.
+    #[error("TLS error: {0}")]
+    Tls(String),
+    /// Connecting or talking to the target failed.
+    #[error("could not load the page: {0}")]
+    Connect(String),
+    /// The body is larger than allowed.
+    #[error("the response body is larger than {limit} bytes")]
+    TooLarge {
+        /// The limit.
+        limit: usize,
+    },
+    /// Redirects did not end.
+    #[error("more than {max} redirects")]
+    TooManyRedirects {
+        /// The limit.
+        max: usize,
+    },
+    /// A redirect pointed somewhere unusable.
+    #[error("redirect to an unusable location: {0}")]
+    BadRedirect(String),
+    /// The enhanced proxy was asked for but none is configured.
+    #[error("no enhanced proxy is configured")]
+    NoProxy,
+}
+
+impl FetchError {
+    /// Whether a retry through the enhanced proxy might succeed.
+    pub fn worth_proxy_retry(&self) -> bool {
+        matches!(self, Self::Connect(_) | Self::Tls(_))
+    }
+}
+
+/// Whether a status suggests the target refused a direct client (retry via proxy).
+pub fn is_refusal_status(status: u16) -> bool {
+    matches!(status, 401 | 403 | 407 | 429 | 503)
+}
+
+#[derive(Debug, Clone)]
+struct Clients {
+    verify: Client,
+    insecure: Client,
+}
+
+/// The reqwest-based fetcher.
+#[derive(Debug, Clone)]
+pub struct HttpEngine {
+    direct: Clients,
+    proxied: Option<Clients>,
+    policy: Arc<AddressPolicy>,
+    user_agent: HeaderValue,
+    mobile_user_agent: HeaderValue,
+    max_body: usize,
+    max_redirects: usize,
+}
+
+/// Makes ring the process-wide rustls provider (idempotent).
+pub fn install_crypto_provider() {
+    // Fails only when a provider is already installed, which is what we want.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+impl HttpEngine {
+    /// Builds the clients for `settings`.
+    pub fn new(settings: &Settings) -> Result<Self, String> {
+        install_crypto_provider();
+        let mut exempt = settings.security.allowed_private_hosts.clone();
+        let proxy_url = settings
+            .enhanced_proxy()
+            .map(Url::parse)
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        // The operator's own proxy may live on a private network.
+        if let Some(host) = proxy_url.as_ref().and_then(Url::host_str) {
+            exempt.push(host.to_owned());
+        }
+        let policy = Arc::new(AddressPolicy::new(
+            settings.security.allow_private_targets,
+            &exempt,
+        ));
+        let build = |insecure: bool, proxy: Option<&Url>| -> Result<Client, String> {
+            let mut builder = Client::builder()
+                .redirect(redirect::Policy::none())
+                .no_proxy()
+                .dns_resolver(GuardedResolver::new(Arc::clone(&policy)))
+                .tls_danger_accept_invalid_certs(insecure)
+                .pool_idle_timeout(std::time::Duration::from_secs(30));
+            if let Some(proxy) = proxy {
+                builder =
+                    builder.proxy(reqwest::Proxy::all(proxy.as_str()).map_err(|e| e.to_string())?);
+            }
+            builder.build().map_err(|e| e.to_string())
+        };
+        let direct = Clients {
+            verify: build(false, None)?,
+            insecure: build(true, None)?,
+        };
+        let proxied = match &proxy_url {
+            Some(p) => Some(Clients {
+                verify: build(false, Some(p))?,
+                insecure: build(true, Some(p))?,
+            }),
+            None => None,
+        };
+        let header = |v: &str| HeaderValue::from_str(v).map_err(|e| format!("user agent: {e}"));
+        Ok(Self {
+            direct,
+            proxied,
+            user_agent: header(&settings.scrape.user_agent)?,
+            mobile_user_agent: header(&settings.scrape.mobile_user_agent)?,
+            policy,
+            max_body: settings.scrape.max_body_bytes,
+            max_redirects: settings.scrape.max_redirects,
+        })
+    }
+
+    /// Whether an enhanced proxy is configured.
+    pub fn has_proxy(&self) -> bool {
+        self.proxied.is_some()
+    }
+
+    /// The address policy in force.
+    pub fn policy(&self) -> &AddressPolicy {
+        &self.policy
+    }
+
+    /// Fetches `req.url`, following redirects hop by hop.
+    pub async fn fetch(&self, req: &FetchRequest<'_>) -> Result<Fetched, FetchError> {
+        let clients = if req.via_proxy {
+            self.proxied.as_ref().ok_or(FetchError::NoProxy)?
+        } else {
+            &self.direct
+        };
+        let client = if req.verify_tls {
+            &clients.verify
+        } else {
+            &clients.insecure
+        };
+        let headers = self.headers_for(req);
+        let mut url = req.url.clone();
+        let mut hops = 0;
+        loop {
+            self.check_target(&url, req.via_proxy).await?;
+            let response = client
+                .get(url.clone())
+                .headers(headers.clone())
+                .send()
+                .await
+                .map_err(classify)?;
+            let status = response.status();
+            if let Some(location) = response
+                .headers()
+                .get(header::LOCATION)
+                .filter(|_| status.is_redirection())
+            {
+                hops += 1;
+                if hops > self.max_redirects {
+                    return Err(FetchError::TooManyRedirects {
+                        max: self.max_redirects,
+                    });
+                }
+                url = next_hop(&url, location)?;
+                continue;
+            }
+            let content_type = response
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let body = read_capped(response, self.max_body).await?;
+            return Ok(Fetched {
+                final_url: url,
+                status: status.as_u16(),
+                content_type,
+                body,
+                via_proxy: req.via_proxy,
+            });
+        }
+    }
+
+    /// Every hop: scheme, IP literals, and (through a proxy, which resolves names itself)
+    /// an explicit resolution of the name.
+    async fn check_target(&self, url: &Url, via_proxy: bool) -> Result<(), FetchError> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(FetchError::BadRedirect(url.to_string()));
+        }
+        self.policy
+            .check_literal(url)
+            .map_err(|host| FetchError::Blocked { host })?;
+        if via_proxy && matches!(url.host(), Some(url::Host::Domain(_))) {
+            let host = url.host_str().unwrap_or_default();
+            self.policy
+                .resolve(host, url.port_or_known_default().unwrap_or(80))
+                .await
+                .map_err(|e| match e {
+                    ResolveError::Blocked { host } => FetchError::Blocked { host },
+                    ResolveError::NotFound { host, .. } => FetchError::Dns { host },
+                })?;
+        }
+        Ok(())
+    }
+
+    fn headers_for(&self, req: &FetchRequest<'_>) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        let ua = if req.mobile {
+            &self.mobile_user_agent
+        } else {
+            &self.user_agent
+        };
+        map.insert(header::USER_AGENT, ua.clone());
+        map.insert(
+            header::ACCEPT,
+            HeaderValue::from_static(
+                "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+            ),
+        );
+        let language = accept_language(req.languages);
+        if let Ok(value) = HeaderValue::from_str(&language) {
+            map.insert(header::ACCEPT_LANGUAGE, value);
+        }
+        for (name, value) in req.headers {
+            // Names and values were validated when the request was accepted.
+            if let (Ok(n), Ok(v)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                map.insert(n, v);
+            }
+        }
+        map
+    }
+}
+
+/// `Accept-Language` for the given preference list (`en-US,en;q=0.9` when empty).
+pub fn accept_language(languages: &[String]) -> String {
+    if languages.is_empty() {
+        return "en-US,en;q=0.9".to_owned();
+    }
+    let mut out = String::new();
+    for (i, lang) in languages.iter().take(9).enumerate() {
+        if i > 0 {
+            let q = 10 - i;
+            out.push_str(&format!(",{lang};q=0.{q}"));
+        } else {
+            out.push_str(lang);
+        }
+    }
+    out
+}
+
+fn next_hop(current: &Url, location: &HeaderValue) -> Result<Url, FetchError> {
+    let text = String::from_utf8_lossy(location.as_bytes());
+    let next = current
+        .join(text.trim())
+        .map_err(|_| FetchError::BadRedirect(text.to_string()))?;
+    if !matches!(next.scheme(), "http" | "https") {
+        return Err(FetchError::BadRedirect(next.to_string()));
+    }
+    Ok(next)
+}
+
+async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, FetchError> {
+    if response
+        .content_length()
+        .is_some_and(|len| len > limit as u64)
+    {
+        return Err(FetchError::TooLarge { limit });
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(classify)? {
+        if body.len() + chunk.len() > limit {
+            return Err(FetchError::TooLarge { limit });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Maps a reqwest error to our kinds by looking through its source chain.
+fn classify(err: reqwest::Error) -> FetchError {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = err.source();
+    while let Some(cause) = source {
+        if let Some(resolve) = cause.downcast_ref::<ResolveError>() {
+            return match resolve {
+                ResolveError::Blocked { host } => FetchError::Blocked { host: host.clone() },
+                ResolveError::NotFound { host, .. } => FetchError::Dns { host: host.clone() },
+            };
+        }
+        if cause.downcast_ref::<rustls::Error>().is_some() {
+            return FetchError::Tls(cause.to_string());
+        }
+        // io::Error hides its payload from `source()` (and may nest); look inside it.
+        let mut inner = cause
+            .downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref);
+        while let Some(payload) = inner {
+            if payload.downcast_ref::<rustls::Error>().is_some() {
+                return FetchError::Tls(payload.to_string());
+            }
+            inner = payload
+                .downcast_ref::<std::io::Error>()
+                .and_then(std::io::Error::get_ref);
+        }
+        source = cause.source();
+    }
+    let detail = match err.source() {
+        Some(cause) => format!("{err}: {}", root_cause(cause)),
+        None => err.to_string(),
+    };
+    FetchError::Connect(detail)
+}
+
+fn root_cause<'a>(
+    mut err: &'a (dyn std::error::Error + 'static),
+) -> &'a (dyn std::error::Error + 'static) {
+    while let Some(next) = err.source() {
+        err = next;
+    }
+    err
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_language_orders_preferences() {
+        assert_eq!(accept_language(&[]), "en-US,en;q=0.9");
+        let langs = vec!["de-DE".to_owned(), "de".to_owned(), "en".to_owned()];
+        assert_eq!(accept_language(&langs), "de-DE,de;q=0.9,en;q=0.8");
+    }
+
+    #[test]
+    fn redirects_resolve_relative_locations() {
+        let base = Url::parse("http://a.test/x/y").expect("url");
+        let next = next_hop(&base, &HeaderValue::from_static("../z?q=1")).expect("hop");
+        assert_eq!(next.as_str(), "http://a.test/z?q=1");
+        assert!(next_hop(&base, &HeaderValue::from_static("file:///etc/passwd")).is_err());
+    }
+}

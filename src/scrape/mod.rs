@@ -1,0 +1,298 @@
+//! The one-page pipeline shared by scrape, batch and crawl: options → cache → engine →
+//! extraction → formats. [`Scraper::scrape`] runs it within the request's time budget,
+//! serving from or filling the page cache as the options allow, and stores the result for
+//! later retrieval unless the request asked for zero data retention.
+
+pub mod cache;
+pub mod change;
+pub mod credits;
+pub mod document;
+pub mod engine;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use url::Url;
+
+use crate::config::Settings;
+use crate::model::{
+    CacheState, Code, Document, ErrorCode, JobId, ProxyMode, ProxyUsed, ScrapeOptions, TeamId, time,
+};
+use crate::store::{CachedPage, Store, StoreError};
+use engine::http::is_refusal_status;
+use engine::{FetchError, FetchRequest, HttpEngine};
+
+/// One scrape to perform.
+#[derive(Debug, Clone)]
+pub struct ScrapeJob {
+    /// Its id (`metadata.scrapeId`).
+    pub id: JobId,
+    /// The team it is done for.
+    pub team: TeamId,
+    /// The URL to fetch.
+    pub url: Url,
+    /// The URL as the caller wrote it.
+    pub source_url: String,
+    /// Validated options.
+    pub options: ScrapeOptions,
+}
+
+/// Why a scrape produced no document.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ScrapeError {
+    /// `minAge` and nothing suitable cached.
+    #[error("no cached data matches this request (minAge)")]
+    NoCachedData,
+    /// `lockdown` and the page is not cached.
+    #[error("the page is not in the cache and lockdown forbids fetching it")]
+    LockdownMiss,
+    /// The time budget ran out.
+    #[error("the scrape did not finish within {ms} ms")]
+    Timeout {
+        /// The budget.
+        ms: u64,
+    },
+    /// Fetching failed.
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    /// The target served a file type this build cannot convert.
+    #[error("the target served {0}, which this server cannot convert")]
+    UnsupportedFile(String),
+    /// Storage failed.
+    #[error("storage error: {0}")]
+    Store(#[from] StoreError),
+    /// A worker task died.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ErrorCode for ScrapeError {
+    fn code(&self) -> Code {
+        match self {
+            Self::NoCachedData => Code::ScrapeNoCachedData,
+            Self::LockdownMiss => Code::ScrapeLockdownCacheMiss,
+            Self::Timeout { .. } => Code::ScrapeTimeout,
+            Self::Fetch(FetchError::Blocked { .. }) => Code::UrlBlocked,
+            Self::Fetch(FetchError::Dns { .. }) => Code::ScrapeDnsResolution,
+            Self::Fetch(FetchError::Tls(_)) => Code::ScrapeSslError,
+            Self::Fetch(_) => Code::ScrapeSiteError,
+            Self::UnsupportedFile(_) => Code::ScrapeUnsupportedFile,
+            Self::Store(_) | Self::Internal(_) => Code::Unknown,
+        }
+    }
+}
+
+/// Runs scrapes.
+#[derive(Debug, Clone)]
+pub struct Scraper {
+    engine: HttpEngine,
+    store: Store,
+    settings: Arc<Settings>,
+}
+
+/// A page and where it came from.
+struct Sourced {
+    page: CachedPage,
+    final_url: Url,
+    cache_state: Option<CacheState>,
+    cached_at: Option<String>,
+}
+
+impl Scraper {
+    /// A scraper over `store` with `settings`.
+    pub fn new(store: Store, settings: Arc<Settings>) -> Result<Self, String> {
+        Ok(Self {
+            engine: HttpEngine::new(&settings)?,
+            store,
+            settings,
+        })
+    }
+
+    /// The HTTP engine (for its address policy).
+    pub fn engine(&self) -> &HttpEngine {
+        &self.engine
+    }
+
+    /// Scrapes one page within its time budget and stores the result.
+    pub async fn scrape(&self, job: &ScrapeJob) -> Result<Document, ScrapeError> {
+        let ms = job.options.timeout_ms;
+        let document = tokio::time::timeout(Duration::from_millis(ms), self.produce(job))
+            .await
+            .map_err(|_| ScrapeError::Timeout { ms })??;
+        if !job.options.zero_data_retention {
+            let ttl_ms = self.settings.storage.result_ttl_secs.saturating_mul(1000);
+            self.store
+                .scrapes
+                .put(job.id, &job.team, &document, ttl_ms)?;
+        }
+        Ok(document)
+    }
+
+    /// A stored result of `team`.
+    pub fn stored(&self, id: JobId, team: &TeamId) -> Result<Option<Document>, StoreError> {
+        self.store.scrapes.get(id, team)
+    }
+
+    async fn produce(&self, job: &ScrapeJob) -> Result<Document, ScrapeError> {
+        let options = &job.options;
+        let mut warnings = Vec::new();
+        let sourced = self.source(job, &mut warnings).await?;
+        let proxy_used = if sourced.page.via_proxy {
+            ProxyUsed::Stealth
+        } else {
+            ProxyUsed::Basic
+        };
+        let status = sourced.page.status;
+        let built = {
+            let options = options.clone();
+            let source_url = job.source_url.clone();
+            tokio::task::spawn_blocking(move || {
+                let input = document::PageInput {
+                    source_url: &source_url,
+                    final_url: &sourced.final_url,
+                    status: sourced.page.status,
+                    content_type: sourced.page.content_type.as_deref(),
+                    body: &sourced.page.body,
+                };
+                document::build(&input, &options)
+                    .map(|doc| (doc, sourced.cache_state, sourced.cached_at))
+            })
+            .await
+            .map_err(|e| ScrapeError::Internal(e.to_string()))?
+        };
+        let (mut doc, cache_state, cached_at) = built.map_err(ScrapeError::UnsupportedFile)?;
+        if let Some(spec) = &options.formats.change_tracking {
+            if options.zero_data_retention {
+                warnings.push("change tracking keeps no history for zero-data-retention requests; compared with the stored baseline only".to_owned());
+            }
+            let markdown = doc.markdown.as_deref().unwrap_or_default();
+            let url = cache::canonical(&job.url);
+            let tracked = change::track(
+                &self.store.history,
+                &job.team,
+                &url,
+                spec,
+                markdown,
+                status,
+                !options.zero_data_retention,
+            )?;
+            doc.change_tracking = Some(tracked);
+        }
+        let meta = &mut doc.metadata;
+        meta.scrape_id = Some(job.id.to_string());
+        meta.proxy_used = proxy_used;
+        meta.cache_state = cache_state;
+        meta.cached_at = cached_at;
+        meta.credits_used = credits::for_page(options, proxy_used);
+        if !warnings.is_empty() {
+            doc.warning = Some(warnings.join(" "));
+        }
+        Ok(doc)
+    }
+
+    /// The page: from the cache when allowed and fresh enough, else from the target.
+    async fn source(
+        &self,
+        job: &ScrapeJob,
+        warnings: &mut Vec<String>,
+    ) -> Result<Sourced, ScrapeError> {
+        let options = &job.options;
+        let key = cache::key(&job.url, options);
+        if options.may_read_cache() {
+            let cached = self
+                .store
+                .cache
+                .get(key)?
+                .filter(|p| cache::is_usable(p, options, time::now_ms()));
+            if let Some(page) = cached {
+                let final_url = Url::parse(&page.final_url).unwrap_or_else(|_| job.url.clone());
+                let cached_at = Some(time::iso_ms(page.fetched_ms));
+                return Ok(Sourced {
+                    page,
+                    final_url,
+                    cache_state: Some(CacheState::Hit),
+                    cached_at,
+                });
+            }
+            if options.lockdown {
+                return Err(ScrapeError::LockdownMiss);
+            }
+            if options.min_age_ms.is_some() {
+                return Err(ScrapeError::NoCachedData);
+            }
+        }
+        let fetched = self.fetch(job, warnings).await?;
+        let page = CachedPage {
+            final_url: fetched.final_url.to_string(),
+            status: fetched.status,
+            content_type: fetched.content_type,
+            body: fetched.body,
+            fetched_ms: time::now_ms(),
+            via_proxy: fetched.via_proxy,
+        };
+        // Error pages are not cached: the next request should try again.
+        if options.may_write_cache() && (200..300).contains(&page.status) {
+            self.store.cache.put(key, &page)?;
+        }
+        let cache_state = options.may_read_cache().then_some(CacheState::Miss);
+        Ok(Sourced {
+            page,
+            final_url: fetched.final_url,
+            cache_state,
+            cached_at: None,
+        })
+    }
+
+    /// Fetches according to the proxy mode.
+    async fn fetch(
+        &self,
+        job: &ScrapeJob,
+        warnings: &mut Vec<String>,
+    ) -> Result<engine::Fetched, ScrapeError> {
+        let options = &job.options;
+        let languages = options
+            .location
+            .as_ref()
+            .map(|l| l.languages.as_slice())
+            .unwrap_or_default();
+        let direct = FetchRequest {
+            url: &job.url,
+            headers: &options.headers,
+            mobile: options.mobile,
+            languages,
+            verify_tls: !options.skip_tls_verification,
+            via_proxy: false,
+        };
+        let proxied = FetchRequest {
+            via_proxy: true,
+            ..direct.clone()
+        };
+        let has_proxy = self.engine.has_proxy();
+        match options.proxy {
+            ProxyMode::Basic => Ok(self.engine.fetch(&direct).await?),
+            ProxyMode::Enhanced if has_proxy => Ok(self.engine.fetch(&proxied).await?),
+            ProxyMode::Enhanced => {
+                warnings.push("No enhanced proxy is configured on this server; the page was fetched directly.".to_owned());
+                Ok(self.engine.fetch(&direct).await?)
+            }
+            ProxyMode::Auto => {
+                let first = self.engine.fetch(&direct).await;
+                let retry = has_proxy
+                    && match &first {
+                        Ok(f) => is_refusal_status(f.status),
+                        Err(e) => e.worth_proxy_retry(),
+                    };
+                if !retry {
+                    return Ok(first?);
+                }
+                match (self.engine.fetch(&proxied).await, first) {
+                    (Ok(second), Ok(first)) if is_refusal_status(second.status) => Ok(first),
+                    (Ok(second), _) => Ok(second),
+                    (Err(_), Ok(first)) => Ok(first),
+                    (Err(e), Err(_)) => Err(e.into()),
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,166 @@
+//! Persistence: the only module that touches sled. One database per node under the data
+//! directory; each record family has its own tree (names in [`trees`]) and a typed,
+//! synchronous API. Values are postcard-encoded; keys are big-endian so they sort.
+//! Point reads and writes are fast enough to call from async code; scans over many
+//! records belong in `spawn_blocking`.
+
+mod codec;
+pub mod history;
+pub mod keys;
+pub mod page_cache;
+pub mod scrapes;
+
+use std::path::Path;
+
+pub use history::{Baseline, HistoryStore};
+pub use keys::{KeyStore, NewKey};
+pub use page_cache::{CachedPage, PageCache};
+pub use scrapes::{ScrapeRecord, ScrapeStore};
+
+/// Names of the sled trees, in one place.
+pub mod trees {
+    /// Store-wide facts such as the schema version.
+    pub const META: &str = "meta";
+    /// API key hash → key record.
+    pub const API_KEYS: &str = "api_keys";
+    /// Scrape id → stored result.
+    pub const SCRAPES: &str = "scrapes";
+    /// Cache key → fetched page.
+    pub const PAGE_CACHE: &str = "page_cache";
+    /// (team, URL, tag) → last Markdown, for change tracking.
+    pub const CHANGE_HISTORY: &str = "change_history";
+}
+
+/// Version of the on-disk layout this build writes.
+pub const SCHEMA_VERSION: u32 = 1;
+const SCHEMA_VERSION_KEY: &[u8] = b"schema_version";
+
+/// A failure of the storage layer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// sled reported an I/O or corruption problem.
+    #[error("database error: {0}")]
+    Db(#[from] sled::Error),
+    /// A value could not be encoded or decoded.
+    #[error("record encoding error: {0}")]
+    Codec(#[from] postcard::Error),
+    /// A JSON payload inside a record is damaged.
+    #[error("stored JSON is damaged: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The database was written by a newer build.
+    #[error(
+        "data directory has schema version {found}; this build understands up to {SCHEMA_VERSION}"
+    )]
+    FutureSchema {
+        /// Version found on disk.
+        found: u32,
+    },
+    /// The data directory is already open in another process.
+    #[error("the data directory is in use by another ferrocrawl process (stop it first)")]
+    Locked,
+}
+
+impl crate::model::ErrorCode for StoreError {
+    fn code(&self) -> crate::model::Code {
+        match self {
+            Self::Locked => crate::model::Code::Unavailable,
+            _ => crate::model::Code::Unknown,
+        }
+    }
+}
+
+/// Result of storage operations.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// The opened database and its typed views.
+#[derive(Debug, Clone)]
+pub struct Store {
+    db: sled::Db,
+    /// API keys.
+    pub keys: KeyStore,
+    /// Stored scrape results.
+    pub scrapes: ScrapeStore,
+    /// Fetched pages reused by later scrapes.
+    pub cache: PageCache,
+    /// Markdown baselines for change tracking.
+    pub history: HistoryStore,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database under `data_dir/db`.
+    pub fn open(data_dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(data_dir).map_err(sled::Error::Io)?;
+        let db = sled::Config::new()
+            .path(data_dir.join("db"))
+            .flush_every_ms(Some(500))
+            .open()
+            .map_err(|e| match e {
+                sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => {
+                    StoreError::Locked
+                }
+                sled::Error::Io(io) if io.to_string().contains("lock") => StoreError::Locked,
+                other => StoreError::Db(other),
+            })?;
+        migrate(&db)?;
+        Ok(Self {
+            keys: KeyStore::new(db.open_tree(trees::API_KEYS)?),
+            scrapes: ScrapeStore::new(db.open_tree(trees::SCRAPES)?),
+            cache: PageCache::new(db.open_tree(trees::PAGE_CACHE)?),
+            history: HistoryStore::new(db.open_tree(trees::CHANGE_HISTORY)?),
+            db,
+        })
+    }
+
+    /// Writes everything to disk; called on shutdown.
+    pub fn flush(&self) -> Result<()> {
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+/// Brings an older layout up to [`SCHEMA_VERSION`]; refuses a newer one.
+fn migrate(db: &sled::Db) -> Result<()> {
+    let meta = db.open_tree(trees::META)?;
+    let found = match meta.get(SCHEMA_VERSION_KEY)? {
+        Some(bytes) => codec::decode::<u32>(&bytes)?,
+        None => 0,
+    };
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::FutureSchema { found });
+    }
+    // Version 0 is an empty database; there is no older layout to convert yet.
+    if found < SCHEMA_VERSION {
+        meta.insert(SCHEMA_VERSION_KEY, codec::encode(&SCHEMA_VERSION)?)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reopening_keeps_the_schema_version() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        drop(Store::open(dir.path()).expect("open"));
+        let store = Store::open(dir.path()).expect("reopen");
+        store.flush().expect("flush");
+    }
+
+    #[test]
+    fn a_newer_schema_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let db = sled::open(dir.path().join("db")).expect("sled");
+            let meta = db.open_tree(trees::META).expect("tree");
+            meta.insert(SCHEMA_VERSION_KEY, codec::encode(&99u32).expect("enc"))
+                .expect("insert");
+            db.flush().expect("flush");
+        }
+        assert!(matches!(
+            Store::open(dir.path()),
+            Err(StoreError::FutureSchema { found: 99 })
+        ));
+    }
+}

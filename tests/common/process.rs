@@ -1,0 +1,138 @@
+//! The real `ferrocrawl` binary as a child process: started with `serve --port 0` on a data
+//! directory, its address read from its log, its output collected, and stopped with SIGTERM
+//! (graceful) or SIGKILL (crash).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Path of the built binary.
+pub fn binary_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ferrocrawl"))
+}
+
+/// Runs the binary to completion with `args` and extra environment.
+pub fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(binary_path())
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run ferrocrawl")
+}
+
+/// A running server process.
+pub struct Binary {
+    child: Child,
+    /// `http://127.0.0.1:PORT`
+    pub base: String,
+    /// Its data directory.
+    pub data: PathBuf,
+    stdout: Arc<Mutex<String>>,
+    stderr: Arc<Mutex<String>>,
+}
+
+fn collect(stream: impl std::io::Read + Send + 'static, into: Arc<Mutex<String>>) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            let mut text = into.lock().expect("lock");
+            text.push_str(&line);
+            text.push('\n');
+        }
+    });
+}
+
+impl Binary {
+    /// Starts `ferrocrawl serve --port 0 --data DATA` with private targets allowed.
+    pub fn serve(data: &Path, env: &[(&str, &str)]) -> Self {
+        let mut child = Command::new(binary_path())
+            .args(["serve", "--port", "0", "--data"])
+            .arg(data)
+            .env("FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS", "true")
+            .env("FERROCRAWL_SERVER__WORKERS", "1")
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn ferrocrawl");
+        let stdout = Arc::new(Mutex::new(String::new()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        collect(child.stdout.take().expect("stdout"), Arc::clone(&stdout));
+        collect(child.stderr.take().expect("stderr"), Arc::clone(&stderr));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let base = loop {
+            let log = stderr.lock().expect("lock").clone();
+            if let Some(addr) = log
+                .lines()
+                .filter(|l| l.contains("ferrocrawl is listening"))
+                .find_map(|l| l.split("address=").nth(1))
+                .and_then(|rest| rest.split_whitespace().next())
+            {
+                break format!("http://{addr}");
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("ferrocrawl exited with {status}: {log}");
+            }
+            assert!(Instant::now() < deadline, "ferrocrawl did not start: {log}");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Self {
+            child,
+            base,
+            data: data.to_path_buf(),
+            stdout,
+            stderr,
+        }
+    }
+
+    /// Everything it printed on stdout so far.
+    pub fn stdout(&self) -> String {
+        self.stdout.lock().expect("lock").clone()
+    }
+
+    /// Everything it logged so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().expect("lock").clone()
+    }
+
+    /// Sends SIGTERM and waits for the exit.
+    pub fn terminate(mut self) -> (ExitStatus, String) {
+        let pid = self.child.id().to_string();
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill -TERM");
+        let status = self.wait(Duration::from_secs(30));
+        // Give the reader threads a moment to drain the pipes.
+        std::thread::sleep(Duration::from_millis(50));
+        (status, self.stderr())
+    }
+
+    /// SIGKILL: the process dies without any chance to clean up.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    fn wait(&mut self, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("ferrocrawl did not exit after SIGTERM: {}", self.stderr());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,16 @@
+//! The integration test binary: the real server on an ephemeral port against local
+//! fixture sites, the real binary as a child process, and the official Python SDK.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod architecture;
+mod cache;
+mod change;
+mod cli;
+mod engine;
+mod openapi;
+mod scrape;
+mod sdk;
+mod security;
+mod validation;

@@ -1,0 +1,48 @@
+//! The official Firecrawl Python SDK (`firecrawl-py`) works against the server. The test
+//! command installs the SDK; a missing SDK fails this test rather than skipping it.
+
+use std::process::Command;
+
+use crate::common::{FixtureSite, KEY, TestServer};
+
+/// Interpreter with `firecrawl-py` installed (`SDK_PYTHON`, else the one the test script
+/// prepares under `target/`, else `python3`).
+fn python() -> String {
+    if let Ok(p) = std::env::var("SDK_PYTHON") {
+        return p;
+    }
+    let venv = concat!(env!("CARGO_MANIFEST_DIR"), "/target/sdk-venv/bin/python");
+    if std::path::Path::new(venv).exists() {
+        venv.to_owned()
+    } else {
+        "python3".to_owned()
+    }
+}
+
+#[tokio::test]
+async fn python_sdk_scrapes_through_the_server() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_scrape.py");
+    let base = app.base.clone();
+    let site_url = site.url("");
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new(python())
+            .arg(script)
+            .env("SDK_API_URL", base)
+            .env("SDK_API_KEY", KEY)
+            .env("SDK_SITE", site_url)
+            .env("NO_PROXY", "*")
+            .output()
+    })
+    .await
+    .expect("join")
+    .expect("run python (install it with the README's test command)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the Python SDK check failed (the README's test command installs firecrawl-py):\n{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("sdk ok"), "{stdout}");
+}
