@@ -16,6 +16,7 @@
 
 pub mod api;
 pub mod config;
+pub mod crawl;
 pub mod extract;
 pub mod model;
 pub mod scrape;

@@ -3,12 +3,14 @@
 //! and the error-code table that fixes each error's HTTP status and code string.
 
 pub mod code;
+pub mod crawl;
 pub mod document;
 pub mod ids;
 pub mod options;
 pub mod time;
 
 pub use code::{Code, ErrorCode};
+pub use crawl::{CrawlOptions, JobStatus, MapOptions, SitemapMode};
 pub use document::{CacheState, ChangeTracking, Document, Metadata, ProxyUsed};
 pub use ids::{JobId, TeamId};
 pub use options::{ChangeTrackingSpec, Formats, Location, PdfParser, ProxyMode, ScrapeOptions};
