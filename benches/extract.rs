@@ -56,12 +56,7 @@ fn bench_extract(c: &mut Criterion) {
     let bytes: usize = pages.iter().map(String::len).sum();
     let url = url::Url::parse("http://fakehost/test/page.html").expect("static URL");
     let opts = ExtractOptions::default();
-    let wanted = Wanted {
-        markdown: true,
-        html: true,
-        links: true,
-        images: false,
-    };
+    let wanted = Wanted { markdown: true, html: true, links: true, images: false };
     let mut group = c.benchmark_group("extract");
     group.throughput(Throughput::Bytes(bytes as u64));
     group.sample_size(10);

@@ -28,6 +28,10 @@ pub struct Settings {
     pub security: SecuritySettings,
     /// Page fetching.
     pub scrape: ScrapeSettings,
+    /// Crawls and batches.
+    pub crawl: CrawlSettings,
+    /// Clean-up of expired data.
+    pub janitor: JanitorSettings,
     /// Proxies.
     pub proxy: ProxySettings,
     /// Logging.
@@ -85,6 +89,36 @@ pub struct ScrapeSettings {
     pub max_body_bytes: usize,
     /// Redirect hops followed.
     pub max_redirects: usize,
+}
+
+/// `[crawl]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrawlSettings {
+    /// Fetches in flight per job by default.
+    pub max_concurrency: u32,
+    /// Fetches in flight per site.
+    pub domain_concurrency: u32,
+    /// Smallest pause between requests to one site (ms).
+    pub domain_min_interval_ms: u64,
+    /// Token matched against robots.txt.
+    pub robots_agent: String,
+    /// Lifetime of jobs (s).
+    pub job_ttl_secs: u64,
+    /// Attempts per page on 429/503.
+    pub max_attempts: u32,
+    /// Idle lifetime of a site actor (s).
+    pub domain_idle_secs: u64,
+}
+
+/// `[janitor]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JanitorSettings {
+    /// Sweep period (s).
+    pub interval_secs: u64,
+    /// Age after which cached pages are deleted (s).
+    pub cache_retention_secs: u64,
 }
 
 /// `[proxy]`
@@ -186,12 +220,7 @@ impl Settings {
 
     /// Checks ranges and cross-field rules.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let invalid = |key, reason: &str| {
-            Err(ConfigError::Invalid {
-                key,
-                reason: reason.into(),
-            })
-        };
+        let invalid = |key, reason: &str| Err(ConfigError::Invalid { key, reason: reason.into() });
         if self.server.host.parse::<IpAddr>().is_err() && self.server.host != "localhost" {
             return invalid("server.host", "must be an IP address or localhost");
         }
@@ -214,10 +243,20 @@ impl Settings {
         if self.scrape.max_redirects > 50 {
             return invalid("scrape.max_redirects", "must be at most 50");
         }
-        if self.scrape.user_agent.trim().is_empty()
-            || self.scrape.mobile_user_agent.trim().is_empty()
-        {
+        if self.scrape.user_agent.trim().is_empty() || self.scrape.mobile_user_agent.trim().is_empty() {
             return invalid("scrape.user_agent", "user agents must not be empty");
+        }
+        if self.crawl.max_concurrency == 0 || self.crawl.domain_concurrency == 0 {
+            return invalid("crawl.max_concurrency", "concurrency limits must be at least 1");
+        }
+        if self.crawl.max_attempts == 0 {
+            return invalid("crawl.max_attempts", "must be at least 1");
+        }
+        if self.crawl.job_ttl_secs == 0 || self.janitor.interval_secs == 0 {
+            return invalid("crawl.job_ttl_secs", "durations must be positive");
+        }
+        if self.crawl.robots_agent.trim().is_empty() {
+            return invalid("crawl.robots_agent", "must not be empty");
         }
         let proxy = self.proxy.enhanced_url.trim();
         if !proxy.is_empty() {
@@ -270,15 +309,10 @@ mod tests {
     #[test]
     fn unknown_keys_are_rejected() {
         let bad = format!("{DEFAULT_TOML}\n[extra]\nx = 1\n");
-        let err = Figment::from(Toml::string(&bad))
-            .extract::<Settings>()
-            .unwrap_err();
+        let err = Figment::from(Toml::string(&bad)).extract::<Settings>().unwrap_err();
         assert!(err.to_string().contains("extra"), "{err}");
-        let bad =
-            DEFAULT_TOML.replace("max_redirects = 10", "max_redirects = 10\nmax_redirect = 3");
-        let err = Figment::from(Toml::string(&bad))
-            .extract::<Settings>()
-            .unwrap_err();
+        let bad = DEFAULT_TOML.replace("max_redirects = 10", "max_redirects = 10\nmax_redirect = 3");
+        let err = Figment::from(Toml::string(&bad)).extract::<Settings>().unwrap_err();
         assert!(err.to_string().contains("max_redirect"), "{err}");
     }
 

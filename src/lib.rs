@@ -14,6 +14,7 @@
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
+pub mod actors;
 pub mod api;
 pub mod config;
 pub mod crawl;
@@ -54,6 +55,9 @@ pub enum StartupError {
     /// The HTTP server failed.
     #[error("server error: {0}")]
     Io(#[from] std::io::Error),
+    /// The actor system could not start.
+    #[error(transparent)]
+    Actors(#[from] actors::RuntimeError),
 }
 
 /// Name of the team that gets the first key.
@@ -79,12 +83,14 @@ pub async fn serve(
             settings.storage.data_dir.join(API_KEY_FILE).display()
         );
     }
-    let scraper =
-        scrape::Scraper::new(store.clone(), Arc::clone(&settings)).map_err(StartupError::Engine)?;
+    let scraper = scrape::Scraper::new(store.clone(), Arc::clone(&settings)).map_err(StartupError::Engine)?;
+    let services = actors::Services::new(scraper.clone(), store.clone(), Arc::clone(&settings));
+    let runtime = actors::Runtime::start(services).await?;
     let state = web::Data::new(api::AppState {
         settings: Arc::clone(&settings),
         scraper,
         keys: store.keys.clone(),
+        runtime: runtime.clone(),
     });
     let openapi = web::Data::new(api::openapi::OpenApiJson::build());
     let workers = match settings.server.workers {
@@ -106,6 +112,7 @@ pub async fn serve(
         handle.stop(true).await;
     };
     let (result, ()) = tokio::join!(server, stopper);
+    runtime.shutdown().await;
     store.flush()?;
     tracing::info!("stopped; data flushed");
     result.map_err(StartupError::Io)
@@ -119,22 +126,16 @@ pub fn bootstrap_key(store: &Store, data_dir: &Path) -> Result<Option<NewKey>, S
     let team = TeamId::parse(BOOTSTRAP_TEAM).map_err(|e| StartupError::Engine(e.clone()))?;
     let key = store.keys.add(&team, None)?;
     let path = data_dir.join(API_KEY_FILE);
-    write_secret(&path, &key.value).map_err(|source| StartupError::KeyFile {
-        path: path.display().to_string(),
-        source,
-    })?;
+    write_secret(&path, &key.value)
+        .map_err(|source| StartupError::KeyFile { path: path.display().to_string(), source })?;
     Ok(Some(key))
 }
 
 fn write_secret(path: &Path, value: &str) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
     writeln!(file, "{value}")?;
     file.sync_all()
 }

@@ -14,11 +14,7 @@ use ferrocrawl::model::TeamId;
 use ferrocrawl::store::Store;
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "ferrocrawl",
-    version,
-    about = "Self-hosted web content extraction (Firecrawl v2 API)"
-)]
+#[command(name = "ferrocrawl", version, about = "Self-hosted web content extraction (Firecrawl v2 API)")]
 struct Cli {
     /// Configuration file (TOML), merged over the built-in defaults.
     #[arg(long, global = true)]
@@ -86,26 +82,12 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve { port, data } => {
-            let settings = Settings::load(
-                cli.config.as_deref(),
-                &Overrides {
-                    port,
-                    data_dir: data,
-                },
-            )?;
+            let settings = Settings::load(cli.config.as_deref(), &Overrides { port, data_dir: data })?;
             ferrocrawl::telemetry::init(&settings.log);
             serve(settings)
         }
-        Command::Keys {
-            command: KeysCommand::Create { team, key, data },
-        } => {
-            let settings = Settings::load(
-                cli.config.as_deref(),
-                &Overrides {
-                    port: None,
-                    data_dir: data,
-                },
-            )?;
+        Command::Keys { command: KeysCommand::Create { team, key, data } } => {
+            let settings = Settings::load(cli.config.as_deref(), &Overrides { port: None, data_dir: data })?;
             create_key(&settings.storage.data_dir, &team, key.as_deref())
         }
         Command::Extract { file, url, full } => extract_file(&file, &url, full),
@@ -114,11 +96,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
 fn serve(settings: Settings) -> anyhow::Result<()> {
     let address = format!("{}:{}", settings.server.host, settings.server.port);
-    let listener =
-        TcpListener::bind(&address).with_context(|| format!("cannot listen on {address}"))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let listener = TcpListener::bind(&address).with_context(|| format!("cannot listen on {address}"))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(ferrocrawl::serve(listener, settings, shutdown_signal()))?;
     Ok(())
 }
@@ -148,11 +127,7 @@ fn create_key(data_dir: &Path, team: &str, key: Option<&str>) -> anyhow::Result<
     let created = store.keys.add(&team, key)?;
     store.flush()?;
     println!("{}", created.value);
-    eprintln!(
-        "API key added for team `{}` in {}",
-        created.team,
-        data_dir.display()
-    );
+    eprintln!("API key added for team `{}` in {}", created.team, data_dir.display());
     Ok(())
 }
 
@@ -160,14 +135,8 @@ fn extract_file(file: &Path, url: &str, full: bool) -> anyhow::Result<()> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let url = url::Url::parse(url).context("--url must be an absolute URL")?;
     let html = ferrocrawl::scrape::engine::charset::decode(&bytes, None);
-    let options = ExtractOptions {
-        only_main_content: !full,
-        ..ExtractOptions::default()
-    };
-    let wanted = Wanted {
-        markdown: true,
-        ..Wanted::default()
-    };
+    let options = ExtractOptions { only_main_content: !full, ..ExtractOptions::default() };
+    let wanted = Wanted { markdown: true, ..Wanted::default() };
     let out = extract::extract(&html, &url, &options, wanted);
     println!("{}", out.markdown.unwrap_or_default());
     Ok(())

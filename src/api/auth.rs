@@ -24,10 +24,7 @@ pub struct Authenticated {
 impl Authenticated {
     /// The caller description used by option validation.
     pub fn caller(&self) -> super::options::Caller<'_> {
-        super::options::Caller {
-            team: self.team.as_str(),
-            flags: &self.flags,
-        }
+        super::options::Caller { team: self.team.as_str(), flags: &self.flags }
     }
 }
 
@@ -48,17 +45,13 @@ fn authenticate(req: &HttpRequest) -> Result<Authenticated, ApiError> {
         .headers()
         .get(header::AUTHORIZATION)
         .ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Token missing"))?;
-    let text = header
-        .to_str()
-        .map_err(|_| ApiError::new(Code::Unauthorized, "Unauthorized: Invalid token"))?;
+    let text =
+        header.to_str().map_err(|_| ApiError::new(Code::Unauthorized, "Unauthorized: Invalid token"))?;
     // Like Firecrawl: the token is the word after the scheme.
     let token = text.split_whitespace().nth(1).filter(|_| {
-        text.split_whitespace()
-            .next()
-            .is_some_and(|scheme| scheme.eq_ignore_ascii_case("bearer"))
+        text.split_whitespace().next().is_some_and(|scheme| scheme.eq_ignore_ascii_case("bearer"))
     });
-    let token =
-        token.ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Token missing"))?;
+    let token = token.ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Token missing"))?;
     let team = state
         .keys
         .team_of(token)?

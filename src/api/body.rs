@@ -13,17 +13,12 @@ use crate::model::Code;
 /// Parses `bytes` as a JSON object.
 pub fn object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::bad_request(
-            "Request body is empty; send a JSON object",
-        ));
+        return Err(ApiError::bad_request("Request body is empty; send a JSON object"));
     }
     match serde_json::from_slice::<Value>(bytes) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err(ApiError::bad_request("Request body must be a JSON object")),
-        Err(e) => Err(ApiError::new(
-            Code::InvalidJson,
-            format!("Bad request, malformed JSON: {e}"),
-        )),
+        Err(e) => Err(ApiError::new(Code::InvalidJson, format!("Bad request, malformed JSON: {e}"))),
     }
 }
 
@@ -35,11 +30,8 @@ pub fn reject_unknown(
     prefix: &str,
 ) -> Result<(), ApiError> {
     map.retain(|k, _| !k.starts_with("__"));
-    let mut unknown: Vec<&str> = map
-        .keys()
-        .map(String::as_str)
-        .filter(|k| !allowed.iter().any(|set| set.contains(k)))
-        .collect();
+    let mut unknown: Vec<&str> =
+        map.keys().map(String::as_str).filter(|k| !allowed.iter().any(|set| set.contains(k))).collect();
     if unknown.is_empty() {
         return Ok(());
     }
@@ -132,30 +124,21 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_named() {
-        let mut map =
-            object(br#"{"timeout": 1, "maxDepth": 2, "__experimental_x": 1}"#).expect("object");
+        let mut map = object(br#"{"timeout": 1, "maxDepth": 2, "__experimental_x": 1}"#).expect("object");
         let err = reject_unknown(&mut map, &[field_names::<Sample>()], "").unwrap_err();
         assert!(err.message().contains("`maxDepth`"), "{}", err.message());
         assert!(!err.message().contains("__experimental"));
         let mut map = object(br#"{"timeout": 1, "__experimental_x": 1}"#).expect("object");
         reject_unknown(&mut map, &[field_names::<Sample>()], "").expect("internal keys pass");
-        assert!(
-            !map.contains_key("__experimental_x"),
-            "and are dropped before typing"
-        );
+        assert!(!map.contains_key("__experimental_x"), "and are dropped before typing");
     }
 
     #[test]
     fn type_errors_name_the_field() {
         let err = typed::<Sample>(serde_json::json!({"timeout": "soon"}), "").unwrap_err();
         assert!(err.message().contains("`timeout`"), "{}", err.message());
-        let err =
-            typed::<Sample>(serde_json::json!({"timeout": -1}), "scrapeOptions.").unwrap_err();
-        assert!(
-            err.message().contains("`scrapeOptions.timeout`"),
-            "{}",
-            err.message()
-        );
+        let err = typed::<Sample>(serde_json::json!({"timeout": -1}), "scrapeOptions.").unwrap_err();
+        assert!(err.message().contains("`scrapeOptions.timeout`"), "{}", err.message());
     }
 
     #[test]

@@ -35,10 +35,7 @@ pub struct ErrorBody {
 impl ApiError {
     /// An error with `code` and `message`.
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
+        Self { code, message: message.into() }
     }
 
     /// 400 naming a field.
@@ -48,10 +45,7 @@ impl ApiError {
 
     /// 400 for an option whose capability this build lacks.
     pub fn not_available(option: &str, reason: &str) -> Self {
-        Self::new(
-            Code::FeatureNotAvailable,
-            format!("`{option}` is not available on this server: {reason}"),
-        )
+        Self::new(Code::FeatureNotAvailable, format!("`{option}` is not available on this server: {reason}"))
     }
 
     /// 404 for a job that does not exist for this team.
@@ -82,10 +76,7 @@ impl<E: std::error::Error + ErrorCode> From<E> for ApiError {
         if code.status() >= 500 {
             tracing::error!(error = %err, code = code.as_str(), "request failed");
         }
-        Self {
-            code,
-            message: err.to_string(),
-        }
+        Self { code, message: err.to_string() }
     }
 }
 
@@ -119,42 +110,22 @@ pub fn envelope_errors<B: MessageBody + 'static>(
     }
     let status = res.status();
     let (code, message) = match status {
-        StatusCode::NOT_FOUND => (
-            Code::NotFound,
-            format!(
-                "Not found: {} {}",
-                res.request().method(),
-                res.request().path()
-            ),
-        ),
+        StatusCode::NOT_FOUND => {
+            (Code::NotFound, format!("Not found: {} {}", res.request().method(), res.request().path()))
+        }
         StatusCode::METHOD_NOT_ALLOWED => (
             Code::MethodNotAllowed,
-            format!(
-                "Method {} is not allowed on {}",
-                res.request().method(),
-                res.request().path()
-            ),
+            format!("Method {} is not allowed on {}", res.request().method(), res.request().path()),
         ),
-        StatusCode::PAYLOAD_TOO_LARGE => (
-            Code::PayloadTooLarge,
-            "Request body is too large".to_owned(),
-        ),
+        StatusCode::PAYLOAD_TOO_LARGE => (Code::PayloadTooLarge, "Request body is too large".to_owned()),
         s if s.is_client_error() => (Code::BadRequest, extractor_message(&res)),
         _ => (Code::Unknown, "Internal server error".to_owned()),
     };
-    let body = ErrorBody {
-        success: false,
-        error: message,
-        code: code.as_str().to_owned(),
-    };
+    let body = ErrorBody { success: false, error: message, code: code.as_str().to_owned() };
     let (req, _) = res.into_parts();
-    let response = HttpResponse::build(status)
-        .json(body)
-        .map_into_right_body::<B>();
+    let response = HttpResponse::build(status).json(body).map_into_right_body::<B>();
     let response: HttpResponse<EitherBody<B>> = response;
-    Ok(ErrorHandlerResponse::Response(ServiceResponse::new(
-        req, response,
-    )))
+    Ok(ErrorHandlerResponse::Response(ServiceResponse::new(req, response)))
 }
 
 fn extractor_message<B>(res: &ServiceResponse<B>) -> String {

@@ -10,45 +10,19 @@ use crate::extract;
 use crate::model::{ChangeTrackingSpec, Formats};
 
 /// Formats this build produces.
-pub const SUPPORTED: &[&str] = &[
-    "markdown",
-    "html",
-    "rawHtml",
-    "rawBase64",
-    "links",
-    "images",
-    "changeTracking",
-    "attributes",
-];
+pub const SUPPORTED: &[&str] =
+    &["markdown", "html", "rawHtml", "rawBase64", "links", "images", "changeTracking", "attributes"];
 
 /// Formats of the API that need something this build lacks, with the reason.
 const UNAVAILABLE: &[(&str, &str)] = &[
     ("screenshot", "screenshots need the browser engine"),
     ("branding", "branding needs the browser engine"),
-    (
-        "json",
-        "structured extraction needs a language model, which is not configured",
-    ),
-    (
-        "deterministicJson",
-        "structured extraction needs a language model, which is not configured",
-    ),
-    (
-        "summary",
-        "summaries need a language model, which is not configured",
-    ),
-    (
-        "question",
-        "answers need a language model, which is not configured",
-    ),
-    (
-        "query",
-        "answers need a language model, which is not configured",
-    ),
-    (
-        "highlights",
-        "highlights need a language model, which is not configured",
-    ),
+    ("json", "structured extraction needs a language model, which is not configured"),
+    ("deterministicJson", "structured extraction needs a language model, which is not configured"),
+    ("summary", "summaries need a language model, which is not configured"),
+    ("question", "answers need a language model, which is not configured"),
+    ("query", "answers need a language model, which is not configured"),
+    ("highlights", "highlights need a language model, which is not configured"),
     ("audio", "audio extraction is a hosted media service"),
     ("video", "video extraction is a hosted media service"),
     ("product", "product extraction is a hosted-service feature"),
@@ -107,9 +81,7 @@ pub fn parse(entries: Vec<Value>, prefix: &str) -> Result<Formats, ApiError> {
             }
         }
         if let Some(key) = object.keys().next() {
-            return Err(ApiError::bad_request(format!(
-                "Unrecognized key in body: `{at}.{key}`"
-            )));
+            return Err(ApiError::bad_request(format!("Unrecognized key in body: `{at}.{key}`")));
         }
     }
     if formats.change_tracking.is_some() && !formats.markdown {
@@ -125,9 +97,7 @@ pub fn parse(entries: Vec<Value>, prefix: &str) -> Result<Formats, ApiError> {
         || formats.change_tracking.is_some()
         || !formats.attributes.is_empty();
     if formats.raw_base64 && others {
-        return Err(ApiError::bad_request(format!(
-            "`{prefix}formats`: rawBase64 must be the only format"
-        )));
+        return Err(ApiError::bad_request(format!("`{prefix}formats`: rawBase64 must be the only format")));
     }
     Ok(formats)
 }
@@ -137,9 +107,9 @@ fn change_tracking(object: &Map<String, Value>, at: &str) -> Result<ChangeTracki
     for (key, value) in object {
         match key.as_str() {
             "modes" => {
-                let modes = value.as_array().ok_or_else(|| {
-                    ApiError::bad_request(format!("`{at}.modes` must be an array"))
-                })?;
+                let modes = value
+                    .as_array()
+                    .ok_or_else(|| ApiError::bad_request(format!("`{at}.modes` must be an array")))?;
                 for (j, mode) in modes.iter().enumerate() {
                     match mode.as_str() {
                         Some("git-diff") => spec.git_diff = true,
@@ -159,9 +129,7 @@ fn change_tracking(object: &Map<String, Value>, at: &str) -> Result<ChangeTracki
             }
             "tag" => match value {
                 Value::Null => spec.tag = None,
-                Value::String(tag) if !tag.is_empty() && tag.len() <= 256 => {
-                    spec.tag = Some(tag.clone())
-                }
+                Value::String(tag) if !tag.is_empty() && tag.len() <= 256 => spec.tag = Some(tag.clone()),
                 _ => {
                     return Err(ApiError::bad_request(format!(
                         "`{at}.tag` must be a string of 1 to 256 characters or null"
@@ -176,9 +144,7 @@ fn change_tracking(object: &Map<String, Value>, at: &str) -> Result<ChangeTracki
             }
             "schema" | "prompt" => {}
             other => {
-                return Err(ApiError::bad_request(format!(
-                    "Unrecognized key in body: `{at}.{other}`"
-                )));
+                return Err(ApiError::bad_request(format!("Unrecognized key in body: `{at}.{other}`")));
             }
         }
     }
@@ -187,17 +153,13 @@ fn change_tracking(object: &Map<String, Value>, at: &str) -> Result<ChangeTracki
 
 fn attributes(object: &Map<String, Value>, at: &str) -> Result<Vec<(String, String)>, ApiError> {
     if let Some(other) = object.keys().find(|k| *k != "selectors") {
-        return Err(ApiError::bad_request(format!(
-            "Unrecognized key in body: `{at}.{other}`"
-        )));
+        return Err(ApiError::bad_request(format!("Unrecognized key in body: `{at}.{other}`")));
     }
     let list = object
         .get("selectors")
         .and_then(Value::as_array)
         .filter(|l| !l.is_empty())
-        .ok_or_else(|| {
-            ApiError::bad_request(format!("`{at}.selectors` must be a non-empty array"))
-        })?;
+        .ok_or_else(|| ApiError::bad_request(format!("`{at}.selectors` must be a non-empty array")))?;
     list.iter()
         .enumerate()
         .map(|(j, item)| {
@@ -214,9 +176,7 @@ fn attributes(object: &Map<String, Value>, at: &str) -> Result<Vec<(String, Stri
             let selector = get("selector")?;
             let attribute = get("attribute")?;
             extract::validate_selector(&selector).map_err(|e| {
-                ApiError::bad_request(format!(
-                    "`{here}.selector` is not a valid CSS selector: {e}"
-                ))
+                ApiError::bad_request(format!("`{here}.selector` is not a valid CSS selector: {e}"))
             })?;
             Ok((selector, attribute))
         })
@@ -250,36 +210,20 @@ mod tests {
     fn unavailable_formats_say_so() {
         let err = p(json!([{"type": "json", "prompt": "x"}])).unwrap_err();
         assert_eq!(err.code(), Code::FeatureNotAvailable);
-        assert!(
-            err.message().contains("formats[0] (json)"),
-            "{}",
-            err.message()
-        );
-        assert_eq!(
-            p(json!(["screenshot"])).unwrap_err().code(),
-            Code::FeatureNotAvailable
-        );
+        assert!(err.message().contains("formats[0] (json)"), "{}", err.message());
+        assert_eq!(p(json!(["screenshot"])).unwrap_err().code(), Code::FeatureNotAvailable);
     }
 
     #[test]
     fn change_tracking_rules() {
-        let f = p(
-            json!(["markdown", {"type": "changeTracking", "modes": ["git-diff"], "tag": "daily"}]),
-        )
-        .expect("ok");
+        let f = p(json!(["markdown", {"type": "changeTracking", "modes": ["git-diff"], "tag": "daily"}]))
+            .expect("ok");
         let spec = f.change_tracking.expect("spec");
         assert!(spec.git_diff);
         assert_eq!(spec.tag.as_deref(), Some("daily"));
-        assert!(
-            p(json!(["changeTracking"]))
-                .unwrap_err()
-                .message()
-                .contains("requires the markdown")
-        );
+        assert!(p(json!(["changeTracking"])).unwrap_err().message().contains("requires the markdown"));
         assert_eq!(
-            p(json!(["markdown", {"type": "changeTracking", "modes": ["json"]}]))
-                .unwrap_err()
-                .code(),
+            p(json!(["markdown", {"type": "changeTracking", "modes": ["json"]}])).unwrap_err().code(),
             Code::FeatureNotAvailable
         );
     }
@@ -287,21 +231,15 @@ mod tests {
     #[test]
     fn strict_format_objects() {
         let err = p(json!([{"type": "markdown", "fullPage": true}])).unwrap_err();
-        assert!(
-            err.message().contains("`formats[0].fullPage`"),
-            "{}",
-            err.message()
-        );
+        assert!(err.message().contains("`formats[0].fullPage`"), "{}", err.message());
         assert!(p(json!(["rawBase64", "markdown"])).is_err());
         assert!(p(json!(["rawBase64"])).expect("ok").raw_base64);
     }
 
     #[test]
     fn attribute_selectors() {
-        let f = p(
-            json!([{"type": "attributes", "selectors": [{"selector": "a", "attribute": "href"}]}]),
-        )
-        .expect("ok");
+        let f = p(json!([{"type": "attributes", "selectors": [{"selector": "a", "attribute": "href"}]}]))
+            .expect("ok");
         assert_eq!(f.attributes, vec![("a".to_owned(), "href".to_owned())]);
         assert!(p(json!([{"type": "attributes", "selectors": []}])).is_err());
     }

@@ -23,10 +23,7 @@ pub struct Health {
 /// Liveness check.
 #[utoipa::path(get, path = "/health", responses((status = 200, description = "Serving", body = Health)))]
 pub async fn health() -> HttpResponse {
-    HttpResponse::Ok().json(Health {
-        status: "ok",
-        version: env!("CARGO_PKG_VERSION"),
-    })
+    HttpResponse::Ok().json(Health { status: "ok", version: env!("CARGO_PKG_VERSION") })
 }
 
 async fn root() -> HttpResponse {

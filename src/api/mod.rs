@@ -5,9 +5,12 @@
 
 pub mod auth;
 pub mod body;
+pub mod crawl;
+pub mod crawl_body;
 pub mod error;
 pub mod formats;
 pub mod health;
+pub mod job_view;
 pub mod openapi;
 pub mod options;
 pub mod scrape;
@@ -23,6 +26,7 @@ use actix_web::{App, HttpRequest, HttpResponse, web};
 pub use auth::Authenticated;
 pub use error::ApiError;
 
+use crate::actors::Runtime;
 use crate::config::Settings;
 use crate::model::Code;
 use crate::scrape::Scraper;
@@ -37,6 +41,8 @@ pub struct AppState {
     pub scraper: Scraper,
     /// API keys.
     pub keys: KeyStore,
+    /// The actor tree running crawls and batches.
+    pub runtime: Runtime,
 }
 
 /// Builds the application; used by `serve` and by the tests.
@@ -62,36 +68,29 @@ pub fn create_app(
         .configure(health::configure)
         .configure(openapi::configure)
         .configure(scrape::configure)
+        .configure(crawl::configure)
         .default_service(web::to(not_found))
 }
 
 /// Extractor settings whose failures must still produce the JSON envelope.
 fn configure_data(cfg: &mut web::ServiceConfig, max_body: usize) {
     cfg.app_data(web::PayloadConfig::new(max_body))
-        .app_data(web::PathConfig::default().error_handler(|err, _| {
-            ApiError::bad_request(format!("Invalid path parameter: {err}")).into()
-        }))
-        .app_data(web::QueryConfig::default().error_handler(|err, _| {
-            ApiError::bad_request(format!("Invalid query parameter: {err}")).into()
-        }))
         .app_data(
-            web::JsonConfig::default()
-                .limit(max_body)
-                .error_handler(|err, _| {
-                    ApiError::new(
-                        Code::InvalidJson,
-                        format!("Bad request, malformed JSON: {err}"),
-                    )
-                    .into()
-                }),
-        );
+            web::PathConfig::default().error_handler(|err, _| {
+                ApiError::bad_request(format!("Invalid path parameter: {err}")).into()
+            }),
+        )
+        .app_data(
+            web::QueryConfig::default().error_handler(|err, _| {
+                ApiError::bad_request(format!("Invalid query parameter: {err}")).into()
+            }),
+        )
+        .app_data(web::JsonConfig::default().limit(max_body).error_handler(|err, _| {
+            ApiError::new(Code::InvalidJson, format!("Bad request, malformed JSON: {err}")).into()
+        }));
 }
 
 async fn not_found(req: HttpRequest) -> HttpResponse {
     use actix_web::ResponseError;
-    ApiError::new(
-        Code::NotFound,
-        format!("Not found: {} {}", req.method(), req.path()),
-    )
-    .error_response()
+    ApiError::new(Code::NotFound, format!("Not found: {} {}", req.method(), req.path())).error_response()
 }

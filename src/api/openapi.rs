@@ -53,9 +53,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 async fn serve(doc: web::Data<OpenApiJson>) -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .body(doc.0.clone())
+    HttpResponse::Ok().content_type("application/json").body(doc.0.clone())
 }
 
 /// The serialized document, built once at start-up.
@@ -76,9 +74,7 @@ mod tests {
     #[test]
     fn scrape_request_lists_exactly_the_accepted_keys() {
         let doc = document();
-        let props = doc["components"]["schemas"]["ScrapeRequest"]["properties"]
-            .as_object()
-            .expect("props");
+        let props = doc["components"]["schemas"]["ScrapeRequest"]["properties"].as_object().expect("props");
         let mut documented: Vec<&str> = props.keys().map(String::as_str).collect();
         let mut accepted = scrape::accepted_keys();
         documented.sort_unstable();

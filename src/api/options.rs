@@ -132,50 +132,25 @@ impl ScrapeOptionsBody {
             ));
         }
         if self.actions.as_ref().is_some_and(|a| !a.is_empty()) {
-            return Err(unavailable(
-                "actions",
-                "page actions need the browser engine",
-            ));
+            return Err(unavailable("actions", "page actions need the browser engine"));
         }
         if self.profile.as_ref().is_some_and(|p| !p.is_null()) {
-            return Err(unavailable(
-                "profile",
-                "browser profiles need the browser engine",
-            ));
+            return Err(unavailable("profile", "browser profiles need the browser engine"));
         }
-        if self
-            .redact_pii
-            .as_ref()
-            .is_some_and(|v| !matches!(v, Value::Null | Value::Bool(false)))
-        {
-            return Err(unavailable(
-                "redactPII",
-                "PII redaction is a hosted-service feature",
-            ));
+        if self.redact_pii.as_ref().is_some_and(|v| !matches!(v, Value::Null | Value::Bool(false))) {
+            return Err(unavailable("redactPII", "PII redaction is a hosted-service feature"));
         }
-        if self
-            .threat_protection
-            .as_ref()
-            .is_some_and(|v| !v.is_null())
-        {
-            return Err(unavailable(
-                "threatProtection",
-                "threat scanning is a hosted-service feature",
-            ));
+        if self.threat_protection.as_ref().is_some_and(|v| !v.is_null()) {
+            return Err(unavailable("threatProtection", "threat scanning is a hosted-service feature"));
         }
         if self.use_mock.is_some() {
-            return Err(unavailable(
-                "useMock",
-                "mock fixtures are a hosted-service test feature",
-            ));
+            return Err(unavailable("useMock", "mock fixtures are a hosted-service test feature"));
         }
         if let Some(audit) = &self.audit_metadata {
             tracing::info!(audit = %audit, "audit metadata");
         }
 
-        let timeout_ms = self
-            .timeout
-            .unwrap_or(crate::model::options::DEFAULT_TIMEOUT_MS);
+        let timeout_ms = self.timeout.unwrap_or(crate::model::options::DEFAULT_TIMEOUT_MS);
         if !(MIN_TIMEOUT_MS..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
             return Err(ApiError::bad_request(format!(
                 "`{}` must be between {MIN_TIMEOUT_MS} and {MAX_TIMEOUT_MS} milliseconds (got {timeout_ms})",
@@ -197,18 +172,11 @@ impl ScrapeOptionsBody {
                 )));
             }
             if wait > 0 {
-                return Err(unavailable(
-                    "waitFor",
-                    "waiting for rendering needs the browser engine",
-                ));
+                return Err(unavailable("waitFor", "waiting for rendering needs the browser engine"));
             }
         }
 
-        let formats = formats::parse(
-            self.formats
-                .unwrap_or_else(|| vec![Value::from("markdown")]),
-            prefix,
-        )?;
+        let formats = formats::parse(self.formats.unwrap_or_else(|| vec![Value::from("markdown")]), prefix)?;
         let include_tags = selectors(self.include_tags.unwrap_or_default(), &field("includeTags"))?;
         let exclude_tags = selectors(self.exclude_tags.unwrap_or_default(), &field("excludeTags"))?;
         let headers = headers(self.headers.unwrap_or_default(), &field("headers"))?;
@@ -238,11 +206,8 @@ impl ScrapeOptionsBody {
                 ),
             ));
         }
-        let default_max_age = if lockdown {
-            LOCKDOWN_MAX_AGE_MS
-        } else {
-            crate::model::options::DEFAULT_MAX_AGE_MS
-        };
+        let default_max_age =
+            if lockdown { LOCKDOWN_MAX_AGE_MS } else { crate::model::options::DEFAULT_MAX_AGE_MS };
         Ok(ScrapeOptions {
             only_main_content: self.only_main_content.unwrap_or(true),
             skip_tls_verification: self.skip_tls_verification.unwrap_or(headers.is_empty()),
@@ -270,9 +235,7 @@ impl ScrapeOptionsBody {
 fn selectors(list: Vec<String>, name: &str) -> Result<Vec<String>, ApiError> {
     for (i, selector) in list.iter().enumerate() {
         extract::validate_selector(selector).map_err(|e| {
-            ApiError::bad_request(format!(
-                "`{name}[{i}]` is not a valid CSS selector (`{selector}`): {e}"
-            ))
+            ApiError::bad_request(format!("`{name}[{i}]` is not a valid CSS selector (`{selector}`): {e}"))
         })?;
     }
     Ok(list)
@@ -282,14 +245,10 @@ fn headers(map: BTreeMap<String, String>, name: &str) -> Result<Vec<(String, Str
     map.into_iter()
         .map(|(key, value)| {
             if reqwest::header::HeaderName::from_bytes(key.as_bytes()).is_err() {
-                return Err(ApiError::bad_request(format!(
-                    "`{name}` has an invalid header name `{key}`"
-                )));
+                return Err(ApiError::bad_request(format!("`{name}` has an invalid header name `{key}`")));
             }
             if reqwest::header::HeaderValue::from_str(&value).is_err() {
-                return Err(ApiError::bad_request(format!(
-                    "`{name}.{key}` has an invalid header value"
-                )));
+                return Err(ApiError::bad_request(format!("`{name}.{key}` has an invalid header value")));
             }
             Ok((key, value))
         })
@@ -331,10 +290,7 @@ fn parsers(list: Option<Vec<Value>>, name: &str, prefix: &str) -> Result<PdfPars
     let Some(list) = list else {
         return Ok(PdfParser::default());
     };
-    let mut parser = PdfParser {
-        enabled: false,
-        max_pages: None,
-    };
+    let mut parser = PdfParser { enabled: false, max_pages: None };
     for (i, entry) in list.iter().enumerate() {
         let at = format!("{name}[{i}]");
         match entry {
@@ -345,10 +301,8 @@ fn parsers(list: Option<Vec<Value>>, name: &str, prefix: &str) -> Result<PdfPars
                     match key.as_str() {
                         "type" => {}
                         "maxPages" => {
-                            let pages = value
-                                .as_u64()
-                                .filter(|p| (1..=10_000).contains(p))
-                                .ok_or_else(|| {
+                            let pages =
+                                value.as_u64().filter(|p| (1..=10_000).contains(p)).ok_or_else(|| {
                                     ApiError::bad_request(format!(
                                         "`{at}.maxPages` must be an integer from 1 to 10000"
                                     ))
@@ -387,22 +341,13 @@ mod tests {
     use serde_json::json;
 
     fn flags() -> TeamSettings {
-        TeamSettings {
-            enterprise: false,
-            zero_data_retention: false,
-        }
+        TeamSettings { enterprise: false, zero_data_retention: false }
     }
 
     fn validate(v: Value) -> Result<ScrapeOptions, ApiError> {
         let f = flags();
         let body: ScrapeOptionsBody = super::super::body::typed(v, "")?;
-        body.validate(
-            Caller {
-                team: "t",
-                flags: &f,
-            },
-            "",
-        )
+        body.validate(Caller { team: "t", flags: &f }, "")
     }
 
     #[test]
@@ -426,21 +371,14 @@ mod tests {
     #[test]
     fn unbuilt_capabilities_are_refused_by_name() {
         for (body, name) in [
-            (
-                json!({"actions": [{"type": "wait", "milliseconds": 10}]}),
-                "actions",
-            ),
+            (json!({"actions": [{"type": "wait", "milliseconds": 10}]}), "actions"),
             (json!({"onlyCleanContent": true}), "onlyCleanContent"),
             (json!({"profile": {"name": "p"}}), "profile"),
             (json!({"waitFor": 1000}), "waitFor"),
         ] {
             let err = validate(body).unwrap_err();
             assert_eq!(err.code(), Code::FeatureNotAvailable, "{name}");
-            assert!(
-                err.message().contains(&format!("`{name}`")),
-                "{}",
-                err.message()
-            );
+            assert!(err.message().contains(&format!("`{name}`")), "{}", err.message());
         }
         assert!(validate(json!({"actions": [], "onlyCleanContent": false})).is_ok());
     }
@@ -455,29 +393,11 @@ mod tests {
 
     #[test]
     fn zero_data_retention_needs_the_team_flag() {
-        assert_eq!(
-            validate(json!({"zeroDataRetention": true}))
-                .unwrap_err()
-                .code(),
-            Code::Forbidden
-        );
-        let f = TeamSettings {
-            zero_data_retention: true,
-            ..flags()
-        };
+        assert_eq!(validate(json!({"zeroDataRetention": true})).unwrap_err().code(), Code::Forbidden);
+        let f = TeamSettings { zero_data_retention: true, ..flags() };
         let body: ScrapeOptionsBody =
             super::super::body::typed(json!({"zeroDataRetention": true}), "").expect("body");
-        assert!(
-            body.validate(
-                Caller {
-                    team: "t",
-                    flags: &f
-                },
-                ""
-            )
-            .expect("ok")
-            .zero_data_retention
-        );
+        assert!(body.validate(Caller { team: "t", flags: &f }, "").expect("ok").zero_data_retention);
     }
 
     #[test]
@@ -489,19 +409,12 @@ mod tests {
 
     #[test]
     fn location_and_proxy_are_checked() {
-        let o = validate(
-            json!({"location": {"country": "DE", "languages": ["de-DE"]}, "proxy": "stealth"}),
-        )
-        .expect("ok");
+        let o = validate(json!({"location": {"country": "DE", "languages": ["de-DE"]}, "proxy": "stealth"}))
+            .expect("ok");
         assert_eq!(o.location.expect("loc").country.as_deref(), Some("de"));
         assert_eq!(o.proxy, ProxyMode::Enhanced);
         assert!(validate(json!({"location": {"country": "Germany"}})).is_err());
-        assert!(
-            validate(json!({"proxy": "fast"}))
-                .unwrap_err()
-                .message()
-                .contains("`proxy`")
-        );
+        assert!(validate(json!({"proxy": "fast"})).unwrap_err().message().contains("`proxy`"));
         assert!(validate(json!({"location": {"city": "x"}})).is_err());
     }
 
@@ -516,10 +429,6 @@ mod tests {
     #[test]
     fn invalid_selectors_are_named() {
         let err = validate(json!({"includeTags": ["main", "div[["]})).unwrap_err();
-        assert!(
-            err.message().contains("`includeTags[1]`"),
-            "{}",
-            err.message()
-        );
+        assert!(err.message().contains("`includeTags[1]`"), "{}", err.message());
     }
 }

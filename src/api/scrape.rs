@@ -52,20 +52,10 @@ pub async fn scrape(
     bytes: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let mut map = body::object(&bytes)?;
-    body::reject_unknown(
-        &mut map,
-        &[SCRAPE_KEYS, body::field_names::<ScrapeOptionsBody>()],
-        "",
-    )?;
+    body::reject_unknown(&mut map, &[SCRAPE_KEYS, body::field_names::<ScrapeOptionsBody>()], "")?;
     let (url, source_url) = target::parse(map.remove("url"), "url")?;
     let options = ScrapeOptionsBody::from_map(map, "")?.validate(auth.caller(), "")?;
-    let job = ScrapeJob {
-        id: JobId::new(),
-        team: auth.team,
-        url,
-        source_url,
-        options,
-    };
+    let job = ScrapeJob { id: JobId::new(), team: auth.team, url, source_url, options };
     let quiet = job.options.zero_data_retention;
     let started = std::time::Instant::now();
     let result = state.scraper.scrape(&job).await;
@@ -81,10 +71,7 @@ pub async fn scrape(
         Err(e) => tracing::info!(scrape_id = %job.id, url = %job.url, error = %e, "scrape failed"),
     }
     let document = result?;
-    Ok(HttpResponse::Ok().json(ScrapeResponse {
-        success: true,
-        data: document,
-    }))
+    Ok(HttpResponse::Ok().json(ScrapeResponse { success: true, data: document }))
 }
 
 /// A stored scrape result of the caller's team.
@@ -105,23 +92,14 @@ pub async fn get_scrape(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = parse_job_id(&path)?;
-    let document = state
-        .scraper
-        .stored(id, &auth.team)?
-        .ok_or_else(ApiError::job_not_found)?;
-    Ok(HttpResponse::Ok().json(ScrapeResponse {
-        success: true,
-        data: document,
-    }))
+    let document = state.scraper.stored(id, &auth.team)?.ok_or_else(ApiError::job_not_found)?;
+    Ok(HttpResponse::Ok().json(ScrapeResponse { success: true, data: document }))
 }
 
 /// Parses a job id path segment.
 pub fn parse_job_id(text: &str) -> Result<JobId, ApiError> {
     JobId::parse(text).ok_or_else(|| {
-        ApiError::new(
-            Code::InvalidJobId,
-            format!("Invalid job ID format: `{text}` is not a UUID"),
-        )
+        ApiError::new(Code::InvalidJobId, format!("Invalid job ID format: `{text}` is not a UUID"))
     })
 }
 

@@ -20,8 +20,7 @@ pub fn parse(value: Option<Value>, field: &str) -> Result<(Url, String), ApiErro
         Some(Value::String(s)) => s,
         Some(_) => return Err(ApiError::bad_request(format!("`{field}` must be a string"))),
     };
-    let url =
-        parse_str(&text).map_err(|reason| ApiError::bad_request(format!("`{field}` {reason}")))?;
+    let url = parse_str(&text).map_err(|reason| ApiError::bad_request(format!("`{field}` {reason}")))?;
     Ok((url, text.trim().to_owned()))
 }
 
@@ -34,11 +33,7 @@ pub fn parse_str(text: &str) -> Result<Url, String> {
     if trimmed.len() > MAX_URL_LEN {
         return Err(format!("is longer than {MAX_URL_LEN} characters"));
     }
-    let with_scheme = if has_scheme(trimmed) {
-        trimmed.to_owned()
-    } else {
-        format!("http://{trimmed}")
-    };
+    let with_scheme = if has_scheme(trimmed) { trimmed.to_owned() } else { format!("http://{trimmed}") };
     let url = Url::parse(&with_scheme).map_err(|e| format!("is not a valid URL ({e})"))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(format!("must use http or https (got `{}`)", url.scheme()));
@@ -49,14 +44,11 @@ pub fn parse_str(text: &str) -> Result<Url, String> {
         Some(Host::Domain(name)) => {
             let name = name.trim_end_matches('.');
             let tld = name.rsplit('.').next().unwrap_or_default();
-            let has_tld =
-                name.contains('.') && tld.len() >= 2 && !tld.chars().all(|c| c.is_ascii_digit());
+            let has_tld = name.contains('.') && tld.len() >= 2 && !tld.chars().all(|c| c.is_ascii_digit());
             if has_tld || name.eq_ignore_ascii_case("localhost") {
                 Ok(url)
             } else {
-                Err(format!(
-                    "has no valid host (`{name}` has no top-level domain)"
-                ))
+                Err(format!("has no valid host (`{name}` has no top-level domain)"))
             }
         }
     }
@@ -67,13 +59,8 @@ fn has_scheme(text: &str) -> bool {
     let Some((prefix, rest)) = text.split_once(':') else {
         return false;
     };
-    let scheme_like = prefix
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic())
-        && prefix
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    let scheme_like = prefix.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && prefix.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
     scheme_like && !rest.starts_with(|c: char| c.is_ascii_digit())
 }
 
@@ -83,10 +70,7 @@ mod tests {
 
     #[test]
     fn accepted_urls() {
-        assert_eq!(
-            parse_str("example.com/a").expect("ok").as_str(),
-            "http://example.com/a"
-        );
+        assert_eq!(parse_str("example.com/a").expect("ok").as_str(), "http://example.com/a");
         assert!(parse_str(" https://sub.example.co.uk/x?q=1 ").is_ok());
         assert!(parse_str("http://127.0.0.1:8080/").is_ok());
         assert!(parse_str("http://[::1]/").is_ok());
@@ -96,35 +80,13 @@ mod tests {
 
     #[test]
     fn refused_urls_say_why() {
-        assert!(
-            parse_str("ftp://example.com/")
-                .unwrap_err()
-                .contains("http or https")
-        );
-        assert!(
-            parse_str("http://intranet/")
-                .unwrap_err()
-                .contains("top-level domain")
-        );
+        assert!(parse_str("ftp://example.com/").unwrap_err().contains("http or https"));
+        assert!(parse_str("http://intranet/").unwrap_err().contains("top-level domain"));
         assert!(parse_str("").unwrap_err().contains("empty"));
         assert!(parse_str("http://exa mple.com").is_err());
-        assert!(
-            parse_str("mailto:someone@example.com")
-                .unwrap_err()
-                .contains("`mailto`")
-        );
+        assert!(parse_str("mailto:someone@example.com").unwrap_err().contains("`mailto`"));
         assert!(parse_str("javascript:alert(1)").is_err());
-        assert!(
-            parse(Some(Value::from(3)), "url")
-                .unwrap_err()
-                .message()
-                .contains("`url` must be a string")
-        );
-        assert!(
-            parse(None, "url")
-                .unwrap_err()
-                .message()
-                .contains("`url` is required")
-        );
+        assert!(parse(Some(Value::from(3)), "url").unwrap_err().message().contains("`url` must be a string"));
+        assert!(parse(None, "url").unwrap_err().message().contains("`url` is required"));
     }
 }

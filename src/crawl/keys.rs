@@ -17,9 +17,8 @@ pub struct KeyRules {
 /// The URL to fetch: fragment removed unless it is an SPA route, query removed if asked.
 pub fn normalize(url: &Url, rules: KeyRules) -> Url {
     let mut url = url.clone();
-    let keep_fragment = url
-        .fragment()
-        .is_some_and(|f| (f.starts_with('/') || f.starts_with("!/")) && f.len() > 1);
+    let keep_fragment =
+        url.fragment().is_some_and(|f| (f.starts_with('/') || f.starts_with("!/")) && f.len() > 1);
     if !keep_fragment {
         url.set_fragment(None);
     }
@@ -70,70 +69,38 @@ mod tests {
         Url::parse(s).expect("url")
     }
 
-    const SIMILAR: KeyRules = KeyRules {
-        ignore_query: false,
-        similar: true,
-    };
-    const EXACT: KeyRules = KeyRules {
-        ignore_query: false,
-        similar: false,
-    };
+    const SIMILAR: KeyRules = KeyRules { ignore_query: false, similar: true };
+    const EXACT: KeyRules = KeyRules { ignore_query: false, similar: false };
 
     #[test]
     fn similar_variants_collapse() {
         let base = key(&u("http://example.com/a"), SIMILAR);
-        for v in [
-            "https://www.example.com/a/",
-            "https://example.com/a/index.html",
-            "http://example.com/a#top",
-        ] {
+        for v in
+            ["https://www.example.com/a/", "https://example.com/a/index.html", "http://example.com/a#top"]
+        {
             assert_eq!(key(&u(v), SIMILAR), base, "{v}");
         }
         assert_eq!(
             key(&u("https://example.com/"), SIMILAR),
             key(&u("http://www.example.com/index.php"), SIMILAR)
         );
-        assert_ne!(
-            key(&u("http://example.com/a"), SIMILAR),
-            key(&u("http://example.com/b"), SIMILAR)
-        );
+        assert_ne!(key(&u("http://example.com/a"), SIMILAR), key(&u("http://example.com/b"), SIMILAR));
         assert_ne!(key(&u("http://example.com/a?x=1"), SIMILAR), base);
         assert_ne!(key(&u("http://example.com:8080/a"), SIMILAR), base);
     }
 
     #[test]
     fn exact_mode_keeps_variants_apart() {
-        assert_ne!(
-            key(&u("http://example.com/a"), EXACT),
-            key(&u("http://example.com/a/"), EXACT)
-        );
-        assert_eq!(
-            key(&u("http://example.com/a#x"), EXACT),
-            key(&u("http://example.com/a"), EXACT)
-        );
+        assert_ne!(key(&u("http://example.com/a"), EXACT), key(&u("http://example.com/a/"), EXACT));
+        assert_eq!(key(&u("http://example.com/a#x"), EXACT), key(&u("http://example.com/a"), EXACT));
     }
 
     #[test]
     fn queries_and_spa_fragments() {
-        let rules = KeyRules {
-            ignore_query: true,
-            similar: true,
-        };
-        assert_eq!(
-            key(&u("http://e.com/p?page=2"), rules),
-            key(&u("http://e.com/p"), rules)
-        );
-        assert_ne!(
-            key(&u("http://e.com/#/inbox"), SIMILAR),
-            key(&u("http://e.com/#/sent"), SIMILAR)
-        );
-        assert_eq!(
-            normalize(&u("http://e.com/#/inbox"), SIMILAR).as_str(),
-            "http://e.com/#/inbox"
-        );
-        assert_eq!(
-            normalize(&u("http://e.com/a#section"), SIMILAR).as_str(),
-            "http://e.com/a"
-        );
+        let rules = KeyRules { ignore_query: true, similar: true };
+        assert_eq!(key(&u("http://e.com/p?page=2"), rules), key(&u("http://e.com/p"), rules));
+        assert_ne!(key(&u("http://e.com/#/inbox"), SIMILAR), key(&u("http://e.com/#/sent"), SIMILAR));
+        assert_eq!(normalize(&u("http://e.com/#/inbox"), SIMILAR).as_str(), "http://e.com/#/inbox");
+        assert_eq!(normalize(&u("http://e.com/a#section"), SIMILAR).as_str(), "http://e.com/a");
     }
 }

@@ -30,18 +30,12 @@ impl RobotsTxt {
             return Self::allow_all();
         }
         body.truncate(MAX_ROBOTS_BYTES);
-        Self {
-            body: Some(body),
-            parsed: HashMap::new(),
-        }
+        Self { body: Some(body), parsed: HashMap::new() }
     }
 
     fn robot(&mut self, agent: &str) -> Option<&Robot> {
         let body = self.body.as_deref()?;
-        self.parsed
-            .entry(agent.to_ascii_lowercase())
-            .or_insert_with(|| Robot::new(agent, body).ok())
-            .as_ref()
+        self.parsed.entry(agent.to_ascii_lowercase()).or_insert_with(|| Robot::new(agent, body).ok()).as_ref()
     }
 
     /// Whether `agent` may fetch `url`.
@@ -57,9 +51,7 @@ impl RobotsTxt {
 
     /// `Sitemap:` lines.
     pub fn sitemaps(&mut self) -> Vec<String> {
-        self.robot("*")
-            .map(|r| r.sitemaps.clone())
-            .unwrap_or_default()
+        self.robot("*").map(|r| r.sitemaps.clone()).unwrap_or_default()
     }
 }
 
@@ -79,14 +71,8 @@ mod tests {
         assert!(!robots.allowed("ferrocrawl", &u("http://a.test/private/x")));
         assert!(robots.allowed("ferrocrawl", &u("http://a.test/public")));
         assert!(!robots.allowed("Special", &u("http://a.test/public")));
-        assert_eq!(
-            robots.crawl_delay("ferrocrawl"),
-            Some(Duration::from_secs(2))
-        );
-        assert_eq!(
-            robots.sitemaps(),
-            vec!["http://a.test/sitemap.xml".to_owned()]
-        );
+        assert_eq!(robots.crawl_delay("ferrocrawl"), Some(Duration::from_secs(2)));
+        assert_eq!(robots.sitemaps(), vec!["http://a.test/sitemap.xml".to_owned()]);
     }
 
     #[test]

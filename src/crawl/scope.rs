@@ -8,10 +8,9 @@ use url::Url;
 
 /// File extensions never crawled (assets, archives, media).
 const SKIPPED_EXTENSIONS: &[&str] = &[
-    "png", "jpg", "jpeg", "gif", "css", "js", "ico", "svg", "tiff", "zip", "exe", "dmg", "mp4",
-    "mp3", "wav", "pptx", "xlsx", "avi", "flv", "woff", "ttf", "woff2", "webp", "inc", "gz", "tar",
-    "rar", "7z", "iso", "bmp", "avif", "mov", "webm", "ogg", "m4a", "apk", "msi", "bin", "dll",
-    "eot", "otf", "map",
+    "png", "jpg", "jpeg", "gif", "css", "js", "ico", "svg", "tiff", "zip", "exe", "dmg", "mp4", "mp3", "wav",
+    "pptx", "xlsx", "avi", "flv", "woff", "ttf", "woff2", "webp", "inc", "gz", "tar", "rar", "7z", "iso",
+    "bmp", "avif", "mov", "webm", "ogg", "m4a", "apk", "msi", "bin", "dll", "eot", "otf", "map",
 ];
 
 /// Social and scheduling hosts not worth following as external links.
@@ -106,13 +105,7 @@ fn compile(list: &[String], field: &'static str) -> Result<Vec<Regex>, InvalidPa
                 field,
                 index,
                 pattern: pattern.clone(),
-                message: e
-                    .to_string()
-                    .lines()
-                    .last()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_owned(),
+                message: e.to_string().lines().last().unwrap_or_default().trim().to_owned(),
             })
         })
         .collect()
@@ -147,9 +140,8 @@ impl Scope {
         let host = bare_host(start).to_ascii_lowercase();
         let path = start.path();
         let last = path.rsplit('/').next().unwrap_or_default();
-        let looks_like_file = last
-            .rsplit_once('.')
-            .is_some_and(|(stem, ext)| !stem.is_empty() && ext.len() >= 2);
+        let looks_like_file =
+            last.rsplit_once('.').is_some_and(|(stem, ext)| !stem.is_empty() && ext.len() >= 2);
         let path = if path.ends_with('/') {
             PathScope::Prefix(path.to_owned())
         } else if looks_like_file {
@@ -189,9 +181,7 @@ impl Scope {
         } else {
             let host = bare_host(url).to_ascii_lowercase();
             let subdomain = self.options.allow_subdomains && registrable_domain(&host) == self.site;
-            let social = SOCIAL_HOSTS
-                .iter()
-                .any(|s| host == *s || host.ends_with(&format!(".{s}")));
+            let social = SOCIAL_HOSTS.iter().any(|s| host == *s || host.ends_with(&format!(".{s}")));
             if !(subdomain || (self.options.allow_external_links && !social)) {
                 return Err(Rejection::External);
             }
@@ -201,11 +191,7 @@ impl Scope {
 
     /// Only the include/exclude patterns (the start URL is checked this way).
     pub fn check_patterns(&self, url: &Url) -> Result<(), Rejection> {
-        let subject = if self.options.regex_on_full_url {
-            url.as_str()
-        } else {
-            url.path()
-        };
+        let subject = if self.options.regex_on_full_url { url.as_str() } else { url.path() };
         if self.exclude.iter().any(|re| re.is_match(subject)) {
             return Err(Rejection::Excluded);
         }
@@ -219,10 +205,7 @@ impl Scope {
         match &self.path {
             PathScope::Prefix(prefix) => path.starts_with(prefix.as_str()),
             PathScope::Under(base) => {
-                path == base
-                    || path
-                        .strip_prefix(base.as_str())
-                        .is_some_and(|rest| rest.starts_with('/'))
+                path == base || path.strip_prefix(base.as_str()).is_some_and(|rest| rest.starts_with('/'))
             }
         }
     }
@@ -231,9 +214,7 @@ impl Scope {
 fn has_skipped_extension(path: &str) -> bool {
     let last = path.rsplit('/').next().unwrap_or_default();
     match last.rsplit_once('.') {
-        Some((_, ext)) => SKIPPED_EXTENSIONS
-            .iter()
-            .any(|s| ext.eq_ignore_ascii_case(s)),
+        Some((_, ext)) => SKIPPED_EXTENSIONS.iter().any(|s| ext.eq_ignore_ascii_case(s)),
         None => false,
     }
 }
@@ -255,27 +236,15 @@ mod tests {
         let s = scope("https://example.com/blog", ScopeOptions::default());
         assert!(s.check(&u("https://example.com/blog")).is_ok());
         assert!(s.check(&u("https://www.example.com/blog/post-1")).is_ok());
-        assert_eq!(
-            s.check(&u("https://example.com/blogroll")),
-            Err(Rejection::OutsidePath)
-        );
-        assert_eq!(
-            s.check(&u("https://example.com/about")),
-            Err(Rejection::OutsidePath)
-        );
-        let s = scope(
-            "https://example.com/docs/index.html",
-            ScopeOptions::default(),
-        );
+        assert_eq!(s.check(&u("https://example.com/blogroll")), Err(Rejection::OutsidePath));
+        assert_eq!(s.check(&u("https://example.com/about")), Err(Rejection::OutsidePath));
+        let s = scope("https://example.com/docs/index.html", ScopeOptions::default());
         assert!(s.check(&u("https://example.com/docs/intro")).is_ok());
         let s = scope("https://example.com/", ScopeOptions::default());
         assert!(s.check(&u("https://example.com/anything/at/all")).is_ok());
         let s = scope(
             "https://example.com/blog",
-            ScopeOptions {
-                crawl_entire_domain: true,
-                ..Default::default()
-            },
+            ScopeOptions { crawl_entire_domain: true, ..Default::default() },
         );
         assert!(s.check(&u("https://example.com/about")).is_ok());
     }
@@ -283,10 +252,7 @@ mod tests {
     #[test]
     fn assets_and_other_schemes_are_skipped() {
         let s = scope("https://example.com/", ScopeOptions::default());
-        assert_eq!(
-            s.check(&u("https://example.com/logo.PNG")),
-            Err(Rejection::Extension)
-        );
+        assert_eq!(s.check(&u("https://example.com/logo.PNG")), Err(Rejection::Extension));
         assert_eq!(s.check(&u("mailto:a@example.com")), Err(Rejection::Scheme));
         assert!(s.check(&u("https://example.com/paper.pdf")).is_ok());
     }
@@ -300,14 +266,8 @@ mod tests {
         };
         let s = scope("https://example.com/", options.clone());
         assert!(s.check(&u("https://example.com/blog/a")).is_ok());
-        assert_eq!(
-            s.check(&u("https://example.com/news/a")),
-            Err(Rejection::NotIncluded)
-        );
-        assert_eq!(
-            s.check(&u("https://example.com/blog/draft-1")),
-            Err(Rejection::Excluded)
-        );
+        assert_eq!(s.check(&u("https://example.com/news/a")), Err(Rejection::NotIncluded));
+        assert_eq!(s.check(&u("https://example.com/blog/draft-1")), Err(Rejection::Excluded));
         let full = ScopeOptions {
             include_paths: vec![r"\?page=\d+$".into()],
             regex_on_full_url: true,
@@ -315,49 +275,26 @@ mod tests {
         };
         let s = scope("https://example.com/", full);
         assert!(s.check(&u("https://example.com/list?page=2")).is_ok());
-        assert_eq!(
-            s.check(&u("https://example.com/list")),
-            Err(Rejection::NotIncluded)
-        );
+        assert_eq!(s.check(&u("https://example.com/list")), Err(Rejection::NotIncluded));
     }
 
     #[test]
     fn other_hosts_need_permission() {
         let s = scope("https://blog.example.co.uk/", ScopeOptions::default());
-        assert_eq!(
-            s.check(&u("https://shop.example.co.uk/")),
-            Err(Rejection::External)
-        );
+        assert_eq!(s.check(&u("https://shop.example.co.uk/")), Err(Rejection::External));
         let s = scope(
             "https://blog.example.co.uk/",
-            ScopeOptions {
-                allow_subdomains: true,
-                ..Default::default()
-            },
+            ScopeOptions { allow_subdomains: true, ..Default::default() },
         );
         assert!(s.check(&u("https://shop.example.co.uk/x")).is_ok());
-        assert_eq!(
-            s.check(&u("https://other.co.uk/")),
-            Err(Rejection::External)
-        );
-        let s = scope(
-            "https://example.com/",
-            ScopeOptions {
-                allow_external_links: true,
-                ..Default::default()
-            },
-        );
+        assert_eq!(s.check(&u("https://other.co.uk/")), Err(Rejection::External));
+        let s =
+            scope("https://example.com/", ScopeOptions { allow_external_links: true, ..Default::default() });
         assert!(s.check(&u("https://elsewhere.org/page")).is_ok());
-        assert_eq!(
-            s.check(&u("https://twitter.com/someone")),
-            Err(Rejection::External)
-        );
+        assert_eq!(s.check(&u("https://twitter.com/someone")), Err(Rejection::External));
         let s = scope(
             "http://a.site.localhost:8080/",
-            ScopeOptions {
-                allow_subdomains: true,
-                ..Default::default()
-            },
+            ScopeOptions { allow_subdomains: true, ..Default::default() },
         );
         assert!(s.check(&u("http://b.site.localhost:8080/")).is_ok());
     }
@@ -365,10 +302,7 @@ mod tests {
     #[test]
     fn ports_separate_sites() {
         let s = scope("http://127.0.0.1:8080/", ScopeOptions::default());
-        assert_eq!(
-            s.check(&u("http://127.0.0.1:9090/")),
-            Err(Rejection::External)
-        );
+        assert_eq!(s.check(&u("http://127.0.0.1:9090/")), Err(Rejection::External));
     }
 
     #[test]

@@ -28,9 +28,7 @@ pub fn parse(bytes: &[u8]) -> Result<Sitemap, String> {
             .read_to_end(&mut out)
             .map_err(|e| format!("bad gzip: {e}"))?;
         if out.len() as u64 > MAX_SITEMAP_BYTES {
-            return Err(format!(
-                "decompressed sitemap is larger than {MAX_SITEMAP_BYTES} bytes"
-            ));
+            return Err(format!("decompressed sitemap is larger than {MAX_SITEMAP_BYTES} bytes"));
         }
         return parse_plain(&out);
     }
@@ -38,10 +36,7 @@ pub fn parse(bytes: &[u8]) -> Result<Sitemap, String> {
 }
 
 fn parse_plain(bytes: &[u8]) -> Result<Sitemap, String> {
-    let start = bytes
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(bytes.len());
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(bytes.len());
     if bytes.get(start) != Some(&b'<') {
         // A text sitemap: one URL per line.
         let text = String::from_utf8_lossy(bytes);
@@ -51,10 +46,7 @@ fn parse_plain(bytes: &[u8]) -> Result<Sitemap, String> {
             .filter(|l| l.starts_with("http://") || l.starts_with("https://"))
             .map(str::to_owned)
             .collect();
-        return Ok(Sitemap {
-            pages,
-            sitemaps: Vec::new(),
-        });
+        return Ok(Sitemap { pages, sitemaps: Vec::new() });
     }
     let mut reader = Reader::from_reader(bytes);
     reader.config_mut().trim_text(true);
@@ -97,10 +89,7 @@ fn parse_plain(bytes: &[u8]) -> Result<Sitemap, String> {
             Ok(Event::Eof) => break,
             Ok(_) => {}
             Err(e) => {
-                return Err(format!(
-                    "bad sitemap XML at byte {}: {e}",
-                    reader.buffer_position()
-                ));
+                return Err(format!("bad sitemap XML at byte {}: {e}", reader.buffer_position()));
             }
         }
         buf.clear();
@@ -147,10 +136,7 @@ mod tests {
   <url><loc><![CDATA[http://a.test/two]]></loc></url>
 </urlset>"#;
         let map = parse(xml).expect("parse");
-        assert_eq!(
-            map.pages,
-            vec!["http://a.test/one?x=1&y=2", "http://a.test/two"]
-        );
+        assert_eq!(map.pages, vec!["http://a.test/one?x=1&y=2", "http://a.test/two"]);
         let index = br#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
   <sitemap><loc>http://a.test/s1.xml</loc></sitemap><sitemap><loc>http://a.test/s2.xml.gz</loc></sitemap>
 </sitemapindex>"#;
@@ -163,15 +149,11 @@ mod tests {
     #[test]
     fn gzip_and_text_sitemaps() {
         let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        enc.write_all(b"<urlset><url><loc>http://a.test/z</loc></url></urlset>")
-            .expect("gzip");
+        enc.write_all(b"<urlset><url><loc>http://a.test/z</loc></url></urlset>").expect("gzip");
         let gz = enc.finish().expect("gzip");
         assert_eq!(parse(&gz).expect("parse").pages, vec!["http://a.test/z"]);
         let text = b"http://a.test/a\n\nnot a url\nhttps://a.test/b\n";
-        assert_eq!(
-            parse(text).expect("parse").pages,
-            vec!["http://a.test/a", "https://a.test/b"]
-        );
+        assert_eq!(parse(text).expect("parse").pages, vec!["http://a.test/a", "https://a.test/b"]);
     }
 
     #[test]
@@ -190,8 +172,8 @@ mod tests {
     fn broken_xml_is_an_error_not_a_panic() {
         assert!(parse(b"<urlset><url><loc>http://a.test/</url></urlset>").is_err());
         // Truncated documents yield what was complete.
-        let cut = parse(b"<urlset><url><loc>http://a.test/1</loc></url><url><loc>http://a.te")
-            .expect("partial");
+        let cut =
+            parse(b"<urlset><url><loc>http://a.test/1</loc></url><url><loc>http://a.te").expect("partial");
         assert_eq!(cut.pages, vec!["http://a.test/1"]);
     }
 }

@@ -45,14 +45,7 @@ pub(crate) fn main_content<'a>(base: &Dom<'a>, hints: &Hints) -> Option<(Dom<'a>
         if attempts.is_empty() {
             pre.compute_light(&work, 0);
         }
-        let grabbed = Grab {
-            dom: &mut work,
-            pre: &pre,
-            st: &mut st,
-            flags,
-            hints,
-        }
-        .run();
+        let grabbed = Grab { dom: &mut work, pre: &pre, st: &mut st, flags, hints }.run();
         if let Some((article, len)) = grabbed {
             if len >= CHAR_THRESHOLD {
                 return Some((work, article));
@@ -165,15 +158,8 @@ pub(crate) fn has_ancestor(
     false
 }
 
-const UNLIKELY_ROLES: &[&str] = &[
-    "menu",
-    "menubar",
-    "complementary",
-    "navigation",
-    "alert",
-    "alertdialog",
-    "dialog",
-];
+const UNLIKELY_ROLES: &[&str] =
+    &["menu", "menubar", "complementary", "navigation", "alert", "alertdialog", "dialog"];
 
 struct Grab<'g, 'a> {
     dom: &'g mut Dom<'a>,
@@ -226,9 +212,7 @@ impl Grab<'_, '_> {
         let dom = &*self.dom;
         let n = dom.n(id);
         let hinted = dom.attr(id, "rel") == Some("author")
-            || dom
-                .attr(id, "itemprop")
-                .is_some_and(|v| v.contains("author"))
+            || dom.attr(id, "itemprop").is_some_and(|v| v.contains("author"))
             || (n.class_flags | n.id_flags) & BYLINE != 0;
         if !hinted {
             return false;
@@ -295,9 +279,7 @@ impl Grab<'_, '_> {
             let dom = &*self.dom;
             let tag = dom.tag(node);
             let flags = dom.n(node).class_flags | dom.n(node).id_flags;
-            if dom.attr(node, "aria-modal") == Some("true")
-                && dom.attr(node, "role") == Some("dialog")
-            {
+            if dom.attr(node, "aria-modal") == Some("true") && dom.attr(node, "role") == Some("dialog") {
                 node = self.remove_and_next(node);
                 continue;
             }
@@ -324,14 +306,12 @@ impl Grab<'_, '_> {
                     continue;
                 }
             }
-            let maybe_empty =
-                matches!(tag, Tag::Div | Tag::Section | Tag::Header) || tag.heading_level() > 0;
+            let maybe_empty = matches!(tag, Tag::Div | Tag::Section | Tag::Header) || tag.heading_level() > 0;
             if maybe_empty && self.without_content(node) {
                 node = self.remove_and_next(node);
                 continue;
             }
-            if matches!(tag, Tag::Section | Tag::P | Tag::Td | Tag::Pre) || tag.heading_level() > 1
-            {
+            if matches!(tag, Tag::Section | Tag::P | Tag::Td | Tag::Pre) || tag.heading_level() > 1 {
                 to_score.push(node);
             }
             if tag == Tag::Div {
@@ -358,14 +338,7 @@ impl Grab<'_, '_> {
         let base = match self.dom.tag(id) {
             Tag::Div => 5.0,
             Tag::Pre | Tag::Td | Tag::Blockquote => 3.0,
-            Tag::Address
-            | Tag::Ol
-            | Tag::Ul
-            | Tag::Dl
-            | Tag::Dd
-            | Tag::Dt
-            | Tag::Li
-            | Tag::Form => -3.0,
+            Tag::Address | Tag::Ol | Tag::Ul | Tag::Dl | Tag::Dd | Tag::Dt | Tag::Li | Tag::Form => -3.0,
             Tag::H1 | Tag::H2 | Tag::H3 | Tag::H4 | Tag::H5 | Tag::H6 | Tag::Th => -5.0,
             _ => 0.0,
         };
@@ -454,15 +427,10 @@ impl Grab<'_, '_> {
     /// candidates or score better.
     fn refine(&self, mut best: Id, top: &[Id], score: &mut [f64]) -> Id {
         let dom = &*self.dom;
-        let stop =
-            |id: Id| id == NONE || !dom.is_elem(id) || matches!(dom.tag(id), Tag::Body | Tag::Html);
+        let stop = |id: Id| id == NONE || !dom.is_elem(id) || matches!(dom.tag(id), Tag::Body | Tag::Html);
         let best_score = score[best as usize];
-        let alternatives: Vec<Id> = top
-            .iter()
-            .skip(1)
-            .copied()
-            .filter(|&c| score[c as usize] / best_score >= 0.75)
-            .collect();
+        let alternatives: Vec<Id> =
+            top.iter().skip(1).copied().filter(|&c| score[c as usize] / best_score >= 0.75).collect();
         if alternatives.len() >= 3 {
             // How many alternatives sit below each node, counted in one climb each.
             let mut holding = vec![0u8; dom.nodes.len()];
@@ -561,10 +529,7 @@ impl Grab<'_, '_> {
                 }
             };
             if append {
-                if !matches!(
-                    self.dom.tag(sib),
-                    Tag::Div | Tag::Article | Tag::Section | Tag::P
-                ) {
+                if !matches!(self.dom.tag(sib), Tag::Div | Tag::Article | Tag::Section | Tag::P) {
                     self.dom.set_tag(sib, Tag::Div);
                 }
                 self.dom.append(article, sib);

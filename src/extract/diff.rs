@@ -39,10 +39,7 @@ mod tests {
 
     #[test]
     fn whitespace_only_edits_are_the_same() {
-        assert_eq!(
-            compare("# Title\n\nSome  text.\n", "# Title\nSome text.\n\n"),
-            Comparison::Same
-        );
+        assert_eq!(compare("# Title\n\nSome  text.\n", "# Title\nSome text.\n\n"), Comparison::Same);
     }
 
     #[test]
@@ -56,9 +53,6 @@ mod tests {
 
     #[test]
     fn reordering_is_a_change() {
-        assert!(matches!(
-            compare("one\ntwo\n", "two\none\n"),
-            Comparison::Changed { .. }
-        ));
+        assert!(matches!(compare("one\ntwo\n", "two\none\n"), Comparison::Changed { .. }));
     }
 }

@@ -76,11 +76,8 @@ impl<'a> Dom<'a> {
     /// elements, ads (when asked) and excluded subtrees. Elements of `opts.include`
     /// that were kept are returned, with their source ids, in document order.
     pub(crate) fn build(html: &'a Html, opts: &BuildOptions) -> (Dom<'a>, Vec<(NodeId, Id)>) {
-        let mut dom = Dom {
-            nodes: Vec::with_capacity(html.tree.nodes().len() / 2 + 8),
-            body: NONE,
-            ads: Vec::new(),
-        };
+        let mut dom =
+            Dom { nodes: Vec::with_capacity(html.tree.nodes().len() / 2 + 8), body: NONE, ads: Vec::new() };
         dom.push_node(Tag::Document, Data::Document);
         let mut included = Vec::new();
         let mut stack: Vec<(NodeId, Id)> = Vec::with_capacity(64);
@@ -252,10 +249,7 @@ impl<'a> Dom<'a> {
 
     /// Children, in order.
     pub(crate) fn children(&self, id: Id) -> Siblings<'_, 'a> {
-        Siblings {
-            dom: self,
-            cur: self.n(id).first,
-        }
+        Siblings { dom: self, cur: self.n(id).first }
     }
 
     /// Element children, in order.
@@ -304,11 +298,7 @@ impl<'a> Dom<'a> {
     /// Descendants of `root` (excluding it) in document order.
     pub(crate) fn descendants(&self, root: Id) -> Descendants<'_, 'a> {
         let first = self.n(root).first;
-        Descendants {
-            dom: self,
-            root,
-            cur: first,
-        }
+        Descendants { dom: self, root, cur: first }
     }
 
     /// Unlinks `id` from its parent (the subtree stays intact).

@@ -8,8 +8,8 @@ use url::Url;
 use super::dom::{Dom, Id, NONE};
 use super::md_code::{code_language, longest_fence, longest_run, pre_text};
 use super::md_escape::{
-    escape_brackets, escape_word, is_collapsible, is_skip_link, is_word_char, next_char,
-    push_destination, push_title, starts_with_ci,
+    escape_brackets, escape_word, is_collapsible, is_skip_link, is_word_char, next_char, push_destination,
+    push_title, starts_with_ci,
 };
 use super::tags::Tag;
 use super::urls;
@@ -146,8 +146,7 @@ impl<'d, 'a> Writer<'d, 'a> {
         self.out.push('\n');
         if blank {
             let outer = self.sep_prefix.min(self.prefix.len());
-            self.out
-                .push_str(self.prefix.get(..outer).unwrap_or("").trim_end());
+            self.out.push_str(self.prefix.get(..outer).unwrap_or("").trim_end());
             self.out.push('\n');
         }
         self.write_prefix();
@@ -372,10 +371,7 @@ impl<'d, 'a> Writer<'d, 'a> {
         self.block(if nested { 1 } else { 2 });
         self.lists += 1;
         let mut n: i64 = if ordered {
-            self.dom
-                .attr(id, "start")
-                .and_then(|s| s.trim().parse().ok())
-                .unwrap_or(1)
+            self.dom.attr(id, "start").and_then(|s| s.trim().parse().ok()).unwrap_or(1)
         } else {
             1
         };
@@ -383,11 +379,7 @@ impl<'d, 'a> Writer<'d, 'a> {
         while c != NONE {
             match self.dom.tag(c) {
                 Tag::Li => {
-                    let marker = if ordered {
-                        format!("{n}. ")
-                    } else {
-                        "- ".to_string()
-                    };
+                    let marker = if ordered { format!("{n}. ") } else { "- ".to_string() };
                     self.item(c, marker);
                     n = n.saturating_add(1);
                 }
@@ -442,12 +434,7 @@ impl<'d, 'a> Writer<'d, 'a> {
         }
         self.out.push_str("](");
         push_destination(&mut self.out, &target);
-        if let Some(title) = self
-            .dom
-            .attr(id, "title")
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-        {
+        if let Some(title) = self.dom.attr(id, "title").map(str::trim).filter(|t| !t.is_empty()) {
             push_title(&mut self.out, title);
         }
         self.out.push(')');
@@ -464,9 +451,8 @@ impl<'d, 'a> Writer<'d, 'a> {
         if let Some(alt) = el.attr("alt") {
             // Brackets are dropped rather than escaped: many Markdown readers end the
             // alt text at the first `]` whatever precedes it.
-            let words = alt
-                .split(|c: char| c.is_whitespace() || matches!(c, '[' | ']'))
-                .filter(|w| !w.is_empty());
+            let words =
+                alt.split(|c: char| c.is_whitespace() || matches!(c, '[' | ']')).filter(|w| !w.is_empty());
             for (i, w) in words.enumerate() {
                 if i > 0 {
                     md.push(' ');
@@ -500,18 +486,10 @@ impl<'d, 'a> Writer<'d, 'a> {
         if raw.starts_with(is_collapsible) && !self.fresh {
             self.space = true;
         }
-        let text = raw
-            .split(is_collapsible)
-            .filter(|w| !w.is_empty())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let text = raw.split(is_collapsible).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ");
         if !text.is_empty() {
             let fence = "`".repeat(longest_run(&text, '`') + 1);
-            let pad = if text.starts_with('`') || text.ends_with('`') {
-                " "
-            } else {
-                ""
-            };
+            let pad = if text.starts_with('`') || text.ends_with('`') { " " } else { "" };
             let mut s = String::with_capacity(text.len() + 8);
             s.push_str(&fence);
             s.push_str(pad);

@@ -20,10 +20,7 @@ pub(crate) fn longest_run(s: &str, ch: char) -> usize {
 
 /// Longest backtick run opening a line of `code` (a fence must be longer).
 pub(crate) fn longest_fence(code: &str) -> usize {
-    code.lines()
-        .map(|l| l.trim_start().chars().take_while(|&c| c == '`').count())
-        .max()
-        .unwrap_or(0)
+    code.lines().map(|l| l.trim_start().chars().take_while(|&c| c == '`').count()).max().unwrap_or(0)
 }
 
 /// Text of a `pre`, verbatim, with `br` and block children as line breaks.
@@ -56,10 +53,7 @@ pub(crate) fn pre_text(dom: &Dom, id: Id, out: &mut String, depth: u32) {
 fn language_from_class(class: &str) -> Option<String> {
     if let Some(i) = class.find("brush:") {
         let rest = class.get(i + 6..).unwrap_or("").trim_start();
-        let lang: String = rest
-            .chars()
-            .take_while(|c| !c.is_whitespace() && *c != ';')
-            .collect();
+        let lang: String = rest.chars().take_while(|c| !c.is_whitespace() && *c != ';').collect();
         if !lang.is_empty() {
             return Some(lang);
         }
@@ -91,10 +85,6 @@ pub(crate) fn code_language(dom: &Dom, pre: Id) -> String {
                 .filter(|l| !l.trim().is_empty())
                 .or_else(|| language_from_class(dom.class(i)))
         })
-        .map(|l| {
-            l.chars()
-                .filter(|c| !c.is_whitespace() && *c != '`')
-                .collect()
-        })
+        .map(|l| l.chars().filter(|c| !c.is_whitespace() && *c != '`').collect())
         .unwrap_or_default()
 }

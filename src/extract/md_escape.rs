@@ -14,9 +14,7 @@ pub(crate) fn is_collapsible(c: char) -> bool {
 
 /// ASCII case-insensitive `starts_with`.
 pub(crate) fn starts_with_ci(s: &str, prefix: &str) -> bool {
-    s.as_bytes()
-        .get(..prefix.len())
-        .is_some_and(|h| h.eq_ignore_ascii_case(prefix.as_bytes()))
+    s.as_bytes().get(..prefix.len()).is_some_and(|h| h.eq_ignore_ascii_case(prefix.as_bytes()))
 }
 
 /// Escapes characters that would end or nest bracketed text.
@@ -87,13 +85,12 @@ pub(crate) fn escape_word(out: &mut String, word: &str, line_start: bool, in_lin
             b'_' => {
                 let prev = if i == 0 { None } else { bytes.get(i - 1) };
                 let next = bytes.get(i + 1);
-                !(prev.is_some_and(u8::is_ascii_alphanumeric)
-                    && next.is_some_and(u8::is_ascii_alphanumeric))
+                !(prev.is_some_and(u8::is_ascii_alphanumeric) && next.is_some_and(u8::is_ascii_alphanumeric))
             }
             b'[' | b']' => in_link,
-            b'<' => bytes
-                .get(i + 1)
-                .is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, b'/' | b'!' | b'?')),
+            b'<' => {
+                bytes.get(i + 1).is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, b'/' | b'!' | b'?'))
+            }
             b'\\' => bytes.get(i + 1).is_some_and(u8::is_ascii_punctuation),
             _ => false,
         };
@@ -132,9 +129,7 @@ pub(crate) fn next_char(dom: &Dom, id: Id) -> Option<char> {
         let first = if tag == Tag::Text {
             dom.text(next).chars().next()
         } else {
-            dom.descendants(next)
-                .take(16)
-                .find_map(|d| dom.text(d).chars().next())
+            dom.descendants(next).take(16).find_map(|d| dom.text(d).chars().next())
         };
         if first.is_some() {
             return first;

@@ -7,31 +7,21 @@ use super::markdown::Writer;
 use super::tags::Tag;
 
 fn rows_of(dom: &Dom, section: Id, out: &mut Vec<Id>) {
-    out.extend(
-        dom.elem_children(section)
-            .filter(|&r| dom.tag(r) == Tag::Tr),
-    );
+    out.extend(dom.elem_children(section).filter(|&r| dom.tag(r) == Tag::Tr));
 }
 
 fn cells_of<'d>(dom: &'d Dom<'_>, row: Id) -> impl Iterator<Item = Id> + 'd {
-    dom.elem_children(row)
-        .filter(move |&c| matches!(dom.tag(c), Tag::Td | Tag::Th))
+    dom.elem_children(row).filter(move |&c| matches!(dom.tag(c), Tag::Td | Tag::Th))
 }
 
 fn colspan(dom: &Dom, cell: Id) -> usize {
-    dom.attr(cell, "colspan")
-        .and_then(|s| s.trim().parse::<usize>().ok())
-        .unwrap_or(1)
-        .clamp(1, 64)
+    dom.attr(cell, "colspan").and_then(|s| s.trim().parse::<usize>().ok()).unwrap_or(1).clamp(1, 64)
 }
 
 /// Does the table carry page layout rather than data?
 fn is_layout(dom: &Dom, table: Id, rows: &[Id]) -> bool {
-    let max_cols = rows
-        .iter()
-        .map(|&r| cells_of(dom, r).map(|c| colspan(dom, c)).sum::<usize>())
-        .max()
-        .unwrap_or(0);
+    let max_cols =
+        rows.iter().map(|&r| cells_of(dom, r).map(|c| colspan(dom, c)).sum::<usize>()).max().unwrap_or(0);
     max_cols <= 1
         || dom.descendants(table).any(|d| {
             matches!(

@@ -115,13 +115,7 @@ fn text_of(html: &Html, el_id: ego_tree::NodeId) -> String {
 fn hint_key(s: &str) -> String {
     s.chars()
         .filter(|c| !c.is_whitespace())
-        .map(|c| {
-            if c == '.' {
-                ':'
-            } else {
-                c.to_ascii_lowercase()
-            }
-        })
+        .map(|c| if c == '.' { ':' } else { c.to_ascii_lowercase() })
         .collect()
 }
 
@@ -146,11 +140,7 @@ pub(crate) fn collect(html: &Html, base: &Url) -> (PageMetadata, FilterHints) {
         };
         match el.name() {
             "html" if md.language.is_none() => {
-                md.language = el
-                    .attr("lang")
-                    .map(str::trim)
-                    .filter(|l| !l.is_empty())
-                    .map(str::to_string);
+                md.language = el.attr("lang").map(str::trim).filter(|l| !l.is_empty()).map(str::to_string);
             }
             "title" if doc_title.is_none() && &*el.name.ns == "http://www.w3.org/1999/xhtml" => {
                 doc_title = Some(text_of(html, node.id()));
@@ -182,21 +172,12 @@ pub(crate) fn collect(html: &Html, base: &Url) -> (PageMetadata, FilterHints) {
     let collapsed = collapse(&doc_title);
     md.title = Some(collapsed)
         .filter(|t| !t.is_empty())
-        .or(og_title
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(str::to_string))
-        .or(tw_title
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(str::to_string));
+        .or(og_title.map(str::trim).filter(|t| !t.is_empty()).map(str::to_string))
+        .or(tw_title.map(str::trim).filter(|t| !t.is_empty()).map(str::to_string));
     if !descriptions.is_empty() {
         md.description = Some(descriptions.join(", "));
     }
-    md.favicon = icon_exact
-        .or(icon_any)
-        .and_then(|h| urls::resolve(base, h))
-        .map(String::from);
+    md.favicon = icon_exact.or(icon_any).and_then(|h| urls::resolve(base, h)).map(String::from);
     hint_titles.sort_by_key(|(rank, _)| *rank);
     hints.meta_title = hint_titles.into_iter().next().map(|(_, t)| t);
     hints.doc_title = doc_title;

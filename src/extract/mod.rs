@@ -93,9 +93,7 @@ pub struct Extracted {
 
 /// Checks that a CSS selector parses; the error text names the problem (used for 400 errors).
 pub fn validate_selector(selector: &str) -> Result<(), String> {
-    Selector::parse(selector)
-        .map(|_| ())
-        .map_err(|e| format!("invalid CSS selector {selector:?}: {e}"))
+    Selector::parse(selector).map(|_| ()).map_err(|e| format!("invalid CSS selector {selector:?}: {e}"))
 }
 
 /// Values of `attribute` on every element matching `selector`, per spec (Firecrawl
@@ -105,11 +103,9 @@ pub fn attributes(html: &str, specs: &[(String, String)]) -> Vec<Vec<String>> {
     specs
         .iter()
         .map(|(selector, attribute)| match Selector::parse(selector) {
-            Ok(sel) => doc
-                .select(&sel)
-                .filter_map(|el| el.value().attr(attribute))
-                .map(str::to_string)
-                .collect(),
+            Ok(sel) => {
+                doc.select(&sel).filter_map(|el| el.value().attr(attribute)).map(str::to_string).collect()
+            }
             Err(_) => Vec::new(),
         })
         .collect()
@@ -152,17 +148,10 @@ pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted
 
     let included = select_each(&doc, &opts.include_tags);
     let include_set: HashSet<NodeId> = included.iter().flatten().copied().collect();
-    let exclude_set: HashSet<NodeId> = select_each(&doc, &opts.exclude_tags)
-        .into_iter()
-        .flatten()
-        .collect();
+    let exclude_set: HashSet<NodeId> = select_each(&doc, &opts.exclude_tags).into_iter().flatten().collect();
     let (mut page, kept) = Dom::build(
         &doc,
-        &dom::BuildOptions {
-            block_ads: opts.block_ads,
-            exclude: &exclude_set,
-            include: &include_set,
-        },
+        &dom::BuildOptions { block_ads: opts.block_ads, exclude: &exclude_set, include: &include_set },
     );
     let body = if page.body == dom::NONE { 0 } else { page.body };
 
@@ -171,14 +160,8 @@ pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted
         let root = gather_included(&mut page, &included, &kept);
         Some((page.clone(), root))
     } else if opts.only_main_content {
-        let title = hints
-            .meta_title
-            .clone()
-            .unwrap_or_else(|| title::article_title(&hints.doc_title, &page));
-        let filter_hints = article::Hints {
-            title,
-            has_byline: hints.has_author,
-        };
+        let title = hints.meta_title.clone().unwrap_or_else(|| title::article_title(&hints.doc_title, &page));
+        let filter_hints = article::Hints { title, has_byline: hints.has_author };
         article::main_content(&page, &filter_hints)
             .map(|(mut d, root)| {
                 d.drop_ads();
@@ -194,9 +177,7 @@ pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted
         None => (&page, body),
     };
 
-    let md_opts = markdown::MdOptions {
-        remove_base64_images: opts.remove_base64_images,
-    };
+    let md_opts = markdown::MdOptions { remove_base64_images: opts.remove_base64_images };
     if wanted.markdown {
         let mut md = markdown::render(tree, root, &base, md_opts);
         if md.trim().is_empty() && opts.only_main_content && opts.include_tags.is_empty() {

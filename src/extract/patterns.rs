@@ -34,11 +34,7 @@ struct Pat {
 }
 
 const fn sub(word: &'static str, flags: u8) -> Pat {
-    Pat {
-        word: word.as_bytes(),
-        flags,
-        kind: Kind::Sub,
-    }
+    Pat { word: word.as_bytes(), flags, kind: Kind::Sub }
 }
 
 const U: u8 = UNLIKELY;
@@ -95,11 +91,7 @@ static PATS: &[Pat] = &[
     sub("blog", P),
     sub("story", P),
     sub("hidden", N),
-    Pat {
-        word: b"hid",
-        flags: N,
-        kind: Kind::SpaceToken,
-    },
+    Pat { word: b"hid", flags: N, kind: Kind::SpaceToken },
     sub("com-", N),
     sub("contact", N),
     sub("masthead", N),
@@ -117,16 +109,8 @@ static PATS: &[Pat] = &[
     sub("dateline", BYLINE),
     sub("writtenby", BYLINE),
     sub("p-author", BYLINE),
-    Pat {
-        word: b"share",
-        flags: SHARE,
-        kind: Kind::Word,
-    },
-    Pat {
-        word: b"sharedaddy",
-        flags: SHARE,
-        kind: Kind::Word,
-    },
+    Pat { word: b"share", flags: SHARE, kind: Kind::Word },
+    Pat { word: b"sharedaddy", flags: SHARE, kind: Kind::Word },
 ];
 
 const BUCKET: usize = 16;

@@ -68,10 +68,7 @@ const MAX_TABLE_DEPTH: usize = 512;
 
 /// Turns chains of two or more `<br>` into paragraph breaks and `font` into `span`.
 pub(crate) fn prepare_document(dom: &mut Dom) {
-    let brs: Vec<Id> = dom
-        .descendants(0)
-        .filter(|&id| dom.tag(id) == Tag::Br)
-        .collect();
+    let brs: Vec<Id> = dom.descendants(0).filter(|&id| dom.tag(id) == Tag::Br).collect();
     for br in brs {
         if dom.parent(br) == NONE {
             continue;
@@ -118,16 +115,12 @@ pub(crate) fn prepare_document(dom: &mut Dom) {
 }
 
 fn all_with_tag(dom: &Dom, root: Id, tag: Tag) -> Vec<Id> {
-    dom.descendants(root)
-        .filter(|&id| dom.tag(id) == tag)
-        .collect()
+    dom.descendants(root).filter(|&id| dom.tag(id) == tag).collect()
 }
 
 fn leading_int(s: &str) -> u32 {
     let s = s.trim_start();
-    let digits: &str = s
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or(s, |end| s.get(..end).unwrap_or(""));
+    let digits: &str = s.find(|c: char| !c.is_ascii_digit()).map_or(s, |end| s.get(..end).unwrap_or(""));
     digits.parse().unwrap_or(0)
 }
 
@@ -136,9 +129,7 @@ fn mark_data_tables(dom: &mut Dom, root: Id) {
     for table in all_with_tag(dom, root, Tag::Table) {
         let is_data = {
             let d = &*dom;
-            if d.attr(table, "role") == Some("presentation")
-                || d.attr(table, "datatable") == Some("0")
-            {
+            if d.attr(table, "role") == Some("presentation") || d.attr(table, "datatable") == Some("0") {
                 false
             } else if d.attr(table, "summary").is_some_and(|s| !s.is_empty()) {
                 true
@@ -146,12 +137,10 @@ fn mark_data_tables(dom: &mut Dom, root: Id) {
                 && d.n(caption).first != NONE
             {
                 true
-            } else if d.descendants(table).any(|i| {
-                matches!(
-                    d.tag(i),
-                    Tag::Col | Tag::Colgroup | Tag::Tfoot | Tag::Thead | Tag::Th
-                )
-            }) {
+            } else if d
+                .descendants(table)
+                .any(|i| matches!(d.tag(i), Tag::Col | Tag::Colgroup | Tag::Tfoot | Tag::Thead | Tag::Th))
+            {
                 true
             } else if d.descendants(table).any(|i| d.tag(i) == Tag::Table) {
                 false
@@ -206,13 +195,10 @@ pub(crate) fn is_video_url(s: &str) -> bool {
 }
 
 fn has_video(dom: &Dom, id: Id) -> bool {
-    let own = dom
-        .element(id)
-        .is_some_and(|el| el.attrs().any(|(_, v)| is_video_url(v)));
+    let own = dom.element(id).is_some_and(|el| el.attrs().any(|(_, v)| is_video_url(v)));
     own || (dom.tag(id) == Tag::Object
         && dom.descendants(id).any(|d| {
-            dom.element(d)
-                .is_some_and(|el| el.attrs().any(|(_, v)| is_video_url(v)))
+            dom.element(d).is_some_and(|el| el.attrs().any(|(_, v)| is_video_url(v)))
                 || is_video_url(dom.text(d))
         }))
 }
@@ -246,10 +232,7 @@ fn is_suspicious_word(text: &str) -> bool {
     if AD_WORDS.contains(&lower.as_str()) {
         return true;
     }
-    let stem = lower
-        .strip_suffix('…')
-        .or_else(|| lower.strip_suffix("..."))
-        .unwrap_or(&lower);
+    let stem = lower.strip_suffix('…').or_else(|| lower.strip_suffix("...")).unwrap_or(&lower);
     LOADING_WORDS.contains(&stem) || LOADING_WORDS.contains(&lower.as_str())
 }
 
@@ -267,27 +250,16 @@ fn short_text(dom: &Dom, id: Id) -> String {
 fn is_clutter(dom: &Dom, st: &stats::Table, id: Id, tag: Tag, flags: u8) -> bool {
     let s = st.get(id);
     let len = s.seg.len;
-    let ratio = |part: u32| -> f64 {
-        if len == 0 {
-            0.0
-        } else {
-            f64::from(part) / f64::from(len)
-        }
-    };
+    let ratio = |part: u32| -> f64 { if len == 0 { 0.0 } else { f64::from(part) / f64::from(len) } };
     let mut is_list = matches!(tag, Tag::Ul | Tag::Ol);
     if !is_list {
-        is_list = if len == 0 {
-            s.list_len > 0
-        } else {
-            ratio(s.list_len) > 0.9
-        };
+        is_list = if len == 0 { s.list_len > 0 } else { ratio(s.list_len) > 0.9 };
     }
     if tag == Tag::Table && is_data_table(dom, id) {
         return false;
     }
-    if has_ancestor(dom, id, Tag::Table, Some(MAX_TABLE_DEPTH), |t| {
-        is_data_table(dom, t)
-    }) || has_ancestor(dom, id, Tag::Code, Some(3), |_| true)
+    if has_ancestor(dom, id, Tag::Table, Some(MAX_TABLE_DEPTH), |t| is_data_table(dom, t))
+        || has_ancestor(dom, id, Tag::Code, Some(3), |_| true)
         || s.data_tables > 0
     {
         return false;
@@ -336,10 +308,7 @@ fn is_clutter(dom: &Dom, st: &stats::Table, id: Id, tag: Tag, flags: u8) -> bool
         || (img == 0 && text_density == 0.0);
     if is_list && remove {
         // A plain list of images (one per item) is content.
-        if dom
-            .elem_children(id)
-            .any(|c| dom.elem_children(c).count() > 1)
-        {
+        if dom.elem_children(id).any(|c| dom.elem_children(c).count() > 1) {
             return remove;
         }
         if img == s.li {
@@ -398,19 +367,11 @@ pub(crate) fn prep_article(dom: &mut Dom, st: &mut stats::Table, root: Id, flags
     }
     st.compute(dom, root);
     clean_share_bars(dom, st, root);
-    for tag in [
-        Tag::Iframe,
-        Tag::Input,
-        Tag::Textarea,
-        Tag::Select,
-        Tag::Button,
-    ] {
+    for tag in [Tag::Iframe, Tag::Input, Tag::Textarea, Tag::Select, Tag::Button] {
         clean(dom, root, tag);
     }
-    let headings: Vec<Id> = dom
-        .descendants(root)
-        .filter(|&id| matches!(dom.tag(id), Tag::H1 | Tag::H2))
-        .collect();
+    let headings: Vec<Id> =
+        dom.descendants(root).filter(|&id| matches!(dom.tag(id), Tag::H1 | Tag::H2)).collect();
     for h in headings.into_iter().rev() {
         if class_weight(dom, h, flags) < 0 {
             dom.detach(h);

@@ -22,12 +22,7 @@ pub(crate) struct Inspection<'e> {
 
 /// Inspects `el` (ad rules only when `block_ads`).
 pub(crate) fn inspect(el: &Element, tag: Tag, block_ads: bool) -> Inspection<'_> {
-    let mut out = Inspection {
-        hidden: false,
-        ad: false,
-        class: "",
-        id: "",
-    };
+    let mut out = Inspection { hidden: false, ad: false, class: "", id: "" };
     let mut aria_hidden = false;
     for (name, value) in el.attrs() {
         match name {
@@ -56,9 +51,7 @@ fn style_hides(style: &str) -> bool {
             return false;
         };
         let value = value.trim();
-        let value = value
-            .strip_suffix("!important")
-            .map_or(value, str::trim_end);
+        let value = value.strip_suffix("!important").map_or(value, str::trim_end);
         let prop = prop.trim();
         (prop.eq_ignore_ascii_case("display") && value.eq_ignore_ascii_case("none"))
             || (prop.eq_ignore_ascii_case("visibility") && value.eq_ignore_ascii_case("hidden"))
@@ -121,9 +114,7 @@ const AD_HOSTS: &[&str] = &[
 
 fn starts_with_ci(s: &str, prefix: &str) -> bool {
     s.len() >= prefix.len()
-        && s.as_bytes()
-            .get(..prefix.len())
-            .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
+        && s.as_bytes().get(..prefix.len()).is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
 }
 
 /// Is the host of an absolute or scheme-relative URL a known ad server?
@@ -186,9 +177,7 @@ mod tests {
         ] {
             assert!(token_is_ad(t), "{t}");
         }
-        for t in [
-            "header", "download", "shadow", "badge", "read", "adjust", "head", "loader", "address",
-        ] {
+        for t in ["header", "download", "shadow", "badge", "read", "adjust", "head", "loader", "address"] {
             assert!(!token_is_ad(t), "{t}");
         }
     }

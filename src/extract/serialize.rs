@@ -72,11 +72,7 @@ fn open_tag(dom: &Dom, id: Id, base: &Url, out: &mut String) {
         if tag == Tag::Img
             && let Some(src) = urls::image_source(el)
         {
-            let abs = if src.starts_with("data:") {
-                src.to_string()
-            } else {
-                urls::resolve_str(base, src)
-            };
+            let abs = if src.starts_with("data:") { src.to_string() } else { urls::resolve_str(base, src) };
             out.push_str(" src=\"");
             escape_attr(out, &abs);
             out.push('"');

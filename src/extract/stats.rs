@@ -23,19 +23,9 @@ pub(crate) struct Seg {
 
 impl Seg {
     /// The empty string.
-    pub(super) const EMPTY: Seg = Seg {
-        len: 0,
-        lead: false,
-        trail: false,
-        empty: true,
-    };
+    pub(super) const EMPTY: Seg = Seg { len: 0, lead: false, trail: false, empty: true };
     /// A whitespace-only string.
-    pub(super) const BLANK: Seg = Seg {
-        len: 0,
-        lead: true,
-        trail: true,
-        empty: true,
-    };
+    pub(super) const BLANK: Seg = Seg { len: 0, lead: true, trail: true, empty: true };
 
     /// Summary of `self` followed by `b`.
     pub(crate) fn join(self, b: Seg) -> Seg {
@@ -47,12 +37,7 @@ impl Seg {
                 empty: b.empty,
             }
         } else if b.empty {
-            Seg {
-                len: self.len,
-                lead: self.lead,
-                trail: self.trail || b.lead,
-                empty: false,
-            }
+            Seg { len: self.len, lead: self.lead, trail: self.trail || b.lead, empty: false }
         } else {
             Seg {
                 len: self.len + b.len + u32::from(self.trail || b.lead),
@@ -116,11 +101,8 @@ impl TextInfo {
             i += width;
             let units = if width == 4 { 2 } else { 1 };
             raw += units;
-            let space = if b < 0x80 {
-                matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
-            } else {
-                is_space(c)
-            };
+            let space =
+                if b < 0x80 { matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c) } else { is_space(c) };
             if space {
                 if seen {
                     pending = true;
@@ -143,23 +125,13 @@ impl TextInfo {
             }
         }
         let seg = if seen {
-            Seg {
-                len,
-                lead,
-                trail: pending,
-                empty: false,
-            }
+            Seg { len, lead, trail: pending, empty: false }
         } else if raw > 0 {
             Seg::BLANK
         } else {
             Seg::EMPTY
         };
-        TextInfo {
-            seg,
-            raw,
-            commas,
-            all_commas,
-        }
+        TextInfo { seg, raw, commas, all_commas }
     }
 }
 
@@ -216,11 +188,7 @@ impl Default for Stats {
 impl Stats {
     /// Share of the text that sits inside links (0 when there is no text).
     pub(crate) fn link_density(&self) -> f64 {
-        if self.seg.len == 0 {
-            0.0
-        } else {
-            f64::from(self.link) / f64::from(self.seg.len)
-        }
+        if self.seg.len == 0 { 0.0 } else { f64::from(self.link) / f64::from(self.seg.len) }
     }
 }
 
@@ -363,9 +331,7 @@ impl Table {
             s.br_hr += cs.br_hr + u32::from(matches!(tag, Tag::Br | Tag::Hr));
             s.block |= cs.block || tag.is_div_to_p_block();
             if tag == Tag::A {
-                let in_page = dom
-                    .attr(c, "href")
-                    .is_some_and(|h| h.len() > 1 && h.starts_with('#'));
+                let in_page = dom.attr(c, "href").is_some_and(|h| h.len() > 1 && h.starts_with('#'));
                 let weight = if in_page { 0.3 } else { 1.0 };
                 s.link += cs.seg.len as f32 * weight;
             }
@@ -374,8 +340,7 @@ impl Table {
                 s.img += cs.img + u32::from(tag == Tag::Img);
                 s.li += cs.li + u32::from(tag == Tag::Li);
                 s.input += cs.input + u32::from(tag == Tag::Input);
-                s.embed +=
-                    cs.embed + u32::from(matches!(tag, Tag::Object | Tag::Embed | Tag::Iframe));
+                s.embed += cs.embed + u32::from(matches!(tag, Tag::Object | Tag::Embed | Tag::Iframe));
                 s.heading_len += cs.heading_len;
                 s.textish_len += cs.textish_len;
                 s.list_len += cs.list_len;

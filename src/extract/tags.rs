@@ -422,10 +422,7 @@ impl Tag {
     /// Elements whose presence means a `div` is a real container, not a paragraph.
     pub(crate) fn is_div_to_p_block(self) -> bool {
         use Tag::*;
-        matches!(
-            self,
-            Blockquote | Dl | Div | Img | Ol | P | Pre | Table | Ul
-        )
+        matches!(self, Blockquote | Dl | Div | Img | Ol | P | Pre | Table | Ul)
     }
 
     /// Elements that start a new block in rendered output.
@@ -481,9 +478,6 @@ impl Tag {
     /// Elements serialized without a closing tag.
     pub(crate) fn is_void(self) -> bool {
         use Tag::*;
-        matches!(
-            self,
-            Base | Br | Col | Embed | Hr | Img | Input | Link | Meta | Source | Wbr
-        )
+        matches!(self, Base | Br | Col | Embed | Hr | Img | Input | Link | Meta | Source | Wbr)
     }
 }

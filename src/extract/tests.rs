@@ -28,28 +28,16 @@ fn url(s: &str) -> url::Url {
 }
 
 fn all_content() -> ExtractOptions {
-    ExtractOptions {
-        only_main_content: false,
-        ..ExtractOptions::default()
-    }
+    ExtractOptions { only_main_content: false, ..ExtractOptions::default() }
 }
 
 fn markdown(html: &str, page: &str, opts: &ExtractOptions) -> String {
-    let wanted = Wanted {
-        markdown: true,
-        ..Wanted::default()
-    };
-    extract(html, &url(page), opts, wanted)
-        .markdown
-        .expect("markdown was asked for")
+    let wanted = Wanted { markdown: true, ..Wanted::default() };
+    extract(html, &url(page), opts, wanted).markdown.expect("markdown was asked for")
 }
 
 fn assert_fixture(got: &str, expected: &str) {
-    assert_eq!(
-        got,
-        expected.trim_end_matches('\n'),
-        "\n--- got ---\n{got}\n---"
-    );
+    assert_eq!(got, expected.trim_end_matches('\n'), "\n--- got ---\n{got}\n---");
 }
 
 #[test]
@@ -75,30 +63,17 @@ fn article_keeps_only_the_main_content() {
 fn whole_page_when_main_content_is_off() {
     let got = markdown(ARTICLE, ARTICLE_URL, &all_content());
     assert!(got.starts_with("[Field Notes](https://fieldnotes.example/)"));
-    for kept in [
-        "- [Geology]",
-        "# How Rivers Shape Valleys",
-        "### Popular posts",
-        "[Privacy policy]",
-    ] {
+    for kept in ["- [Geology]", "# How Rivers Shape Valleys", "### Popular posts", "[Privacy policy]"] {
         assert!(got.contains(kept), "{kept} missing");
     }
-    for dropped in [
-        "We use cookies",
-        "Accept all",
-        "Advertisement",
-        "this script must not leak",
-    ] {
+    for dropped in ["We use cookies", "Accept all", "Advertisement", "this script must not leak"] {
         assert!(!got.contains(dropped), "{dropped} leaked");
     }
 }
 
 #[test]
 fn ads_and_banners_stay_when_blocking_is_off() {
-    let opts = ExtractOptions {
-        block_ads: false,
-        ..all_content()
-    };
+    let opts = ExtractOptions { block_ads: false, ..all_content() };
     let got = markdown(ARTICLE, ARTICLE_URL, &opts);
     assert!(got.starts_with("We use cookies to improve your experience on our site."));
     assert!(got.contains("Advertisement"));
@@ -109,11 +84,7 @@ fn ads_and_banners_stay_when_blocking_is_off() {
 #[test]
 fn include_tags_select_content_in_selector_order() {
     let opts = ExtractOptions {
-        include_tags: vec![
-            ".sidebar h3".into(),
-            "article h2".into(),
-            "article ul".into(),
-        ],
+        include_tags: vec![".sidebar h3".into(), "article h2".into(), "article ul".into()],
         ..ExtractOptions::default()
     };
     let got = markdown(ARTICLE, ARTICLE_URL, &opts);
@@ -171,10 +142,7 @@ fn relative_links_and_images_become_absolute() {
 
 #[test]
 fn base64_images_are_kept_on_request() {
-    let opts = ExtractOptions {
-        remove_base64_images: false,
-        ..all_content()
-    };
+    let opts = ExtractOptions { remove_base64_images: false, ..all_content() };
     let got = markdown(LINKS, DOCS_URL, &opts);
     assert!(got.contains("![Inline pixel](data:image/png;base64,iVBORw0KGgo"));
     assert!(!got.contains("Base64-Image-Removed"));
@@ -182,11 +150,7 @@ fn base64_images_are_kept_on_request() {
 
 #[test]
 fn page_links_and_images() {
-    let wanted = Wanted {
-        links: true,
-        images: true,
-        ..Wanted::default()
-    };
+    let wanted = Wanted { links: true, images: true, ..Wanted::default() };
     let out = extract(LINKS, &url(DOCS_URL), &ExtractOptions::default(), wanted);
     assert_eq!(out.markdown, None);
     assert_eq!(
@@ -214,54 +178,28 @@ fn page_links_and_images() {
 
 #[test]
 fn cleaned_html_of_the_selected_content() {
-    let wanted = Wanted {
-        html: true,
-        ..Wanted::default()
-    };
-    let out = extract(
-        ARTICLE,
-        &url(ARTICLE_URL),
-        &ExtractOptions::default(),
-        wanted,
-    );
+    let wanted = Wanted { html: true, ..Wanted::default() };
+    let out = extract(ARTICLE, &url(ARTICLE_URL), &ExtractOptions::default(), wanted);
     let html = out.html.expect("html was asked for");
     assert!(html.starts_with("<div>"));
     assert!(html.contains("<h2>Erosion at work</h2>"));
-    assert!(
-        html.contains(r#"<a href="https://fieldnotes.example/guides/erosion">erosion guide</a>"#)
-    );
+    assert!(html.contains(r#"<a href="https://fieldnotes.example/guides/erosion">erosion guide</a>"#));
     assert!(!html.contains("<script"));
     assert!(!html.contains("Popular posts"));
 }
 
 #[test]
 fn metadata_fields() {
-    let out = extract(
-        META,
-        &url("https://example.ca/guide"),
-        &ExtractOptions::default(),
-        Wanted::default(),
-    );
+    let out = extract(META, &url("https://example.ca/guide"), &ExtractOptions::default(), Wanted::default());
     let m = out.metadata;
     assert_eq!(m.title.as_deref(), Some("Le guide des rivières"));
-    assert_eq!(
-        m.description.as_deref(),
-        Some("Première description., Seconde description.")
-    );
+    assert_eq!(m.description.as_deref(), Some("Première description., Seconde description."));
     assert_eq!(m.language.as_deref(), Some("fr-CA"));
     assert_eq!(m.keywords.as_deref(), Some("rivières, érosion"));
     assert_eq!(m.robots.as_deref(), Some("index, follow"));
-    assert_eq!(
-        m.favicon.as_deref(),
-        Some("https://example.ca/favicon-32.png")
-    );
+    assert_eq!(m.favicon.as_deref(), Some("https://example.ca/favicon-32.png"));
     assert_eq!(m.og_locale_alternate, vec!["en_CA", "es_MX"]);
-    let field = |k: &str| {
-        m.fields
-            .iter()
-            .find(|(name, _)| name == k)
-            .map(|(_, v)| v.as_str())
-    };
+    let field = |k: &str| m.fields.iter().find(|(name, _)| name == k).map(|(_, v)| v.as_str());
     assert_eq!(field("ogTitle"), Some("Guide des rivières (OG)"));
     assert_eq!(field("ogImage"), Some("https://example.ca/cover.jpg"));
     assert_eq!(field("ogLocale"), Some("fr_CA"));
@@ -273,49 +211,22 @@ fn metadata_fields() {
     assert_eq!(field("articleTag"), Some("eau"));
     assert_eq!(field("articleSection"), Some("Science"));
     assert_eq!(m.fields.iter().filter(|(k, _)| k == "ogImage").count(), 1);
-    let tags: Vec<&str> = m
-        .meta
-        .iter()
-        .filter(|(k, _)| k == "article:tag")
-        .map(|(_, v)| v.as_str())
-        .collect();
+    let tags: Vec<&str> =
+        m.meta.iter().filter(|(k, _)| k == "article:tag").map(|(_, v)| v.as_str()).collect();
     assert_eq!(tags, vec!["eau", "vallées"]);
-    assert!(
-        m.meta
-            .contains(&("author".to_string(), "Ada Stone".to_string()))
-    );
-    assert!(m.meta.contains(&(
-        "Description".to_string(),
-        "Seconde description.".to_string()
-    )));
+    assert!(m.meta.contains(&("author".to_string(), "Ada Stone".to_string())));
+    assert!(m.meta.contains(&("Description".to_string(), "Seconde description.".to_string())));
     assert!(!m.meta.iter().any(|(k, _)| k == "empty-content"));
-    assert_fixture(
-        &markdown(META, "https://example.ca/guide", &ExtractOptions::default()),
-        META_MD,
-    );
+    assert_fixture(&markdown(META, "https://example.ca/guide", &ExtractOptions::default()), META_MD);
 }
 
 #[test]
 fn title_and_favicon_fallbacks() {
-    let out = extract(
-        FALLBACK,
-        &url("https://example.org/a/b"),
-        &ExtractOptions::default(),
-        Wanted::default(),
-    );
+    let out =
+        extract(FALLBACK, &url("https://example.org/a/b"), &ExtractOptions::default(), Wanted::default());
     assert_eq!(out.metadata.title.as_deref(), Some("Open Graph title"));
-    assert_eq!(
-        out.metadata.favicon.as_deref(),
-        Some("https://static.example/fav.ico")
-    );
-    assert_fixture(
-        &markdown(
-            FALLBACK,
-            "https://example.org/a/b",
-            &ExtractOptions::default(),
-        ),
-        FALLBACK_MD,
-    );
+    assert_eq!(out.metadata.favicon.as_deref(), Some("https://static.example/fav.ico"));
+    assert_fixture(&markdown(FALLBACK, "https://example.org/a/b", &ExtractOptions::default()), FALLBACK_MD);
 }
 
 #[test]
@@ -363,21 +274,12 @@ fn hostile_input_does_not_panic() {
         "\u{0}\u{feff}<p>\u{a0}\u{2028}</p>".to_string(),
         "<img srcset=', ,, 2x , w'><img src='data:'><a href='http://['>x</a>".to_string(),
         "<ol start='9223372036854775807'><li>a</li><li>b</li></ol>".to_string(),
-        "<table><tr rowspan='4294967295'><td colspan='99999'>a</td><td>b</td></tr></table>"
-            .to_string(),
+        "<table><tr rowspan='4294967295'><td colspan='99999'>a</td><td>b</td></tr></table>".to_string(),
     ];
-    let wanted = Wanted {
-        markdown: true,
-        html: true,
-        links: true,
-        images: true,
-    };
+    let wanted = Wanted { markdown: true, html: true, links: true, images: true };
     for html in &cases {
         for only_main in [true, false] {
-            let opts = ExtractOptions {
-                only_main_content: only_main,
-                ..ExtractOptions::default()
-            };
+            let opts = ExtractOptions { only_main_content: only_main, ..ExtractOptions::default() };
             let out = extract(html, &url(DOCS_URL), &opts, wanted);
             assert!(out.markdown.is_some());
         }

@@ -60,9 +60,7 @@ fn last_separator_then_space(s: &str) -> Option<usize> {
 /// Does `s` contain " X " with X a separator?
 fn has_spaced(s: &str, set: &[char]) -> bool {
     let chars: Vec<char> = s.chars().collect();
-    chars
-        .windows(3)
-        .any(|w| w[0] == ' ' && w[2] == ' ' && set.contains(&w[1]))
+    chars.windows(3).any(|w| w[0] == ' ' && w[2] == ' ' && set.contains(&w[1]))
 }
 
 /// Derives the article title from the document `<title>`, cutting site names off.
@@ -139,9 +137,8 @@ pub(crate) fn similarity(a: &str, b: &str) -> f64 {
     if ta.is_empty() || tb.is_empty() {
         return 0.0;
     }
-    let joined_len = |v: &[&String]| -> usize {
-        v.iter().map(|t| t.len()).sum::<usize>() + v.len().saturating_sub(1)
-    };
+    let joined_len =
+        |v: &[&String]| -> usize { v.iter().map(|t| t.len()).sum::<usize>() + v.len().saturating_sub(1) };
     let all: Vec<&String> = tb.iter().collect();
     let uniq: Vec<&String> = tb.iter().filter(|t| !ta.contains(t)).collect();
     let total = joined_len(&all);

@@ -22,11 +22,7 @@ fn fix_scheme_slash(href: &str) -> Option<String> {
 
 fn strip_prefix_ci<'s>(s: &'s str, prefix: &str) -> Option<&'s str> {
     let head = s.get(..prefix.len())?;
-    if head.eq_ignore_ascii_case(prefix) {
-        s.get(prefix.len()..)
-    } else {
-        None
-    }
+    if head.eq_ignore_ascii_case(prefix) { s.get(prefix.len()..) } else { None }
 }
 
 /// Resolves `href` against `base`.
@@ -69,9 +65,7 @@ fn parse_srcset(srcset: &str) -> Vec<Candidate<'_>> {
         if rest.is_empty() {
             break;
         }
-        let end = rest
-            .find(|c: char| c.is_ascii_whitespace())
-            .unwrap_or(rest.len());
+        let end = rest.find(|c: char| c.is_ascii_whitespace()).unwrap_or(rest.len());
         let (raw_url, after) = rest.split_at(end);
         let mut url = raw_url;
         let descriptors;
@@ -84,11 +78,7 @@ fn parse_srcset(srcset: &str) -> Vec<Candidate<'_>> {
             descriptors = after.get(..stop).unwrap_or("");
             rest = after.get(stop..).unwrap_or("");
         }
-        let mut cand = Candidate {
-            url,
-            width: None,
-            density: 1.0,
-        };
+        let mut cand = Candidate { url, width: None, density: 1.0 };
         for d in descriptors.split_ascii_whitespace() {
             let Some(split) = d.len().checked_sub(1).filter(|&i| d.is_char_boundary(i)) else {
                 continue;
@@ -115,23 +105,12 @@ fn best_candidate(srcset: &str, has_src: bool) -> Option<&str> {
         return cands
             .iter()
             .filter(|c| c.width.is_some())
-            .max_by(|a, b| {
-                a.width
-                    .partial_cmp(&b.width)
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            })
+            .max_by(|a, b| a.width.partial_cmp(&b.width).unwrap_or(std::cmp::Ordering::Equal))
             .map(|c| c.url);
     }
-    let best = cands.iter().max_by(|a, b| {
-        a.density
-            .partial_cmp(&b.density)
-            .unwrap_or(std::cmp::Ordering::Equal)
-    })?;
-    if has_src && best.density <= 1.0 {
-        None
-    } else {
-        Some(best.url)
-    }
+    let best =
+        cands.iter().max_by(|a, b| a.density.partial_cmp(&b.density).unwrap_or(std::cmp::Ordering::Equal))?;
+    if has_src && best.density <= 1.0 { None } else { Some(best.url) }
 }
 
 fn looks_like_image_url(v: &str) -> bool {
@@ -141,9 +120,7 @@ fn looks_like_image_url(v: &str) -> bool {
     }
     let lower = v.to_ascii_lowercase();
     let path = lower.split(['?', '#']).next().unwrap_or("");
-    [".jpg", ".jpeg", ".png", ".webp", ".gif", ".avif"]
-        .iter()
-        .any(|ext| path.ends_with(ext))
+    [".jpg", ".jpeg", ".png", ".webp", ".gif", ".avif"].iter().any(|ext| path.ends_with(ext))
 }
 
 /// The source to show for an `img`: the largest `srcset` candidate, else `src`, else
@@ -159,8 +136,8 @@ pub(crate) fn image_source(el: &Element) -> Option<&str> {
             "src" => src = Some(v),
             "srcset" => srcset = Some(v),
             "data-srcset" | "data-lazy-srcset" => lazy_set = lazy_set.or(Some(v)),
-            "data-src" | "data-lazy-src" | "data-original" | "data-lazy" | "data-url"
-            | "data-hi-res-src" | "data-full-src" => lazy = lazy.or(Some(v)),
+            "data-src" | "data-lazy-src" | "data-original" | "data-lazy" | "data-url" | "data-hi-res-src"
+            | "data-full-src" => lazy = lazy.or(Some(v)),
             _ => {}
         }
     }
@@ -255,10 +232,7 @@ mod tests {
 
     #[test]
     fn srcset_picks_widest_or_densest() {
-        assert_eq!(
-            best_candidate("a.jpg 300w, b.jpg 900w, c.jpg 600w", true),
-            Some("b.jpg")
-        );
+        assert_eq!(best_candidate("a.jpg 300w, b.jpg 900w, c.jpg 600w", true), Some("b.jpg"));
         assert_eq!(best_candidate("a.jpg 1x, b.jpg 2x", true), Some("b.jpg"));
         assert_eq!(best_candidate("a.jpg 1x", true), None);
         assert_eq!(best_candidate("x,y.jpg 2x", true), Some("x,y.jpg"));
@@ -268,9 +242,6 @@ mod tests {
     #[test]
     fn single_slash_scheme_is_repaired() {
         let base = Url::parse("https://example.com/a/").expect("static URL");
-        assert_eq!(
-            resolve_str(&base, "http:/other.org/x"),
-            "http://other.org/x"
-        );
+        assert_eq!(resolve_str(&base, "http:/other.org/x"), "http://other.org/x");
     }
 }

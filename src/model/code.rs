@@ -57,6 +57,8 @@ codes! {
     ScrapeLockdownCacheMiss => (404, "SCRAPE_LOCKDOWN_CACHE_MISS"),
     /// The route exists but not for this method.
     MethodNotAllowed => (405, "METHOD_NOT_ALLOWED"),
+    /// The request conflicts with the resource's state (finished job, reused key).
+    Conflict => (409, "CONFLICT"),
     /// The scrape did not finish within its timeout.
     ScrapeTimeout => (408, "SCRAPE_TIMEOUT"),
     /// The request body is larger than the server accepts.
@@ -94,10 +96,7 @@ mod tests {
     #[test]
     fn contract_code_strings() {
         assert_eq!(Code::ScrapeNoCachedData.as_str(), "SCRAPE_NO_CACHED_DATA");
-        assert_eq!(
-            Code::ScrapeLockdownCacheMiss.as_str(),
-            "SCRAPE_LOCKDOWN_CACHE_MISS"
-        );
+        assert_eq!(Code::ScrapeLockdownCacheMiss.as_str(), "SCRAPE_LOCKDOWN_CACHE_MISS");
         assert_eq!(Code::InvalidJson.as_str(), "BAD_REQUEST_INVALID_JSON");
         assert_eq!(Code::ScrapeTimeout.status(), 408);
     }

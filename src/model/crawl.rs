@@ -152,9 +152,6 @@ mod tests {
             ..Default::default()
         };
         let bytes = postcard::to_allocvec(&o).expect("encode");
-        assert_eq!(
-            postcard::from_bytes::<CrawlOptions>(&bytes).expect("decode"),
-            o
-        );
+        assert_eq!(postcard::from_bytes::<CrawlOptions>(&bytes).expect("decode"), o);
     }
 }

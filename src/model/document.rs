@@ -200,17 +200,10 @@ mod tests {
 
     #[test]
     fn extra_meta_keys_round_trip() {
-        let mut meta = Metadata {
-            status_code: 200,
-            ..Default::default()
-        };
+        let mut meta = Metadata { status_code: 200, ..Default::default() };
         meta.extra.insert("og:title".into(), Value::from("T"));
-        meta.extra
-            .insert("article:tag".into(), Value::from(vec!["a", "b"]));
-        let doc = Document {
-            metadata: meta,
-            ..Default::default()
-        };
+        meta.extra.insert("article:tag".into(), Value::from(vec!["a", "b"]));
+        let doc = Document { metadata: meta, ..Default::default() };
         let text = serde_json::to_string(&doc).expect("json");
         let back: Document = serde_json::from_str(&text).expect("parse");
         assert_eq!(back, doc);

@@ -21,6 +21,11 @@ impl JobId {
         Uuid::parse_str(text).ok().map(Self)
     }
 
+    /// The id stored as 16 bytes; `None` for any other length.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        Uuid::from_slice(bytes).ok().map(Self)
+    }
+
     /// The 16 big-endian bytes used as a sled key.
     pub fn as_bytes(&self) -> &[u8; 16] {
         self.0.as_bytes()

@@ -77,10 +77,7 @@ pub struct PdfParser {
 
 impl Default for PdfParser {
     fn default() -> Self {
-        Self {
-            enabled: true,
-            max_pages: None,
-        }
+        Self { enabled: true, max_pages: None }
     }
 }
 
@@ -128,10 +125,7 @@ pub struct ScrapeOptions {
 impl Default for ScrapeOptions {
     fn default() -> Self {
         Self {
-            formats: Formats {
-                markdown: true,
-                ..Formats::default()
-            },
+            formats: Formats { markdown: true, ..Formats::default() },
             only_main_content: true,
             include_tags: Vec::new(),
             exclude_tags: Vec::new(),
@@ -172,10 +166,7 @@ impl ScrapeOptions {
 
     /// Whether a freshly fetched page may be written to the cache.
     pub fn may_write_cache(&self) -> bool {
-        self.store_in_cache
-            && self.headers.is_empty()
-            && !self.zero_data_retention
-            && !self.lockdown
+        self.store_in_cache && self.headers.is_empty() && !self.zero_data_retention && !self.lockdown
     }
 }
 
@@ -193,35 +184,22 @@ mod tests {
 
     #[test]
     fn cache_only_modes_always_read() {
-        let o = ScrapeOptions {
-            lockdown: true,
-            max_age_ms: 0,
-            ..Default::default()
-        };
+        let o = ScrapeOptions { lockdown: true, max_age_ms: 0, ..Default::default() };
         assert!(o.may_read_cache() && o.cache_only() && !o.may_write_cache());
-        let o = ScrapeOptions {
-            min_age_ms: Some(1),
-            ..Default::default()
-        };
+        let o = ScrapeOptions { min_age_ms: Some(1), ..Default::default() };
         assert!(o.cache_only());
     }
 
     #[test]
     fn zero_data_retention_never_writes() {
-        let o = ScrapeOptions {
-            zero_data_retention: true,
-            ..Default::default()
-        };
+        let o = ScrapeOptions { zero_data_retention: true, ..Default::default() };
         assert!(!o.may_write_cache());
     }
 
     #[test]
     fn options_survive_postcard() {
         let o = ScrapeOptions {
-            location: Some(Location {
-                country: Some("de".into()),
-                languages: vec!["de-DE".into()],
-            }),
+            location: Some(Location { country: Some("de".into()), languages: vec!["de-DE".into()] }),
             ..Default::default()
         };
         let bytes = postcard::to_allocvec(&o).expect("encode");

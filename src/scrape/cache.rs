@@ -24,19 +24,12 @@ pub fn key(url: &Url, options: &ScrapeOptions) -> CacheKey {
 fn variant(options: &ScrapeOptions) -> String {
     let device = if options.mobile { "mobile" } else { "desktop" };
     let (country, languages) = match &options.location {
-        Some(loc) => (
-            loc.country.as_deref().unwrap_or(""),
-            loc.languages.join(","),
-        ),
+        Some(loc) => (loc.country.as_deref().unwrap_or(""), loc.languages.join(",")),
         None => ("", String::new()),
     };
     // A caller who asks for certificate verification must not get a page that was
     // fetched without it.
-    let tls = if options.skip_tls_verification {
-        "any-tls"
-    } else {
-        "verified-tls"
-    };
+    let tls = if options.skip_tls_verification { "any-tls" } else { "verified-tls" };
     format!("v1|{device}|{country}|{languages}|{tls}")
 }
 
@@ -78,49 +71,27 @@ mod tests {
     fn device_and_language_split_the_cache() {
         let u = Url::parse("http://a.test/").expect("url");
         let desktop = ScrapeOptions::default();
-        let mobile = ScrapeOptions {
-            mobile: true,
-            ..Default::default()
-        };
+        let mobile = ScrapeOptions { mobile: true, ..Default::default() };
         let german = ScrapeOptions {
-            location: Some(Location {
-                country: Some("de".into()),
-                languages: vec!["de-DE".into()],
-            }),
+            location: Some(Location { country: Some("de".into()), languages: vec!["de-DE".into()] }),
             ..Default::default()
         };
         assert_ne!(key(&u, &desktop), key(&u, &mobile));
         assert_ne!(key(&u, &desktop), key(&u, &german));
-        let verified = ScrapeOptions {
-            skip_tls_verification: false,
-            ..Default::default()
-        };
+        let verified = ScrapeOptions { skip_tls_verification: false, ..Default::default() };
         assert_ne!(key(&u, &desktop), key(&u, &verified));
     }
 
     #[test]
     fn age_rules() {
-        let fresh = ScrapeOptions {
-            max_age_ms: 1000,
-            ..Default::default()
-        };
+        let fresh = ScrapeOptions { max_age_ms: 1000, ..Default::default() };
         assert!(is_usable(&page(10_000), &fresh, 10_500));
         assert!(!is_usable(&page(10_000), &fresh, 11_001));
-        let never = ScrapeOptions {
-            max_age_ms: 0,
-            ..Default::default()
-        };
+        let never = ScrapeOptions { max_age_ms: 0, ..Default::default() };
         assert!(!is_usable(&page(10_000), &never, 10_000));
-        let min = ScrapeOptions {
-            min_age_ms: Some(1),
-            max_age_ms: 5,
-            ..Default::default()
-        };
+        let min = ScrapeOptions { min_age_ms: Some(1), max_age_ms: 5, ..Default::default() };
         assert!(is_usable(&page(0), &min, 1_000_000));
-        let older = ScrapeOptions {
-            min_age_ms: Some(5_000),
-            ..Default::default()
-        };
+        let older = ScrapeOptions { min_age_ms: Some(5_000), ..Default::default() };
         assert!(!is_usable(&page(10_000), &older, 12_000));
     }
 }

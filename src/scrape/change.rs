@@ -18,15 +18,9 @@ pub fn track(
     store: bool,
 ) -> Result<ChangeTracking, StoreError> {
     let tag = spec.tag.as_deref();
-    let current = Baseline {
-        markdown: markdown.to_owned(),
-        scraped_ms: time::now_ms(),
-    };
-    let previous = if store {
-        history.swap(team, url, tag, &current)?
-    } else {
-        history.get(team, url, tag)?
-    };
+    let current = Baseline { markdown: markdown.to_owned(), scraped_ms: time::now_ms() };
+    let previous =
+        if store { history.swap(team, url, tag, &current)? } else { history.get(team, url, tag)? };
     let (change_status, diff) = match &previous {
         _ if status == 404 => (ChangeStatus::Removed, None),
         None => (ChangeStatus::New, None),

@@ -25,16 +25,9 @@ mod tests {
         let plain = ScrapeOptions::default();
         assert_eq!(for_page(&plain, ProxyUsed::Basic), 1);
         assert_eq!(for_page(&plain, ProxyUsed::Stealth), 5);
-        let lockdown = ScrapeOptions {
-            lockdown: true,
-            zero_data_retention: true,
-            ..Default::default()
-        };
+        let lockdown = ScrapeOptions { lockdown: true, zero_data_retention: true, ..Default::default() };
         assert_eq!(for_page(&lockdown, ProxyUsed::Basic), 5);
-        let zdr = ScrapeOptions {
-            zero_data_retention: true,
-            ..Default::default()
-        };
+        let zdr = ScrapeOptions { zero_data_retention: true, ..Default::default() };
         assert_eq!(for_page(&zdr, ProxyUsed::Basic), 2);
     }
 }

@@ -61,10 +61,7 @@ pub fn classify(content_type: Option<&str>, body: &[u8]) -> ContentKind {
 }
 
 fn sniff(body: &[u8]) -> ContentKind {
-    let start = body
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(body.len());
+    let start = body.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(body.len());
     let head = &body[start..body.len().min(start + 512)];
     if head.starts_with(b"%PDF-") {
         return ContentKind::Unsupported("application/pdf".into());
@@ -75,9 +72,7 @@ fn sniff(body: &[u8]) -> ContentKind {
     if head.first() == Some(&b'<') {
         return ContentKind::Html;
     }
-    if matches!(head.first(), Some(b'{' | b'['))
-        && serde_json::from_slice::<Value>(&body[start..]).is_ok()
-    {
+    if matches!(head.first(), Some(b'{' | b'[')) && serde_json::from_slice::<Value>(&body[start..]).is_ok() {
         return ContentKind::Json;
     }
     if std::str::from_utf8(body).is_ok() {
@@ -87,11 +82,22 @@ fn sniff(body: &[u8]) -> ContentKind {
     }
 }
 
-/// Builds the document for `page`. Returns the unsupported media type on failure.
-pub fn build(page: &PageInput<'_>, options: &ScrapeOptions) -> Result<Document, String> {
+/// A built document and, when asked for, every link of the page (for crawling).
+#[derive(Debug, Clone)]
+pub struct Built {
+    /// The result document.
+    pub document: Document,
+    /// Absolute links of the page, when discovery was asked for.
+    pub links: Vec<String>,
+}
+
+/// Builds the document for `page`; with `discover`, also returns the page's links even when
+/// the `links` format was not requested. Returns the unsupported media type on failure.
+pub fn build(page: &PageInput<'_>, options: &ScrapeOptions, discover: bool) -> Result<Built, String> {
     let kind = classify(page.content_type, page.body);
     let formats = &options.formats;
     let mut doc = Document::default();
+    let mut discovered = Vec::new();
     let text = match &kind {
         ContentKind::Unsupported(media) => return Err(media.clone()),
         _ => charset::decode(page.body, page.content_type),
@@ -101,7 +107,7 @@ pub fn build(page: &PageInput<'_>, options: &ScrapeOptions) -> Result<Document, 
             let wanted = Wanted {
                 markdown: formats.markdown,
                 html: formats.html,
-                links: formats.links,
+                links: formats.links || discover,
                 images: formats.images,
             };
             let extract_options = ExtractOptions {
@@ -114,7 +120,10 @@ pub fn build(page: &PageInput<'_>, options: &ScrapeOptions) -> Result<Document, 
             let out = extract::extract(&text, page.final_url, &extract_options, wanted);
             doc.markdown = out.markdown;
             doc.html = out.html;
-            doc.links = out.links;
+            if discover {
+                discovered = out.links.clone().unwrap_or_default();
+            }
+            doc.links = if formats.links { out.links } else { None };
             doc.images = out.images;
             if !formats.attributes.is_empty() {
                 let values = extract::attributes(&text, &formats.attributes);
@@ -134,9 +143,7 @@ pub fn build(page: &PageInput<'_>, options: &ScrapeOptions) -> Result<Document, 
             Some(out.metadata)
         }
         ContentKind::Json => {
-            doc.markdown = formats
-                .markdown
-                .then(|| format!("```json\n{}\n```", text.trim_end()));
+            doc.markdown = formats.markdown.then(|| format!("```json\n{}\n```", text.trim_end()));
             doc.html = formats.html.then(|| pre(&text));
             None
         }
@@ -152,18 +159,13 @@ pub fn build(page: &PageInput<'_>, options: &ScrapeOptions) -> Result<Document, 
         doc.attributes = (!formats.attributes.is_empty()).then(Vec::new);
     }
     doc.raw_html = formats.raw_html.then_some(text);
-    doc.raw_base64 = formats
-        .raw_base64
-        .then(|| base64::engine::general_purpose::STANDARD.encode(page.body));
+    doc.raw_base64 = formats.raw_base64.then(|| base64::engine::general_purpose::STANDARD.encode(page.body));
     doc.metadata = metadata(page, page_meta.unwrap_or_default());
-    Ok(doc)
+    Ok(Built { document: doc, links: discovered })
 }
 
 fn pre(text: &str) -> String {
-    let escaped = text
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;");
+    let escaped = text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
     format!("<pre>{escaped}</pre>")
 }
 
@@ -224,8 +226,7 @@ fn metadata(page: &PageInput<'_>, meta: PageMetadata) -> Metadata {
         keywords: meta.keywords,
         robots: meta.robots,
         favicon: meta.favicon,
-        og_locale_alternate: (!meta.og_locale_alternate.is_empty())
-            .then_some(meta.og_locale_alternate),
+        og_locale_alternate: (!meta.og_locale_alternate.is_empty()).then_some(meta.og_locale_alternate),
         source_url: page.source_url.to_owned(),
         url: page.final_url.to_string(),
         status_code: page.status,
@@ -242,19 +243,10 @@ mod tests {
 
     #[test]
     fn content_types_are_classified() {
-        assert_eq!(
-            classify(Some("text/html; charset=utf-8"), b""),
-            ContentKind::Html
-        );
-        assert_eq!(
-            classify(Some("application/ld+json"), b"{}"),
-            ContentKind::Json
-        );
+        assert_eq!(classify(Some("text/html; charset=utf-8"), b""), ContentKind::Html);
+        assert_eq!(classify(Some("application/ld+json"), b"{}"), ContentKind::Json);
         assert_eq!(classify(Some("text/plain"), b"hi"), ContentKind::Text);
-        assert_eq!(
-            classify(Some("image/png"), b""),
-            ContentKind::Unsupported("image/png".into())
-        );
+        assert_eq!(classify(Some("image/png"), b""), ContentKind::Unsupported("image/png".into()));
         assert_eq!(classify(None, b"  <!doctype html><p>x"), ContentKind::Html);
         assert_eq!(
             classify(Some("application/octet-stream"), b"%PDF-1.7"),
@@ -273,14 +265,10 @@ mod tests {
             content_type: Some("application/json"),
             body: br#"{"a": 1}"#,
         };
-        let doc = build(&page, &ScrapeOptions::default()).expect("doc");
+        let doc = build(&page, &ScrapeOptions::default(), false).expect("doc").document;
         assert_eq!(doc.markdown.as_deref(), Some("```json\n{\"a\": 1}\n```"));
-        let page = PageInput {
-            content_type: Some("text/plain"),
-            body: b"plain *text*",
-            ..page
-        };
-        let doc = build(&page, &ScrapeOptions::default()).expect("doc");
+        let page = PageInput { content_type: Some("text/plain"), body: b"plain *text*", ..page };
+        let doc = build(&page, &ScrapeOptions::default(), false).expect("doc").document;
         assert_eq!(doc.markdown.as_deref(), Some("plain *text*"));
     }
 
@@ -294,9 +282,25 @@ mod tests {
             content_type: Some("text/html"),
             body: b"<title>Gone</title><p>Not here</p>",
         };
-        let doc = build(&page, &ScrapeOptions::default()).expect("doc");
+        let doc = build(&page, &ScrapeOptions::default(), false).expect("doc").document;
         assert_eq!(doc.metadata.status_code, 404);
         assert_eq!(doc.metadata.error.as_deref(), Some("Not Found"));
+    }
+
+    #[test]
+    fn discovery_returns_links_without_adding_the_format() {
+        let url = Url::parse("http://a.test/dir/").expect("url");
+        let page = PageInput {
+            source_url: "http://a.test/dir/",
+            final_url: &url,
+            status: 200,
+            content_type: Some("text/html"),
+            body: b"<p>Hello <a href=\"next\">next page</a> and <a href=\"/top\">top</a></p>",
+        };
+        let built = build(&page, &ScrapeOptions::default(), true).expect("doc");
+        assert_eq!(built.links, vec!["http://a.test/dir/next", "http://a.test/top"]);
+        assert!(built.document.links.is_none(), "links were not requested as a format");
+        assert!(build(&page, &ScrapeOptions::default(), false).expect("doc").links.is_empty());
     }
 
     #[test]
@@ -311,13 +315,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        let page = PageInput {
-            source_url: "x",
-            final_url: &url,
-            status: 200,
-            content_type: None,
-            body: b"",
-        };
+        let page = PageInput { source_url: "x", final_url: &url, status: 200, content_type: None, body: b"" };
         let m = metadata(&page, meta);
         assert_eq!(m.extra["article:tag"], serde_json::json!(["a", "b"]));
         assert_eq!(m.extra["viewport"], "width=device-width");

@@ -97,16 +97,25 @@ struct Sourced {
     final_url: Url,
     cache_state: Option<CacheState>,
     cached_at: Option<String>,
+    retry_after: Option<Duration>,
+}
+
+/// A page scraped for a crawl or batch: its document, the links it reveals, and the
+/// target's request to slow down, if any.
+#[derive(Debug, Clone)]
+pub struct PageResult {
+    /// The result document.
+    pub document: Document,
+    /// Every absolute link of the page.
+    pub links: Vec<String>,
+    /// `Retry-After` of a 429/503 answer.
+    pub retry_after: Option<Duration>,
 }
 
 impl Scraper {
     /// A scraper over `store` with `settings`.
     pub fn new(store: Store, settings: Arc<Settings>) -> Result<Self, String> {
-        Ok(Self {
-            engine: HttpEngine::new(&settings)?,
-            store,
-            settings,
-        })
+        Ok(Self { engine: HttpEngine::new(&settings)?, store, settings })
     }
 
     /// The HTTP engine (for its address policy).
@@ -116,15 +125,10 @@ impl Scraper {
 
     /// Scrapes one page within its time budget and stores the result.
     pub async fn scrape(&self, job: &ScrapeJob) -> Result<Document, ScrapeError> {
-        let ms = job.options.timeout_ms;
-        let document = tokio::time::timeout(Duration::from_millis(ms), self.produce(job))
-            .await
-            .map_err(|_| ScrapeError::Timeout { ms })??;
+        let document = self.scrape_page(job, false).await?.document;
         if !job.options.zero_data_retention {
             let ttl_ms = self.settings.storage.result_ttl_secs.saturating_mul(1000);
-            self.store
-                .scrapes
-                .put(job.id, &job.team, &document, ttl_ms)?;
+            self.store.scrapes.put(job.id, &job.team, &document, ttl_ms)?;
         }
         Ok(document)
     }
@@ -134,15 +138,38 @@ impl Scraper {
         self.store.scrapes.get(id, team)
     }
 
-    async fn produce(&self, job: &ScrapeJob) -> Result<Document, ScrapeError> {
+    /// Scrapes one page within its time budget without storing a result record (crawl and
+    /// batch pages are stored with their job); `discover` also returns the page's links.
+    pub async fn scrape_page(&self, job: &ScrapeJob, discover: bool) -> Result<PageResult, ScrapeError> {
+        let ms = job.options.timeout_ms;
+        tokio::time::timeout(Duration::from_millis(ms), self.produce(job, discover))
+            .await
+            .map_err(|_| ScrapeError::Timeout { ms })?
+    }
+
+    /// Fetches a URL as-is (robots.txt, sitemaps): no cache, no extraction.
+    pub async fn fetch_raw(&self, url: &Url, timeout: Duration) -> Result<engine::Fetched, ScrapeError> {
+        let request = FetchRequest {
+            url,
+            headers: &[],
+            mobile: false,
+            languages: &[],
+            verify_tls: false,
+            via_proxy: false,
+        };
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        tokio::time::timeout(timeout, self.engine.fetch(&request))
+            .await
+            .map_err(|_| ScrapeError::Timeout { ms })?
+            .map_err(Into::into)
+    }
+
+    async fn produce(&self, job: &ScrapeJob, discover: bool) -> Result<PageResult, ScrapeError> {
         let options = &job.options;
         let mut warnings = Vec::new();
         let sourced = self.source(job, &mut warnings).await?;
-        let proxy_used = if sourced.page.via_proxy {
-            ProxyUsed::Stealth
-        } else {
-            ProxyUsed::Basic
-        };
+        let retry_after = sourced.retry_after;
+        let proxy_used = if sourced.page.via_proxy { ProxyUsed::Stealth } else { ProxyUsed::Basic };
         let status = sourced.page.status;
         let built = {
             let options = options.clone();
@@ -155,13 +182,14 @@ impl Scraper {
                     content_type: sourced.page.content_type.as_deref(),
                     body: &sourced.page.body,
                 };
-                document::build(&input, &options)
-                    .map(|doc| (doc, sourced.cache_state, sourced.cached_at))
+                document::build(&input, &options, discover)
+                    .map(|built| (built, sourced.cache_state, sourced.cached_at))
             })
             .await
             .map_err(|e| ScrapeError::Internal(e.to_string()))?
         };
-        let (mut doc, cache_state, cached_at) = built.map_err(ScrapeError::UnsupportedFile)?;
+        let (built, cache_state, cached_at) = built.map_err(ScrapeError::UnsupportedFile)?;
+        let mut doc = built.document;
         if let Some(spec) = &options.formats.change_tracking {
             if options.zero_data_retention {
                 warnings.push("change tracking keeps no history for zero-data-retention requests; compared with the stored baseline only".to_owned());
@@ -188,23 +216,15 @@ impl Scraper {
         if !warnings.is_empty() {
             doc.warning = Some(warnings.join(" "));
         }
-        Ok(doc)
+        Ok(PageResult { document: doc, links: built.links, retry_after })
     }
 
     /// The page: from the cache when allowed and fresh enough, else from the target.
-    async fn source(
-        &self,
-        job: &ScrapeJob,
-        warnings: &mut Vec<String>,
-    ) -> Result<Sourced, ScrapeError> {
+    async fn source(&self, job: &ScrapeJob, warnings: &mut Vec<String>) -> Result<Sourced, ScrapeError> {
         let options = &job.options;
         let key = cache::key(&job.url, options);
         if options.may_read_cache() {
-            let cached = self
-                .store
-                .cache
-                .get(key)?
-                .filter(|p| cache::is_usable(p, options, time::now_ms()));
+            let cached = self.store.cache.get(key)?.filter(|p| cache::is_usable(p, options, time::now_ms()));
             if let Some(page) = cached {
                 let final_url = Url::parse(&page.final_url).unwrap_or_else(|_| job.url.clone());
                 let cached_at = Some(time::iso_ms(page.fetched_ms));
@@ -213,6 +233,7 @@ impl Scraper {
                     final_url,
                     cache_state: Some(CacheState::Hit),
                     cached_at,
+                    retry_after: None,
                 });
             }
             if options.lockdown {
@@ -223,6 +244,7 @@ impl Scraper {
             }
         }
         let fetched = self.fetch(job, warnings).await?;
+        let retry_after = fetched.retry_after;
         let page = CachedPage {
             final_url: fetched.final_url.to_string(),
             status: fetched.status,
@@ -236,12 +258,7 @@ impl Scraper {
             self.store.cache.put(key, &page)?;
         }
         let cache_state = options.may_read_cache().then_some(CacheState::Miss);
-        Ok(Sourced {
-            page,
-            final_url: fetched.final_url,
-            cache_state,
-            cached_at: None,
-        })
+        Ok(Sourced { page, final_url: fetched.final_url, cache_state, cached_at: None, retry_after })
     }
 
     /// Fetches according to the proxy mode.
@@ -251,11 +268,7 @@ impl Scraper {
         warnings: &mut Vec<String>,
     ) -> Result<engine::Fetched, ScrapeError> {
         let options = &job.options;
-        let languages = options
-            .location
-            .as_ref()
-            .map(|l| l.languages.as_slice())
-            .unwrap_or_default();
+        let languages = options.location.as_ref().map(|l| l.languages.as_slice()).unwrap_or_default();
         let direct = FetchRequest {
             url: &job.url,
             headers: &options.headers,
@@ -264,16 +277,16 @@ impl Scraper {
             verify_tls: !options.skip_tls_verification,
             via_proxy: false,
         };
-        let proxied = FetchRequest {
-            via_proxy: true,
-            ..direct.clone()
-        };
+        let proxied = FetchRequest { via_proxy: true, ..direct.clone() };
         let has_proxy = self.engine.has_proxy();
         match options.proxy {
             ProxyMode::Basic => Ok(self.engine.fetch(&direct).await?),
             ProxyMode::Enhanced if has_proxy => Ok(self.engine.fetch(&proxied).await?),
             ProxyMode::Enhanced => {
-                warnings.push("No enhanced proxy is configured on this server; the page was fetched directly.".to_owned());
+                warnings.push(
+                    "No enhanced proxy is configured on this server; the page was fetched directly."
+                        .to_owned(),
+                );
                 Ok(self.engine.fetch(&direct).await?)
             }
             ProxyMode::Auto => {

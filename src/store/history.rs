@@ -32,12 +32,7 @@ impl HistoryStore {
             Some(t) => t.as_bytes(),
             None => b"\0untagged",
         };
-        codec::digest(&[
-            b"history",
-            team.as_str().as_bytes(),
-            url.as_bytes(),
-            tag_part,
-        ])
+        codec::digest(&[b"history", team.as_str().as_bytes(), url.as_bytes(), tag_part])
     }
 
     /// Replaces the baseline and returns the one it replaced, in one atomic step.
@@ -48,22 +43,14 @@ impl HistoryStore {
         tag: Option<&str>,
         next: &Baseline,
     ) -> Result<Option<Baseline>> {
-        let previous = self
-            .tree
-            .insert(Self::key(team, url, tag), codec::encode(next)?)?;
-        previous
-            .map(|bytes| codec::decode(&bytes))
-            .transpose()
-            .map_err(Into::into)
+        let previous = self.tree.insert(Self::key(team, url, tag), codec::encode(next)?)?;
+        previous.map(|bytes| codec::decode(&bytes)).transpose().map_err(Into::into)
     }
 
     /// The current baseline without replacing it.
     pub fn get(&self, team: &TeamId, url: &str, tag: Option<&str>) -> Result<Option<Baseline>> {
         let bytes = self.tree.get(Self::key(team, url, tag))?;
-        bytes
-            .map(|b| codec::decode(&b))
-            .transpose()
-            .map_err(Into::into)
+        bytes.map(|b| codec::decode(&b)).transpose().map_err(Into::into)
     }
 }
 
@@ -78,22 +65,10 @@ mod tests {
         let store = Store::open(dir.path()).expect("open");
         let a = TeamId::parse("a").expect("team");
         let b = TeamId::parse("b").expect("team");
-        let first = Baseline {
-            markdown: "one".into(),
-            scraped_ms: 1,
-        };
-        let second = Baseline {
-            markdown: "two".into(),
-            scraped_ms: 2,
-        };
-        assert_eq!(
-            store.history.swap(&a, "u", None, &first).expect("swap"),
-            None
-        );
-        assert_eq!(
-            store.history.swap(&a, "u", None, &second).expect("swap"),
-            Some(first.clone())
-        );
+        let first = Baseline { markdown: "one".into(), scraped_ms: 1 };
+        let second = Baseline { markdown: "two".into(), scraped_ms: 2 };
+        assert_eq!(store.history.swap(&a, "u", None, &first).expect("swap"), None);
+        assert_eq!(store.history.swap(&a, "u", None, &second).expect("swap"), Some(first.clone()));
         assert_eq!(store.history.get(&a, "u", Some("t")).expect("get"), None);
         assert_eq!(store.history.get(&b, "u", None).expect("get"), None);
         assert_eq!(store.history.get(&a, "u", None).expect("get"), Some(second));

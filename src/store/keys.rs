@@ -47,17 +47,10 @@ impl KeyStore {
     /// Adds `value` (or a freshly generated key) for `team`; replaces an identical key's team.
     pub fn add(&self, team: &TeamId, value: Option<&str>) -> Result<NewKey> {
         let value = value.map_or_else(generate_key, str::to_owned);
-        let record = KeyRecord {
-            team: team.as_str().to_owned(),
-            created_ms: time::now_ms(),
-        };
-        self.tree
-            .insert(Self::key_of(&value), codec::encode(&record)?)?;
+        let record = KeyRecord { team: team.as_str().to_owned(), created_ms: time::now_ms() };
+        self.tree.insert(Self::key_of(&value), codec::encode(&record)?)?;
         self.tree.flush()?;
-        Ok(NewKey {
-            value,
-            team: team.clone(),
-        })
+        Ok(NewKey { value, team: team.clone() })
     }
 
     /// The team of a presented key, if the key is known.
@@ -92,14 +85,8 @@ mod tests {
         let generated = store.keys.add(&team, None).expect("add");
         assert!(generated.value.starts_with("fc-") && generated.value.len() == 35);
         store.keys.add(&team, Some("chosen-key")).expect("add");
-        assert_eq!(
-            store.keys.team_of("chosen-key").expect("get"),
-            Some(team.clone())
-        );
-        assert_eq!(
-            store.keys.team_of(&generated.value).expect("get"),
-            Some(team)
-        );
+        assert_eq!(store.keys.team_of("chosen-key").expect("get"), Some(team.clone()));
+        assert_eq!(store.keys.team_of(&generated.value).expect("get"), Some(team));
         assert_eq!(store.keys.team_of("nope").expect("get"), None);
         store.flush().expect("flush");
         let raw = std::fs::read_dir(dir.path().join("db")).expect("dir");
@@ -107,11 +94,7 @@ mod tests {
             if entry.path().is_file() {
                 let bytes = std::fs::read(entry.path()).expect("read");
                 let hay = String::from_utf8_lossy(&bytes);
-                assert!(
-                    !hay.contains("chosen-key"),
-                    "key stored in clear in {:?}",
-                    entry.path()
-                );
+                assert!(!hay.contains("chosen-key"), "key stored in clear in {:?}", entry.path());
             }
         }
     }

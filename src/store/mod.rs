@@ -6,6 +6,8 @@
 
 mod codec;
 pub mod history;
+pub mod idempotency;
+pub mod jobs;
 pub mod keys;
 pub mod page_cache;
 pub mod scrapes;
@@ -13,6 +15,8 @@ pub mod scrapes;
 use std::path::Path;
 
 pub use history::{Baseline, HistoryStore};
+pub use idempotency::IdempotencyStore;
+pub use jobs::JobStore;
 pub use keys::{KeyStore, NewKey};
 pub use page_cache::{CachedPage, PageCache};
 pub use scrapes::{ScrapeRecord, ScrapeStore};
@@ -29,6 +33,8 @@ pub mod trees {
     pub const PAGE_CACHE: &str = "page_cache";
     /// (team, URL, tag) → last Markdown, for change tracking.
     pub const CHANGE_HISTORY: &str = "change_history";
+    /// (team, key) → job id.
+    pub const IDEMPOTENCY: &str = "idempotency";
 }
 
 /// Version of the on-disk layout this build writes.
@@ -49,9 +55,7 @@ pub enum StoreError {
     #[error("stored JSON is damaged: {0}")]
     Json(#[from] serde_json::Error),
     /// The database was written by a newer build.
-    #[error(
-        "data directory has schema version {found}; this build understands up to {SCHEMA_VERSION}"
-    )]
+    #[error("data directory has schema version {found}; this build understands up to {SCHEMA_VERSION}")]
     FutureSchema {
         /// Version found on disk.
         found: u32,
@@ -85,22 +89,23 @@ pub struct Store {
     pub cache: PageCache,
     /// Markdown baselines for change tracking.
     pub history: HistoryStore,
+    /// Crawl and batch jobs.
+    pub jobs: JobStore,
+    /// Claimed idempotency keys.
+    pub idempotency: IdempotencyStore,
 }
 
 impl Store {
     /// Opens (creating if needed) the database under `data_dir/db`.
     pub fn open(data_dir: &Path) -> Result<Self> {
         std::fs::create_dir_all(data_dir).map_err(sled::Error::Io)?;
-        let db = sled::Config::new()
-            .path(data_dir.join("db"))
-            .flush_every_ms(Some(500))
-            .open()
-            .map_err(|e| match e {
-                sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => {
-                    StoreError::Locked
+        let db =
+            sled::Config::new().path(data_dir.join("db")).flush_every_ms(Some(500)).open().map_err(|e| {
+                match e {
+                    sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => StoreError::Locked,
+                    sled::Error::Io(io) if io.to_string().contains("lock") => StoreError::Locked,
+                    other => StoreError::Db(other),
                 }
-                sled::Error::Io(io) if io.to_string().contains("lock") => StoreError::Locked,
-                other => StoreError::Db(other),
             })?;
         migrate(&db)?;
         Ok(Self {
@@ -108,6 +113,8 @@ impl Store {
             scrapes: ScrapeStore::new(db.open_tree(trees::SCRAPES)?),
             cache: PageCache::new(db.open_tree(trees::PAGE_CACHE)?),
             history: HistoryStore::new(db.open_tree(trees::CHANGE_HISTORY)?),
+            jobs: JobStore::open(&db)?,
+            idempotency: IdempotencyStore::new(db.open_tree(trees::IDEMPOTENCY)?),
             db,
         })
     }
@@ -154,13 +161,9 @@ mod tests {
         {
             let db = sled::open(dir.path().join("db")).expect("sled");
             let meta = db.open_tree(trees::META).expect("tree");
-            meta.insert(SCHEMA_VERSION_KEY, codec::encode(&99u32).expect("enc"))
-                .expect("insert");
+            meta.insert(SCHEMA_VERSION_KEY, codec::encode(&99u32).expect("enc")).expect("insert");
             db.flush().expect("flush");
         }
-        assert!(matches!(
-            Store::open(dir.path()),
-            Err(StoreError::FutureSchema { found: 99 })
-        ));
+        assert!(matches!(Store::open(dir.path()), Err(StoreError::FutureSchema { found: 99 })));
     }
 }

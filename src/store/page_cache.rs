@@ -42,20 +42,25 @@ impl PageCache {
     /// The key of `canonical_url` fetched with `variant` (a stable description of the
     /// request properties that change the response).
     pub fn key(canonical_url: &str, variant: &str) -> CacheKey {
-        CacheKey(codec::digest(&[
-            b"page",
-            canonical_url.as_bytes(),
-            variant.as_bytes(),
-        ]))
+        CacheKey(codec::digest(&[b"page", canonical_url.as_bytes(), variant.as_bytes()]))
     }
 
     /// The cached page, if any.
     pub fn get(&self, key: CacheKey) -> Result<Option<CachedPage>> {
-        self.tree
-            .get(key.0)?
-            .map(|bytes| codec::decode(&bytes))
-            .transpose()
-            .map_err(Into::into)
+        self.tree.get(key.0)?.map(|bytes| codec::decode(&bytes)).transpose().map_err(Into::into)
+    }
+
+    /// Deletes pages fetched before `cutoff_ms`; returns how many.
+    pub fn purge_older_than(&self, cutoff_ms: u64) -> Result<usize> {
+        let mut removed = 0;
+        for item in self.tree.iter() {
+            let (key, value) = item?;
+            let old = codec::decode::<CachedPage>(&value).map_or(true, |p| p.fetched_ms < cutoff_ms);
+            if old && self.tree.remove(&key)?.is_some() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
     }
 
     /// Stores or replaces a page.
@@ -85,7 +90,11 @@ mod tests {
         let desktop = PageCache::key("http://a.test/", "desktop");
         let mobile = PageCache::key("http://a.test/", "mobile");
         store.cache.put(desktop, &page).expect("put");
-        assert_eq!(store.cache.get(desktop).expect("get"), Some(page));
+        assert_eq!(store.cache.get(desktop).expect("get"), Some(page.clone()));
         assert_eq!(store.cache.get(mobile).expect("get"), None);
+        store.cache.put(mobile, &CachedPage { fetched_ms: 100, ..page }).expect("put");
+        assert_eq!(store.cache.purge_older_than(50).expect("purge"), 1);
+        assert!(store.cache.get(mobile).expect("get").is_some());
+        assert!(store.cache.get(desktop).expect("get").is_none());
     }
 }

@@ -55,6 +55,19 @@ impl ScrapeStore {
         Ok(Some(serde_json::from_slice(&record.document_json)?))
     }
 
+    /// Deletes results that expired before `now_ms`; returns how many.
+    pub fn purge_expired(&self, now_ms: u64) -> Result<usize> {
+        let mut removed = 0;
+        for item in self.tree.iter() {
+            let (key, value) = item?;
+            let expired = codec::decode::<ScrapeRecord>(&value).map_or(true, |r| r.expires_ms <= now_ms);
+            if expired && self.tree.remove(&key)?.is_some() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+
     /// Number of stored results (expired ones included until removed).
     pub fn len(&self) -> usize {
         self.tree.len()
@@ -77,10 +90,7 @@ mod tests {
         let store = Store::open(dir.path()).expect("open");
         let a = TeamId::parse("a").expect("team");
         let b = TeamId::parse("b").expect("team");
-        let doc = Document {
-            markdown: Some("hello".into()),
-            ..Default::default()
-        };
+        let doc = Document { markdown: Some("hello".into()), ..Default::default() };
         let id = JobId::new();
         store.scrapes.put(id, &a, &doc, 60_000).expect("put");
         assert_eq!(store.scrapes.get(id, &a).expect("get"), Some(doc.clone()));
@@ -89,5 +99,7 @@ mod tests {
         let old = JobId::new();
         store.scrapes.put(old, &a, &doc, 0).expect("put");
         assert_eq!(store.scrapes.get(old, &a).expect("get"), None);
+        assert_eq!(store.scrapes.purge_expired(time::now_ms()).expect("purge"), 1);
+        assert_eq!(store.scrapes.len(), 1);
     }
 }

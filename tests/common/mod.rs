@@ -5,11 +5,13 @@
 
 #![allow(dead_code)]
 
+pub mod crawlsite;
 pub mod process;
 pub mod proxy;
 pub mod site;
 pub mod tls;
 
+pub use crawlsite::CrawlSite;
 pub use proxy::ProxyServer;
 pub use site::FixtureSite;
 pub use tls::TlsSite;
@@ -66,10 +68,7 @@ impl Builder {
         {
             let store = Store::open(self.data.path()).expect("open store");
             for (team, key) in &self.keys {
-                store
-                    .keys
-                    .add(&TeamId::parse(team).expect("team"), Some(key))
-                    .expect("add key");
+                store.keys.add(&TeamId::parse(team).expect("team"), Some(key)).expect("add key");
             }
             store.flush().expect("flush");
         }
@@ -92,10 +91,7 @@ impl Builder {
         let server = TestServer {
             base,
             data: self.data,
-            client: reqwest::Client::builder()
-                .no_proxy()
-                .build()
-                .expect("client"),
+            client: reqwest::Client::builder().no_proxy().build().expect("client"),
             shutdown: Some(tx),
             thread: Some(thread),
         };
@@ -116,11 +112,7 @@ impl TestServer {
     /// A builder with test settings and the `default` team's key.
     pub fn builder() -> Builder {
         let data = tempfile::tempdir().expect("tempdir");
-        Builder {
-            settings: test_settings(data.path()),
-            keys: vec![("default".into(), KEY.into())],
-            data,
-        }
+        Builder { settings: test_settings(data.path()), keys: vec![("default".into(), KEY.into())], data }
     }
 
     /// Starts a server with test settings.
@@ -131,11 +123,7 @@ impl TestServer {
     async fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            let response = self
-                .client
-                .get(format!("{}/health", self.base))
-                .send()
-                .await;
+            let response = self.client.get(format!("{}/health", self.base)).send().await;
             if response.is_ok_and(|r| r.status().is_success()) {
                 return;
             }
@@ -145,12 +133,7 @@ impl TestServer {
     }
 
     /// Sends a request with the default key.
-    pub async fn request(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> (u16, Value) {
+    pub async fn request(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> (u16, Value) {
         self.request_as(KEY, method, path, body).await
     }
 
@@ -162,10 +145,7 @@ impl TestServer {
         path: &str,
         body: Option<&Value>,
     ) -> (u16, Value) {
-        let mut req = self
-            .client
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(key);
+        let mut req = self.client.request(method, format!("{}{path}", self.base)).bearer_auth(key);
         if let Some(b) = body {
             req = req.json(b);
         }
@@ -175,8 +155,7 @@ impl TestServer {
 
     /// POST /v2/scrape with the default key.
     pub async fn scrape(&self, body: Value) -> (u16, Value) {
-        self.request(reqwest::Method::POST, "/v2/scrape", Some(&body))
-            .await
+        self.request(reqwest::Method::POST, "/v2/scrape", Some(&body)).await
     }
 
     /// POST with a raw body and content type.
@@ -191,6 +170,51 @@ impl TestServer {
             .await
             .expect("request");
         decode(resp).await
+    }
+
+    /// Starts a crawl; returns its id.
+    pub async fn start_crawl(&self, body: Value) -> String {
+        let (status, reply) = self.request(reqwest::Method::POST, "/v2/crawl", Some(&body)).await;
+        assert_eq!(status, 200, "crawl not started: {reply}");
+        assert_eq!(reply["success"], true, "{reply}");
+        reply["id"].as_str().expect("id").to_owned()
+    }
+
+    /// Polls `GET {path}` until the job leaves `scraping`, then returns the final status
+    /// with every document (following `next`).
+    pub async fn wait_job(&self, path: &str, limit: Duration) -> Value {
+        self.wait_job_as(KEY, path, limit).await
+    }
+
+    /// [`Self::wait_job`] with another team's key.
+    pub async fn wait_job_as(&self, key: &str, path: &str, limit: Duration) -> Value {
+        let deadline = Instant::now() + limit;
+        loop {
+            let (status, body) = self.request_as(key, reqwest::Method::GET, path, None).await;
+            assert_eq!(status, 200, "{body}");
+            if body["status"] != "scraping" {
+                return self.collect_pages(key, body).await;
+            }
+            assert!(Instant::now() < deadline, "job still running after {limit:?}: {body}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Follows `next` links, appending their documents to `first`'s.
+    pub async fn collect_pages(&self, key: &str, mut first: Value) -> Value {
+        let mut next = first["next"].as_str().map(str::to_owned);
+        let mut guard = 0;
+        while let Some(url) = next {
+            guard += 1;
+            assert!(guard < 10_000, "endless next links");
+            let resp = self.client.get(&url).bearer_auth(key).send().await.expect("next");
+            let (status, page) = decode(resp).await;
+            assert_eq!(status, 200, "{page}");
+            let more = page["data"].as_array().cloned().unwrap_or_default();
+            first["data"].as_array_mut().expect("data").extend(more);
+            next = page["next"].as_str().map(str::to_owned);
+        }
+        first
     }
 
     /// A plain client.
@@ -208,8 +232,7 @@ impl TestServer {
 pub async fn decode(resp: reqwest::Response) -> (u16, Value) {
     let status = resp.status().as_u16();
     let text = resp.text().await.expect("body");
-    let value =
-        serde_json::from_str(&text).unwrap_or_else(|_| panic!("non-JSON body ({status}): {text}"));
+    let value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("non-JSON body ({status}): {text}"));
     (status, value)
 }
 

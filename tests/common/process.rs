@@ -15,11 +15,7 @@ pub fn binary_path() -> PathBuf {
 
 /// Runs the binary to completion with `args` and extra environment.
 pub fn run(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(binary_path())
-        .args(args)
-        .envs(env.iter().copied())
-        .output()
-        .expect("run ferrocrawl")
+    Command::new(binary_path()).args(args).envs(env.iter().copied()).output().expect("run ferrocrawl")
 }
 
 /// A running server process.
@@ -77,13 +73,7 @@ impl Binary {
             assert!(Instant::now() < deadline, "ferrocrawl did not start: {log}");
             std::thread::sleep(Duration::from_millis(20));
         };
-        Self {
-            child,
-            base,
-            data: data.to_path_buf(),
-            stdout,
-            stderr,
-        }
+        Self { child, base, data: data.to_path_buf(), stdout, stderr }
     }
 
     /// Everything it printed on stdout so far.
@@ -99,10 +89,7 @@ impl Binary {
     /// Sends SIGTERM and waits for the exit.
     pub fn terminate(mut self) -> (ExitStatus, String) {
         let pid = self.child.id().to_string();
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .expect("kill -TERM");
+        Command::new("kill").args(["-TERM", &pid]).status().expect("kill -TERM");
         let status = self.wait(Duration::from_secs(30));
         // Give the reader threads a moment to drain the pipes.
         std::thread::sleep(Duration::from_millis(50));

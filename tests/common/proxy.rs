@@ -29,9 +29,7 @@ impl ProxyServer {
         let thread = std::thread::spawn(move || {
             actix_web::rt::System::new().block_on(async move {
                 let server = HttpServer::new(move || {
-                    App::new()
-                        .app_data(counter.clone())
-                        .default_service(web::to(answer))
+                    App::new().app_data(counter.clone()).default_service(web::to(answer))
                 })
                 .workers(1)
                 .disable_signals()
@@ -44,12 +42,7 @@ impl ProxyServer {
             });
         });
         let handle = rx.recv().expect("handle");
-        Self {
-            url,
-            requests,
-            handle,
-            thread: Some(thread),
-        }
+        Self { url, requests, handle, thread: Some(thread) }
     }
 
     /// Requests the proxy received.
@@ -69,9 +62,7 @@ async fn answer(req: HttpRequest, counter: web::Data<AtomicUsize>) -> HttpRespon
 impl Drop for ProxyServer {
     fn drop(&mut self) {
         let handle = self.handle.clone();
-        let _ =
-            std::thread::spawn(move || actix_web::rt::System::new().block_on(handle.stop(false)))
-                .join();
+        let _ = std::thread::spawn(move || actix_web::rt::System::new().block_on(handle.stop(false))).join();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

@@ -96,9 +96,7 @@ impl FixtureSite {
             let sys = actix_web::rt::System::new();
             sys.block_on(async move {
                 let server = HttpServer::new(move || {
-                    App::new()
-                        .app_data(data.clone())
-                        .default_service(web::to(handle))
+                    App::new().app_data(data.clone()).default_service(web::to(handle))
                 })
                 .workers(1)
                 .disable_signals()
@@ -111,12 +109,7 @@ impl FixtureSite {
             });
         });
         let handle = rx.recv().expect("server handle");
-        Self {
-            port,
-            state,
-            handle,
-            thread: Some(thread),
-        }
+        Self { port, state, handle, thread: Some(thread) }
     }
 
     /// `http://127.0.0.1:PORT{path}`
@@ -126,13 +119,7 @@ impl FixtureSite {
 
     /// Requests received for `path` so far.
     pub fn hits(&self, path: &str) -> usize {
-        self.state
-            .hits
-            .lock()
-            .expect("lock")
-            .get(path)
-            .copied()
-            .unwrap_or(0)
+        self.state.hits.lock().expect("lock").get(path).copied().unwrap_or(0)
     }
 
     /// Sets the version the `/changing` page shows.
@@ -149,9 +136,7 @@ impl FixtureSite {
 impl Drop for FixtureSite {
     fn drop(&mut self) {
         let handle = self.handle.clone();
-        let _ =
-            std::thread::spawn(move || actix_web::rt::System::new().block_on(handle.stop(false)))
-                .join();
+        let _ = std::thread::spawn(move || actix_web::rt::System::new().block_on(handle.stop(false))).join();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -159,19 +144,12 @@ impl Drop for FixtureSite {
 }
 
 fn html(body: impl Into<String>) -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("text/html; charset=utf-8")
-        .body(body.into())
+    HttpResponse::Ok().content_type("text/html; charset=utf-8").body(body.into())
 }
 
 async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
     let path = req.path().to_owned();
-    *state
-        .hits
-        .lock()
-        .expect("lock")
-        .entry(path.clone())
-        .or_insert(0) += 1;
+    *state.hits.lock().expect("lock").entry(path.clone()).or_insert(0) += 1;
     let port = req.app_config().local_addr().port();
     match path.as_str() {
         "/article" => html(ARTICLE),

@@ -20,15 +20,11 @@ impl TlsSite {
     /// Starts the site.
     pub fn start() -> Self {
         ferrocrawl::scrape::engine::http::install_crypto_provider();
-        let generated = rcgen::generate_simple_self_signed(vec![
-            "127.0.0.1".to_owned(),
-            "localhost".to_owned(),
-        ])
-        .expect("certificate");
+        let generated =
+            rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+                .expect("certificate");
         let cert = generated.cert.der().clone();
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
-            generated.signing_key.serialize_der(),
-        ));
+        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(generated.signing_key.serialize_der()));
         let config = rustls::ServerConfig::builder()
             .with_no_client_auth()
             .with_single_cert(vec![cert], key)
@@ -39,10 +35,7 @@ impl TlsSite {
         let url = format!("https://{}/", std_listener.local_addr().expect("addr"));
         let (tx, mut rx) = oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
             rt.block_on(async move {
                 let listener = tokio::net::TcpListener::from_std(std_listener).expect("listener");
                 loop {
@@ -68,11 +61,7 @@ impl TlsSite {
                 }
             });
         });
-        Self {
-            url,
-            stop: Some(tx),
-            thread: Some(thread),
-        }
+        Self { url, stop: Some(tx), thread: Some(thread) }
     }
 }
 

@@ -10,10 +10,7 @@ fn sources(dir: &Path) -> Vec<(String, String)> {
         if path.is_dir() {
             out.extend(sources(&path));
         } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push((
-                path.display().to_string(),
-                std::fs::read_to_string(&path).expect("read"),
-            ));
+            out.push((path.display().to_string(), std::fs::read_to_string(&path).expect("read")));
         }
     }
     out
@@ -25,27 +22,14 @@ fn check(dir: &str, forbidden: &[&str]) {
     assert!(!files.is_empty(), "no sources under {dir}");
     for (path, text) in files {
         for word in forbidden {
-            assert!(
-                !text.contains(word),
-                "{path} names `{word}`, which {dir} must not use"
-            );
+            assert!(!text.contains(word), "{path} names `{word}`, which {dir} must not use");
         }
     }
 }
 
 #[test]
 fn extract_is_pure() {
-    check(
-        "src/extract",
-        &[
-            "reqwest",
-            "tokio::net",
-            "tokio",
-            "sled",
-            "std::fs",
-            "std::net",
-        ],
-    );
+    check("src/extract", &["reqwest", "tokio::net", "tokio", "sled", "std::fs", "std::net"]);
 }
 
 #[test]

@@ -18,30 +18,12 @@ async fn a_second_scrape_is_served_from_the_cache() {
         .scrape(json!({"url": site.url("/article"), "formats": ["html", "links"], "onlyMainContent": false}))
         .await;
     assert_eq!(second["data"]["metadata"]["cacheState"], "hit");
-    assert!(
-        second["data"]["metadata"]["cachedAt"]
-            .as_str()
-            .expect("cachedAt")
-            .ends_with('Z')
-    );
-    assert!(
-        second["data"]["links"]
-            .as_array()
-            .is_some_and(|l| !l.is_empty())
-    );
-    assert_ne!(
-        second["data"]["metadata"]["scrapeId"],
-        first["data"]["metadata"]["scrapeId"]
-    );
-    assert_eq!(
-        site.hits("/article"),
-        1,
-        "a hit must not contact the target"
-    );
+    assert!(second["data"]["metadata"]["cachedAt"].as_str().expect("cachedAt").ends_with('Z'));
+    assert!(second["data"]["links"].as_array().is_some_and(|l| !l.is_empty()));
+    assert_ne!(second["data"]["metadata"]["scrapeId"], first["data"]["metadata"]["scrapeId"]);
+    assert_eq!(site.hits("/article"), 1, "a hit must not contact the target");
     // maxAge 0 always fetches.
-    let (_, third) = app
-        .scrape(json!({"url": site.url("/article"), "maxAge": 0}))
-        .await;
+    let (_, third) = app.scrape(json!({"url": site.url("/article"), "maxAge": 0})).await;
     assert!(third["data"]["metadata"].get("cacheState").is_none());
     assert_eq!(site.hits("/article"), 2);
 }
@@ -52,9 +34,7 @@ async fn max_age_bounds_freshness() {
     let app = TestServer::start().await;
     app.scrape(json!({"url": site.url("/article")})).await;
     tokio::time::sleep(std::time::Duration::from_millis(60)).await;
-    let (_, body) = app
-        .scrape(json!({"url": site.url("/article"), "maxAge": 50}))
-        .await;
+    let (_, body) = app.scrape(json!({"url": site.url("/article"), "maxAge": 50})).await;
     assert_eq!(body["data"]["metadata"]["cacheState"], "miss");
     assert_eq!(site.hits("/article"), 2);
 }
@@ -63,20 +43,14 @@ async fn max_age_bounds_freshness() {
 async fn min_age_reads_only_the_cache() {
     let site = FixtureSite::start();
     let app = TestServer::start().await;
-    let got = app
-        .scrape(json!({"url": site.url("/article"), "minAge": 1}))
-        .await;
+    let got = app.scrape(json!({"url": site.url("/article"), "minAge": 1})).await;
     assert_error(&got, 404, "SCRAPE_NO_CACHED_DATA");
     assert_eq!(site.hits("/article"), 0);
     app.scrape(json!({"url": site.url("/article")})).await;
-    let (status, body) = app
-        .scrape(json!({"url": site.url("/article"), "minAge": 1}))
-        .await;
+    let (status, body) = app.scrape(json!({"url": site.url("/article"), "minAge": 1})).await;
     assert_eq!(status, 200);
     assert_eq!(body["data"]["metadata"]["cacheState"], "hit");
-    let got = app
-        .scrape(json!({"url": site.url("/article"), "minAge": 3_600_000}))
-        .await;
+    let got = app.scrape(json!({"url": site.url("/article"), "minAge": 3_600_000})).await;
     assert_error(&got, 404, "SCRAPE_NO_CACHED_DATA");
     assert_eq!(site.hits("/article"), 1);
 }
@@ -85,24 +59,18 @@ async fn min_age_reads_only_the_cache() {
 async fn lockdown_never_contacts_the_target() {
     let site = FixtureSite::start();
     let app = TestServer::start().await;
-    let got = app
-        .scrape(json!({"url": site.url("/article"), "lockdown": true}))
-        .await;
+    let got = app.scrape(json!({"url": site.url("/article"), "lockdown": true})).await;
     assert_error(&got, 404, "SCRAPE_LOCKDOWN_CACHE_MISS");
     assert_eq!(site.hits("/article"), 0);
     app.scrape(json!({"url": site.url("/article")})).await;
-    let (status, body) = app
-        .scrape(json!({"url": site.url("/article"), "lockdown": true}))
-        .await;
+    let (status, body) = app.scrape(json!({"url": site.url("/article"), "lockdown": true})).await;
     assert_eq!(status, 200);
     assert_eq!(body["data"]["metadata"]["cacheState"], "hit");
     assert_eq!(body["data"]["metadata"]["creditsUsed"], 5);
     assert_eq!(site.hits("/article"), 1);
     // Lockdown is zero data retention: the result is not stored.
     let id = body["data"]["metadata"]["scrapeId"].as_str().expect("id");
-    let got = app
-        .request(reqwest::Method::GET, &format!("/v2/scrape/{id}"), None)
-        .await;
+    let got = app.request(reqwest::Method::GET, &format!("/v2/scrape/{id}"), None).await;
     assert_error(&got, 404, "NOT_FOUND");
 }
 
@@ -110,17 +78,10 @@ async fn lockdown_never_contacts_the_target() {
 async fn store_in_cache_false_and_personal_headers_are_not_cached() {
     let site = FixtureSite::start();
     let app = TestServer::start().await;
-    app.scrape(json!({"url": site.url("/article"), "storeInCache": false}))
-        .await;
-    app.scrape(json!({"url": site.url("/article"), "headers": {"Cookie": "me=1"}}))
-        .await;
-    let (_, body) = app
-        .scrape(json!({"url": site.url("/article"), "headers": {"Cookie": "me=1"}}))
-        .await;
-    assert!(
-        body["data"]["metadata"].get("cacheState").is_none(),
-        "personal requests skip the cache"
-    );
+    app.scrape(json!({"url": site.url("/article"), "storeInCache": false})).await;
+    app.scrape(json!({"url": site.url("/article"), "headers": {"Cookie": "me=1"}})).await;
+    let (_, body) = app.scrape(json!({"url": site.url("/article"), "headers": {"Cookie": "me=1"}})).await;
+    assert!(body["data"]["metadata"].get("cacheState").is_none(), "personal requests skip the cache");
     let (_, body) = app.scrape(json!({"url": site.url("/article")})).await;
     assert_eq!(body["data"]["metadata"]["cacheState"], "miss");
     assert_eq!(site.hits("/article"), 4);
@@ -130,21 +91,14 @@ async fn store_in_cache_false_and_personal_headers_are_not_cached() {
 async fn zero_data_retention_writes_nothing() {
     let site = FixtureSite::start();
     let app = TestServer::start().await;
-    let (status, body) = app
-        .scrape(json!({"url": site.url("/article"), "zeroDataRetention": true}))
-        .await;
+    let (status, body) = app.scrape(json!({"url": site.url("/article"), "zeroDataRetention": true})).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["metadata"]["creditsUsed"], 2);
     let id = body["data"]["metadata"]["scrapeId"].as_str().expect("id");
-    let got = app
-        .request(reqwest::Method::GET, &format!("/v2/scrape/{id}"), None)
-        .await;
+    let got = app.request(reqwest::Method::GET, &format!("/v2/scrape/{id}"), None).await;
     assert_error(&got, 404, "NOT_FOUND");
     let (_, body) = app.scrape(json!({"url": site.url("/article")})).await;
-    assert_eq!(
-        body["data"]["metadata"]["cacheState"], "miss",
-        "the ZDR fetch was not cached"
-    );
+    assert_eq!(body["data"]["metadata"]["cacheState"], "miss", "the ZDR fetch was not cached");
     assert_eq!(site.hits("/article"), 2);
 }
 
@@ -153,13 +107,9 @@ async fn device_variants_are_cached_separately() {
     let site = FixtureSite::start();
     let app = TestServer::start().await;
     app.scrape(json!({"url": site.url("/article")})).await;
-    let (_, body) = app
-        .scrape(json!({"url": site.url("/article"), "mobile": true}))
-        .await;
+    let (_, body) = app.scrape(json!({"url": site.url("/article"), "mobile": true})).await;
     assert_eq!(body["data"]["metadata"]["cacheState"], "miss");
-    let (_, body) = app
-        .scrape(json!({"url": site.url("/article"), "mobile": true}))
-        .await;
+    let (_, body) = app.scrape(json!({"url": site.url("/article"), "mobile": true})).await;
     assert_eq!(body["data"]["metadata"]["cacheState"], "hit");
     assert_eq!(site.hits("/article"), 2);
 }

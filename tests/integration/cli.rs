@@ -17,13 +17,8 @@ async fn call(
     body: Option<Value>,
 ) -> (u16, Value) {
     ferrocrawl::scrape::engine::http::install_crypto_provider();
-    let client = reqwest::Client::builder()
-        .no_proxy()
-        .build()
-        .expect("client");
-    let mut req = client
-        .request(method, format!("{base}{path}"))
-        .bearer_auth(key);
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let mut req = client.request(method, format!("{base}{path}")).bearer_auth(key);
     if let Some(b) = body {
         req = req.json(&b);
     }
@@ -37,99 +32,43 @@ async fn first_start_creates_prints_and_saves_a_key() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = Binary::serve(dir.path(), &[]);
     let key_file = dir.path().join("api-key");
-    let saved = std::fs::read_to_string(&key_file)
-        .expect("api-key written")
-        .trim()
-        .to_owned();
+    let saved = std::fs::read_to_string(&key_file).expect("api-key written").trim().to_owned();
     assert!(saved.starts_with("fc-"), "{saved}");
-    let mode = std::fs::metadata(&key_file)
-        .expect("meta")
-        .permissions()
-        .mode()
-        & 0o777;
+    let mode = std::fs::metadata(&key_file).expect("meta").permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
-    assert!(
-        server.stdout().contains(&saved),
-        "the key is printed once: {}",
-        server.stdout()
-    );
+    assert!(server.stdout().contains(&saved), "the key is printed once: {}", server.stdout());
     let (status, _) = call(&server.base, &saved, reqwest::Method::GET, SOME_ID, None).await;
     assert_eq!(status, 404, "the printed key authenticates");
-    let (status, _) = call(
-        &server.base,
-        "fc-guess",
-        reqwest::Method::GET,
-        SOME_ID,
-        None,
-    )
-    .await;
+    let (status, _) = call(&server.base, "fc-guess", reqwest::Method::GET, SOME_ID, None).await;
     assert_eq!(status, 401);
     let (code, _) = server.terminate();
     assert!(code.success());
     let again = Binary::serve(dir.path(), &[]);
-    assert!(
-        !again.stdout().contains("Created API key"),
-        "no second key: {}",
-        again.stdout()
-    );
+    assert!(!again.stdout().contains("Created API key"), "no second key: {}", again.stdout());
 }
 
 #[tokio::test]
 async fn keys_create_adds_team_keys_while_the_server_is_stopped() {
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().to_str().expect("utf8");
-    let out = run(
-        &[
-            "keys",
-            "create",
-            "--team",
-            "ops",
-            "--key",
-            "ops-secret-123",
-            "--data",
-            data,
-        ],
-        &[],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "ops-secret-123"
-    );
-    let out = run(
-        &["keys", "create", "--team", "research", "--data", data],
-        &[],
-    );
+    let out = run(&["keys", "create", "--team", "ops", "--key", "ops-secret-123", "--data", data], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "ops-secret-123");
+    let out = run(&["keys", "create", "--team", "research", "--data", data], &[]);
     let generated = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-    assert!(
-        generated.starts_with("fc-") && generated.len() == 35,
-        "{generated}"
-    );
-    let out = run(
-        &["keys", "create", "--team", "bad team", "--data", data],
-        &[],
-    );
+    assert!(generated.starts_with("fc-") && generated.len() == 35, "{generated}");
+    let out = run(&["keys", "create", "--team", "bad team", "--data", data], &[]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("team name"));
 
     let server = Binary::serve(dir.path(), &[]);
-    assert!(
-        !dir.path().join("api-key").exists(),
-        "keys existed, so no bootstrap key"
-    );
+    assert!(!dir.path().join("api-key").exists(), "keys existed, so no bootstrap key");
     for key in ["ops-secret-123", generated.as_str()] {
         let (status, _) = call(&server.base, key, reqwest::Method::GET, SOME_ID, None).await;
         assert_eq!(status, 404, "{key} authenticates");
     }
     let out = run(&["keys", "create", "--team", "late", "--data", data], &[]);
-    assert!(
-        !out.status.success(),
-        "the data directory is locked while serving"
-    );
+    assert!(!out.status.success(), "the data directory is locked while serving");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("in use"),
         "{}",
@@ -144,38 +83,23 @@ async fn configuration_errors_stop_start_up_and_env_overrides_apply() {
     let data = data.to_str().expect("utf8");
     let file = dir.path().join("bad.toml");
     std::fs::write(&file, "[scrape]\nmax_redirectz = 3\n").expect("write");
-    let out = run(
-        &[
-            "serve",
-            "--port",
-            "0",
-            "--data",
-            data,
-            "--config",
-            file.to_str().expect("utf8"),
-        ],
-        &[],
-    );
+    let out = run(&["serve", "--port", "0", "--data", data, "--config", file.to_str().expect("utf8")], &[]);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("max_redirectz"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = run(
-        &["serve", "--port", "0", "--data", data],
-        &[("FERROCRAWL_SECURITY__ALLOW_EVERYTHING", "true")],
-    );
+    let out =
+        run(&["serve", "--port", "0", "--data", data], &[("FERROCRAWL_SECURITY__ALLOW_EVERYTHING", "true")]);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("allow_everything"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let out = run(
-        &["serve", "--port", "0", "--data", data],
-        &[("FERROCRAWL_PROXY__ENHANCED_URL", "ftp://x")],
-    );
+    let out =
+        run(&["serve", "--port", "0", "--data", data], &[("FERROCRAWL_PROXY__ENHANCED_URL", "ftp://x")]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("proxy.enhanced_url"));
 
     let site = FixtureSite::start();
@@ -194,10 +118,7 @@ async fn configuration_errors_stop_start_up_and_env_overrides_apply() {
         &[],
     );
     assert!(out.status.success());
-    let server = Binary::serve(
-        dir2.path(),
-        &[("FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS", "false")],
-    );
+    let server = Binary::serve(dir2.path(), &[("FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS", "false")]);
     let (status, body) = call(
         &server.base,
         "config-test-key",
@@ -218,10 +139,7 @@ async fn graceful_shutdown_keeps_stored_results() {
     let site = FixtureSite::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let server = Binary::serve(dir.path(), &[]);
-    let key = std::fs::read_to_string(dir.path().join("api-key"))
-        .expect("key")
-        .trim()
-        .to_owned();
+    let key = std::fs::read_to_string(dir.path().join("api-key")).expect("key").trim().to_owned();
     let (status, body) = call(
         &server.base,
         &key,
@@ -231,22 +149,13 @@ async fn graceful_shutdown_keeps_stored_results() {
     )
     .await;
     assert_eq!(status, 200, "{body}");
-    let id = body["data"]["metadata"]["scrapeId"]
-        .as_str()
-        .expect("id")
-        .to_owned();
+    let id = body["data"]["metadata"]["scrapeId"].as_str().expect("id").to_owned();
     let (code, log) = server.terminate();
     assert!(code.success(), "{log}");
     assert!(log.contains("data flushed"), "{log}");
     let server = Binary::serve(dir.path(), &[]);
-    let (status, stored) = call(
-        &server.base,
-        &key,
-        reqwest::Method::GET,
-        &format!("/v2/scrape/{id}"),
-        None,
-    )
-    .await;
+    let (status, stored) =
+        call(&server.base, &key, reqwest::Method::GET, &format!("/v2/scrape/{id}"), None).await;
     assert_eq!(status, 200, "{stored}");
     assert_eq!(stored["data"]["markdown"], body["data"]["markdown"]);
 }
@@ -256,43 +165,21 @@ async fn lockdown_and_zero_retention_urls_never_reach_the_log() {
     let site = FixtureSite::start();
     let dir = tempfile::tempdir().expect("tempdir");
     let server = Binary::serve(dir.path(), &[("RUST_LOG", "debug")]);
-    let key = std::fs::read_to_string(dir.path().join("api-key"))
-        .expect("key")
-        .trim()
-        .to_owned();
-    let post = |body: Value| {
-        call(
-            &server.base,
-            &key,
-            reqwest::Method::POST,
-            "/v2/scrape",
-            Some(body),
-        )
-    };
+    let key = std::fs::read_to_string(dir.path().join("api-key")).expect("key").trim().to_owned();
+    let post = |body: Value| call(&server.base, &key, reqwest::Method::POST, "/v2/scrape", Some(body));
     let (status, _) = post(json!({"url": site.url("/notes.txt?visible-marker")})).await;
     assert_eq!(status, 200);
-    let (status, body) =
-        post(json!({"url": site.url("/article?lockdown-secret"), "lockdown": true})).await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (404, Some("SCRAPE_LOCKDOWN_CACHE_MISS"))
-    );
-    let (status, _) =
-        post(json!({"url": site.url("/article?zdr-secret"), "zeroDataRetention": true})).await;
+    let (status, body) = post(json!({"url": site.url("/article?lockdown-secret"), "lockdown": true})).await;
+    assert_eq!((status, body["code"].as_str()), (404, Some("SCRAPE_LOCKDOWN_CACHE_MISS")));
+    let (status, _) = post(json!({"url": site.url("/article?zdr-secret"), "zeroDataRetention": true})).await;
     assert_eq!(status, 200);
     let (_, log) = server.terminate();
     assert!(
         log.contains("visible-marker"),
         "ordinary scrapes are logged, so the check below means something: {log}"
     );
-    assert!(
-        !log.contains("lockdown-secret"),
-        "lockdown URL logged: {log}"
-    );
-    assert!(
-        !log.contains("zdr-secret"),
-        "zero-data-retention URL logged: {log}"
-    );
+    assert!(!log.contains("lockdown-secret"), "lockdown URL logged: {log}");
+    assert!(!log.contains("zdr-secret"), "zero-data-retention URL logged: {log}");
 }
 
 #[test]
@@ -300,27 +187,10 @@ fn extract_prints_markdown_of_a_local_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("page.html");
     std::fs::write(&file, crate::common::site::ARTICLE).expect("write");
-    let out = run(
-        &[
-            "extract",
-            file.to_str().expect("utf8"),
-            "--url",
-            "https://garden.example/tips/tomatoes",
-        ],
-        &[],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out =
+        run(&["extract", file.to_str().expect("utf8"), "--url", "https://garden.example/tips/tomatoes"], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let md = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        md.contains("# Growing Tomatoes at Home") && !md.contains("Popular posts"),
-        "{md}"
-    );
-    assert!(
-        md.contains("[soil guide](https://garden.example/guides/soil)"),
-        "{md}"
-    );
+    assert!(md.contains("# Growing Tomatoes at Home") && !md.contains("Popular posts"), "{md}");
+    assert!(md.contains("[soil guide](https://garden.example/guides/soil)"), "{md}");
 }

@@ -7,10 +7,7 @@ use serde_json::json;
 use crate::common::{FixtureSite, ProxyServer, TestServer, TlsSite, assert_error};
 
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(k, _)| k.eq_ignore_ascii_case(name))
-        .map(|(_, v)| v.as_str())
+    headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
 }
 
 #[tokio::test]
@@ -30,32 +27,20 @@ async fn caller_headers_mobile_and_languages_reach_the_target() {
     app.scrape(json!({"url": site.url("/echo"), "mobile": true, "location": {"country": "de", "languages": ["de-DE", "de"]}}))
         .await;
     let seen = site.last_headers();
-    assert!(
-        header(&seen, "user-agent").is_some_and(|ua| ua.contains("Mobile")),
-        "{seen:?}"
-    );
+    assert!(header(&seen, "user-agent").is_some_and(|ua| ua.contains("Mobile")), "{seen:?}");
     assert_eq!(header(&seen, "accept-language"), Some("de-DE,de;q=0.9"));
 
-    app.scrape(json!({"url": site.url("/echo"), "headers": {"User-Agent": "my-agent/1.0"}}))
-        .await;
-    assert_eq!(
-        header(&site.last_headers(), "user-agent"),
-        Some("my-agent/1.0")
-    );
+    app.scrape(json!({"url": site.url("/echo"), "headers": {"User-Agent": "my-agent/1.0"}})).await;
+    assert_eq!(header(&site.last_headers(), "user-agent"), Some("my-agent/1.0"));
 }
 
 #[tokio::test]
 async fn redirects_are_followed_and_bounded() {
     let site = FixtureSite::start();
     let app = TestServer::start().await;
-    let (_, body) = app
-        .scrape(json!({"url": site.url("/redirect-chain")}))
-        .await;
+    let (_, body) = app.scrape(json!({"url": site.url("/redirect-chain")})).await;
     assert_eq!(body["data"]["metadata"]["url"], site.url("/article"));
-    assert_eq!(
-        site.hits("/redirect-chain") + site.hits("/redirect") + site.hits("/article"),
-        3
-    );
+    assert_eq!(site.hits("/redirect-chain") + site.hits("/redirect") + site.hits("/article"), 3);
     let got = app.scrape(json!({"url": site.url("/redirect-loop")})).await;
     let msg = assert_error(&got, 502, "SCRAPE_SITE_ERROR");
     assert!(msg.contains("redirects"), "{msg}");
@@ -65,29 +50,15 @@ async fn redirects_are_followed_and_bounded() {
 async fn encodings_and_compression_are_decoded() {
     let site = FixtureSite::start();
     let app = TestServer::start().await;
-    let md = |body: serde_json::Value| {
-        body["data"]["markdown"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned()
-    };
+    let md = |body: serde_json::Value| body["data"]["markdown"].as_str().unwrap_or_default().to_owned();
     let (_, body) = app.scrape(json!({"url": site.url("/latin1")})).await;
     assert!(md(body.clone()).contains("Café crème brûlée"), "{body}");
     let (_, body) = app.scrape(json!({"url": site.url("/meta-charset")})).await;
-    assert!(
-        md(body.clone()).contains("\u{201c}Quoted\u{201d} prices in €"),
-        "{body}"
-    );
+    assert!(md(body.clone()).contains("\u{201c}Quoted\u{201d} prices in €"), "{body}");
     let (_, body) = app.scrape(json!({"url": site.url("/gzip")})).await;
-    assert!(
-        md(body.clone()).contains("Compressed garden notes arrive intact."),
-        "{body}"
-    );
+    assert!(md(body.clone()).contains("Compressed garden notes arrive intact."), "{body}");
     let (_, body) = app.scrape(json!({"url": site.url("/brotli")})).await;
-    assert!(
-        md(body.clone()).contains("Brotli garden notes arrive intact."),
-        "{body}"
-    );
+    assert!(md(body.clone()).contains("Brotli garden notes arrive intact."), "{body}");
 }
 
 #[tokio::test]
@@ -96,15 +67,8 @@ async fn tls_verification_is_the_callers_choice() {
     let app = TestServer::start().await;
     let (status, body) = app.scrape(json!({"url": tls.url})).await;
     assert_eq!(status, 200, "skipTlsVerification defaults to true: {body}");
-    assert!(
-        body["data"]["markdown"]
-            .as_str()
-            .expect("md")
-            .contains("Secret garden")
-    );
-    let got = app
-        .scrape(json!({"url": tls.url, "skipTlsVerification": false}))
-        .await;
+    assert!(body["data"]["markdown"].as_str().expect("md").contains("Secret garden"));
+    let got = app.scrape(json!({"url": tls.url, "skipTlsVerification": false})).await;
     assert_error(&got, 502, "SCRAPE_SSL_ERROR");
 }
 
@@ -112,9 +76,7 @@ async fn tls_verification_is_the_callers_choice() {
 async fn timeouts_answer_408() {
     let site = FixtureSite::start();
     let app = TestServer::start().await;
-    let got = app
-        .scrape(json!({"url": site.url("/slow"), "timeout": 1000}))
-        .await;
+    let got = app.scrape(json!({"url": site.url("/slow"), "timeout": 1000})).await;
     let msg = assert_error(&got, 408, "SCRAPE_TIMEOUT");
     assert!(msg.contains("1000"), "{msg}");
 }
@@ -122,10 +84,7 @@ async fn timeouts_answer_408() {
 #[tokio::test]
 async fn oversized_bodies_are_refused() {
     let site = FixtureSite::start();
-    let app = TestServer::builder()
-        .settings(|s| s.scrape.max_body_bytes = 64 * 1024)
-        .start()
-        .await;
+    let app = TestServer::builder().settings(|s| s.scrape.max_body_bytes = 64 * 1024).start().await;
     let got = app.scrape(json!({"url": site.url("/big")})).await;
     let msg = assert_error(&got, 502, "SCRAPE_SITE_ERROR");
     assert!(msg.contains("65536"), "{msg}");
@@ -137,17 +96,13 @@ async fn oversized_bodies_are_refused() {
 async fn unreachable_targets_get_contract_codes() {
     let app = TestServer::start().await;
     // `.invalid` names never resolve (RFC 6761); no DNS query leaves the machine.
-    let got = app
-        .scrape(json!({"url": "http://nothing-here.invalid/page"}))
-        .await;
+    let got = app.scrape(json!({"url": "http://nothing-here.invalid/page"})).await;
     assert_error(&got, 200, "SCRAPE_DNS_RESOLUTION_ERROR");
     // A closed port on loopback: connection refused.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = closed.local_addr().expect("addr").port();
     drop(closed);
-    let got = app
-        .scrape(json!({"url": format!("http://127.0.0.1:{port}/")}))
-        .await;
+    let got = app.scrape(json!({"url": format!("http://127.0.0.1:{port}/")})).await;
     assert_error(&got, 502, "SCRAPE_SITE_ERROR");
 }
 
@@ -155,34 +110,20 @@ async fn unreachable_targets_get_contract_codes() {
 async fn enhanced_proxy_is_used_and_reported_honestly() {
     let site = FixtureSite::start();
     let proxy = ProxyServer::start();
-    let app = TestServer::builder()
-        .settings(|s| s.proxy.enhanced_url = proxy.url.clone())
-        .start()
-        .await;
+    let app = TestServer::builder().settings(|s| s.proxy.enhanced_url = proxy.url.clone()).start().await;
 
-    let (_, body) = app
-        .scrape(json!({"url": site.url("/article"), "proxy": "basic"}))
-        .await;
+    let (_, body) = app.scrape(json!({"url": site.url("/article"), "proxy": "basic"})).await;
     assert_eq!(body["data"]["metadata"]["proxyUsed"], "basic");
     assert_eq!(proxy.requests(), 0);
 
-    let (_, body) = app
-        .scrape(json!({"url": site.url("/notes.txt"), "proxy": "enhanced"}))
-        .await;
+    let (_, body) = app.scrape(json!({"url": site.url("/notes.txt"), "proxy": "enhanced"})).await;
     assert_eq!(body["data"]["metadata"]["proxyUsed"], "stealth");
     assert_eq!(body["data"]["metadata"]["creditsUsed"], 5);
-    assert!(
-        body["data"]["markdown"]
-            .as_str()
-            .expect("md")
-            .contains("Served through the proxy")
-    );
+    assert!(body["data"]["markdown"].as_str().expect("md").contains("Served through the proxy"));
     assert_eq!(proxy.requests(), 1);
 
     // auto: direct first; the target refuses direct clients, so the proxy retries.
-    let (_, body) = app
-        .scrape(json!({"url": site.url("/direct-refused")}))
-        .await;
+    let (_, body) = app.scrape(json!({"url": site.url("/direct-refused")})).await;
     assert_eq!(body["data"]["metadata"]["proxyUsed"], "stealth", "{body}");
     assert_eq!(body["data"]["metadata"]["statusCode"], 200);
     assert_eq!(site.hits("/direct-refused"), 1);
@@ -193,22 +134,10 @@ async fn enhanced_proxy_is_used_and_reported_honestly() {
 async fn enhanced_without_a_proxy_says_so() {
     let site = FixtureSite::start();
     let app = TestServer::start().await;
-    let (status, body) = app
-        .scrape(json!({"url": site.url("/article"), "proxy": "enhanced"}))
-        .await;
+    let (status, body) = app.scrape(json!({"url": site.url("/article"), "proxy": "enhanced"})).await;
     assert_eq!(status, 200);
     assert_eq!(body["data"]["metadata"]["proxyUsed"], "basic");
-    assert!(
-        body["data"]["warning"]
-            .as_str()
-            .expect("warning")
-            .contains("No enhanced proxy")
-    );
-    let (_, body) = app
-        .scrape(json!({"url": site.url("/direct-refused"), "maxAge": 0}))
-        .await;
-    assert_eq!(
-        body["data"]["metadata"]["statusCode"], 403,
-        "auto without a proxy keeps the direct answer"
-    );
+    assert!(body["data"]["warning"].as_str().expect("warning").contains("No enhanced proxy"));
+    let (_, body) = app.scrape(json!({"url": site.url("/direct-refused"), "maxAge": 0})).await;
+    assert_eq!(body["data"]["metadata"]["statusCode"], 403, "auto without a proxy keeps the direct answer");
 }

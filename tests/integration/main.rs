@@ -8,6 +8,7 @@ mod architecture;
 mod cache;
 mod change;
 mod cli;
+mod crawl;
 mod engine;
 mod openapi;
 mod scrape;

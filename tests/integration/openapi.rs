@@ -8,12 +8,7 @@ use crate::common::{TestServer, assert_error};
 #[tokio::test]
 async fn document_matches_the_scrape_endpoint() {
     let app = TestServer::start().await;
-    let resp = app
-        .client()
-        .get(format!("{}/v2/openapi.json", app.base))
-        .send()
-        .await
-        .expect("get");
+    let resp = app.client().get(format!("{}/v2/openapi.json", app.base)).send().await.expect("get");
     assert_eq!(resp.status(), 200);
     let doc: Value = resp.json().await.expect("json");
     assert!(doc["paths"]["/v2/scrape"]["post"].is_object());
@@ -25,26 +20,16 @@ async fn document_matches_the_scrape_endpoint() {
     let url = "http://a.example.com/";
 
     for name in props.keys().filter(|k| *k != "url") {
-        let (status, body) = app
-            .scrape(json!({"url": "ftp://refused.example/", name: null}))
-            .await;
+        let (status, body) = app.scrape(json!({"url": "ftp://refused.example/", name: null})).await;
         // The only complaint may be about the URL, never about the documented key.
         assert_eq!(status, 400, "{name}: {body}");
         let msg = body["error"].as_str().unwrap_or_default();
-        assert!(
-            !msg.contains("Unrecognized key"),
-            "documented `{name}` was refused: {msg}"
-        );
+        assert!(!msg.contains("Unrecognized key"), "documented `{name}` was refused: {msg}");
         assert!(msg.contains("`url`"), "{name}: {msg}");
     }
-    let got = app
-        .scrape(json!({"url": url, "notInTheDocument": true}))
-        .await;
+    let got = app.scrape(json!({"url": url, "notInTheDocument": true})).await;
     let msg = assert_error(&got, 400, "BAD_REQUEST");
-    assert!(
-        msg.contains("Unrecognized key") && msg.contains("notInTheDocument"),
-        "{msg}"
-    );
+    assert!(msg.contains("Unrecognized key") && msg.contains("notInTheDocument"), "{msg}");
 
     let timeout = &props["timeout"];
     let min = timeout["minimum"].as_u64().expect("minimum");

@@ -12,11 +12,7 @@ fn python() -> String {
         return p;
     }
     let venv = concat!(env!("CARGO_MANIFEST_DIR"), "/target/sdk-venv/bin/python");
-    if std::path::Path::new(venv).exists() {
-        venv.to_owned()
-    } else {
-        "python3".to_owned()
-    }
+    if std::path::Path::new(venv).exists() { venv.to_owned() } else { "python3".to_owned() }
 }
 
 #[tokio::test]

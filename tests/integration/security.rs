@@ -28,22 +28,12 @@ async fn missing_or_wrong_keys_get_401() {
     let msg = assert_error(&got, 401, "UNAUTHORIZED");
     assert!(msg.contains("Token missing"), "{msg}");
     let got = app
-        .request_as(
-            "fc-wrong",
-            reqwest::Method::POST,
-            "/v2/scrape",
-            Some(&json!({"url": "http://a.test/"})),
-        )
+        .request_as("fc-wrong", reqwest::Method::POST, "/v2/scrape", Some(&json!({"url": "http://a.test/"})))
         .await;
     let msg = assert_error(&got, 401, "UNAUTHORIZED");
     assert!(msg.contains("Invalid token"), "{msg}");
     let got = app
-        .request_as(
-            KEY,
-            reqwest::Method::GET,
-            "/v2/scrape/0190b4a2-7c3e-7000-8000-000000000000",
-            None,
-        )
+        .request_as(KEY, reqwest::Method::GET, "/v2/scrape/0190b4a2-7c3e-7000-8000-000000000000", None)
         .await;
     assert_eq!(got.0, 404, "a valid key passes authentication");
 }
@@ -75,65 +65,31 @@ async fn every_redirect_hop_is_checked() {
     let exempt = format!("http://localhost:{}/article", site.port);
     let (status, _) = app.scrape(json!({"url": exempt})).await;
     assert_eq!(status, 200);
-    let got = app
-        .scrape(json!({"url": format!("http://localhost:{}/to-private", site.port)}))
-        .await;
+    let got = app.scrape(json!({"url": format!("http://localhost:{}/to-private", site.port)})).await;
     assert_error(&got, 400, "URL_BLOCKED");
     assert_eq!(site.hits("/to-private"), 1);
-    assert_eq!(
-        site.hits("/article"),
-        1,
-        "the private hop was never requested"
-    );
+    assert_eq!(site.hits("/article"), 1, "the private hop was never requested");
 }
 
 #[tokio::test]
 async fn results_belong_to_their_team() {
     let site = FixtureSite::start();
-    let app = TestServer::builder()
-        .key("rival", "rival-team-key")
-        .start()
-        .await;
+    let app = TestServer::builder().key("rival", "rival-team-key").start().await;
     let (_, body) = app.scrape(json!({"url": site.url("/article")})).await;
-    let id = body["data"]["metadata"]["scrapeId"]
-        .as_str()
-        .expect("id")
-        .to_owned();
-    let got = app
-        .request_as(
-            "rival-team-key",
-            reqwest::Method::GET,
-            &format!("/v2/scrape/{id}"),
-            None,
-        )
-        .await;
+    let id = body["data"]["metadata"]["scrapeId"].as_str().expect("id").to_owned();
+    let got = app.request_as("rival-team-key", reqwest::Method::GET, &format!("/v2/scrape/{id}"), None).await;
     assert_error(&got, 404, "NOT_FOUND");
-    let (status, _) = app
-        .request(reqwest::Method::GET, &format!("/v2/scrape/{id}"), None)
-        .await;
+    let (status, _) = app.request(reqwest::Method::GET, &format!("/v2/scrape/{id}"), None).await;
     assert_eq!(status, 200);
 }
 
 #[tokio::test]
 async fn zero_data_retention_needs_the_team_permission() {
     let site = FixtureSite::start();
-    let app = TestServer::builder()
-        .key("basic", "basic-team-key")
-        .start()
-        .await;
+    let app = TestServer::builder().key("basic", "basic-team-key").start().await;
     let body = json!({"url": site.url("/article"), "zeroDataRetention": true});
-    let got = app
-        .request_as(
-            "basic-team-key",
-            reqwest::Method::POST,
-            "/v2/scrape",
-            Some(&body),
-        )
-        .await;
+    let got = app.request_as("basic-team-key", reqwest::Method::POST, "/v2/scrape", Some(&body)).await;
     let msg = assert_error(&got, 403, "FORBIDDEN");
-    assert!(
-        msg.contains("zeroDataRetention") && msg.contains("basic"),
-        "{msg}"
-    );
+    assert!(msg.contains("zeroDataRetention") && msg.contains("basic"), "{msg}");
     assert_eq!(site.hits("/article"), 0);
 }

@@ -10,9 +10,7 @@ use crate::common::{FixtureSite, TestServer, assert_error};
 async fn unknown_keys_are_named_but_sdk_keys_pass() {
     let site = FixtureSite::start();
     let app = TestServer::start().await;
-    let got = app
-        .scrape(json!({"url": site.url("/article"), "maxDepth": 2}))
-        .await;
+    let got = app.scrape(json!({"url": site.url("/article"), "maxDepth": 2})).await;
     let msg = assert_error(&got, 400, "BAD_REQUEST");
     assert!(msg.contains("`maxDepth`"), "{msg}");
     // Exactly what the Python SDK sends with default options.
@@ -35,28 +33,13 @@ async fn types_and_ranges_name_the_field() {
         (json!({"url": url, "timeout": 999}), "`timeout`"),
         (json!({"url": url, "timeout": 300_001}), "`timeout`"),
         (json!({"url": url, "maxAge": -5}), "`maxAge`"),
-        (
-            json!({"url": url, "onlyMainContent": "yes"}),
-            "`onlyMainContent`",
-        ),
+        (json!({"url": url, "onlyMainContent": "yes"}), "`onlyMainContent`"),
         (json!({"url": url, "headers": {"X": 1}}), "`headers.X`"),
-        (
-            json!({"url": url, "location": {"country": "Narnia"}}),
-            "`location.country`",
-        ),
+        (json!({"url": url, "location": {"country": "Narnia"}}), "`location.country`"),
         (json!({"url": url, "proxy": "tor"}), "`proxy`"),
-        (
-            json!({"url": url, "formats": ["markdown", "pdfText"]}),
-            "`formats[1]`",
-        ),
-        (
-            json!({"url": url, "formats": [{"type": "markdown", "x": 1}]}),
-            "`formats[0].x`",
-        ),
-        (
-            json!({"url": url, "includeTags": ["p", "a[["]}),
-            "`includeTags[1]`",
-        ),
+        (json!({"url": url, "formats": ["markdown", "pdfText"]}), "`formats[1]`"),
+        (json!({"url": url, "formats": [{"type": "markdown", "x": 1}]}), "`formats[0].x`"),
+        (json!({"url": url, "includeTags": ["p", "a[["]}), "`includeTags[1]`"),
         (json!({"url": url, "waitFor": 70_000}), "`waitFor`"),
         (json!({"url": "ftp://a.example.com/"}), "`url`"),
         (json!({"url": "not a url at all"}), "`url`"),
@@ -75,34 +58,16 @@ async fn unbuilt_capabilities_answer_feature_not_available() {
     let url = "http://a.example.com/";
     for (body, option) in [
         (json!({"url": url, "formats": ["screenshot"]}), "screenshot"),
-        (
-            json!({"url": url, "formats": [{"type": "json", "prompt": "x"}]}),
-            "json",
-        ),
+        (json!({"url": url, "formats": [{"type": "json", "prompt": "x"}]}), "json"),
         (json!({"url": url, "formats": ["summary"]}), "summary"),
         (json!({"url": url, "formats": ["branding"]}), "branding"),
         (json!({"url": url, "formats": ["audio"]}), "audio"),
         (json!({"url": url, "formats": ["video"]}), "video"),
-        (
-            json!({"url": url, "formats": [{"type": "question", "question": "q"}]}),
-            "question",
-        ),
-        (
-            json!({"url": url, "formats": [{"type": "highlights", "query": "q"}]}),
-            "highlights",
-        ),
-        (
-            json!({"url": url, "actions": [{"type": "wait", "milliseconds": 5}]}),
-            "actions",
-        ),
-        (
-            json!({"url": url, "onlyCleanContent": true}),
-            "onlyCleanContent",
-        ),
-        (
-            json!({"url": url, "profile": {"name": "p", "saveChanges": true}}),
-            "profile",
-        ),
+        (json!({"url": url, "formats": [{"type": "question", "question": "q"}]}), "question"),
+        (json!({"url": url, "formats": [{"type": "highlights", "query": "q"}]}), "highlights"),
+        (json!({"url": url, "actions": [{"type": "wait", "milliseconds": 5}]}), "actions"),
+        (json!({"url": url, "onlyCleanContent": true}), "onlyCleanContent"),
+        (json!({"url": url, "profile": {"name": "p", "saveChanges": true}}), "profile"),
         (json!({"url": url, "waitFor": 500}), "waitFor"),
     ] {
         let got = app.scrape(body.clone()).await;
@@ -113,18 +78,12 @@ async fn unbuilt_capabilities_answer_feature_not_available() {
 
 #[tokio::test]
 async fn malformed_and_oversized_bodies() {
-    let app = TestServer::builder()
-        .settings(|s| s.server.max_request_bytes = 4096)
-        .start()
-        .await;
+    let app = TestServer::builder().settings(|s| s.server.max_request_bytes = 4096).start().await;
     let got = app.post_raw("/v2/scrape", "{\"url\": ").await;
     assert_error(&got, 400, "BAD_REQUEST_INVALID_JSON");
     let got = app.post_raw("/v2/scrape", "[1, 2]").await;
     assert_error(&got, 400, "BAD_REQUEST");
-    let big = format!(
-        "{{\"url\": \"http://a.example.com/\", \"origin\": \"{}\"}}",
-        "x".repeat(10_000)
-    );
+    let big = format!("{{\"url\": \"http://a.example.com/\", \"origin\": \"{}\"}}", "x".repeat(10_000));
     let got = app.post_raw("/v2/scrape", big).await;
     assert_error(&got, 413, "PAYLOAD_TOO_LARGE");
 }
@@ -132,17 +91,11 @@ async fn malformed_and_oversized_bodies() {
 #[tokio::test]
 async fn unknown_routes_methods_and_ids() {
     let app = TestServer::start().await;
-    let got = app
-        .request(reqwest::Method::GET, "/v2/nothing-here", None)
-        .await;
+    let got = app.request(reqwest::Method::GET, "/v2/nothing-here", None).await;
     assert_error(&got, 404, "NOT_FOUND");
-    let got = app
-        .request(reqwest::Method::DELETE, "/v2/scrape", None)
-        .await;
+    let got = app.request(reqwest::Method::DELETE, "/v2/scrape", None).await;
     assert_error(&got, 405, "METHOD_NOT_ALLOWED");
-    let got = app
-        .request(reqwest::Method::GET, "/v2/scrape/not-a-uuid", None)
-        .await;
+    let got = app.request(reqwest::Method::GET, "/v2/scrape/not-a-uuid", None).await;
     let msg = assert_error(&got, 400, "BAD_REQUEST");
     assert!(msg.contains("Invalid job ID"), "{msg}");
     let (status, body) = app.request(reqwest::Method::GET, "/health", None).await;

@@ -17,10 +17,7 @@ pub fn detect(body: &[u8], content_type: Option<&str>) -> &'static Encoding {
     if let Some((enc, _)) = Encoding::for_bom(body) {
         return enc;
     }
-    if let Some(enc) = content_type
-        .and_then(charset_param)
-        .and_then(Encoding::for_label)
-    {
+    if let Some(enc) = content_type.and_then(charset_param).and_then(Encoding::for_label) {
         return enc;
     }
     let head = &body[..body.len().min(1024)];
@@ -39,9 +36,7 @@ pub fn detect(body: &[u8], content_type: Option<&str>) -> &'static Encoding {
 fn charset_param(content_type: &str) -> Option<&[u8]> {
     content_type.split(';').skip(1).find_map(|param| {
         let (name, value) = param.split_once('=')?;
-        name.trim()
-            .eq_ignore_ascii_case("charset")
-            .then(|| value.trim().trim_matches(['"', '\'']).as_bytes())
+        name.trim().eq_ignore_ascii_case("charset").then(|| value.trim().trim_matches(['"', '\'']).as_bytes())
     })
 }
 
@@ -51,20 +46,14 @@ fn meta_charset(head: &[u8]) -> Option<&[u8]> {
     let mut from = 0;
     while let Some(pos) = find(&lower[from..], b"<meta") {
         let start = from + pos;
-        let end = lower[start..]
-            .iter()
-            .position(|&b| b == b'>')
-            .map_or(lower.len(), |p| start + p);
+        let end = lower[start..].iter().position(|&b| b == b'>').map_or(lower.len(), |p| start + p);
         let tag = &lower[start..end];
         if let Some(at) = find(tag, b"charset") {
             let rest = &tag[at + b"charset".len()..];
             let rest = trim_start(rest);
             if let Some(value) = rest.strip_prefix(b"=") {
                 let value = trim_start(value);
-                let value = value
-                    .strip_prefix(b"\"")
-                    .or_else(|| value.strip_prefix(b"'"))
-                    .unwrap_or(value);
+                let value = value.strip_prefix(b"\"").or_else(|| value.strip_prefix(b"'")).unwrap_or(value);
                 let len = value
                     .iter()
                     .position(|&b| matches!(b, b'"' | b'\'' | b';' | b' ' | b'/' | b'>'))
@@ -96,17 +85,15 @@ mod tests {
     #[test]
     fn header_charset_wins_over_meta() {
         let body = b"<meta charset=utf-8><p>caf\xe9</p>";
-        assert_eq!(
-            decode(body, Some("text/html; charset=ISO-8859-1")),
-            "<meta charset=utf-8><p>café</p>"
-        );
+        assert_eq!(decode(body, Some("text/html; charset=ISO-8859-1")), "<meta charset=utf-8><p>café</p>");
     }
 
     #[test]
     fn meta_charset_and_http_equiv_are_found() {
         let body = b"<html><head><META charset=\"windows-1252\"></head><p>\x93q\x94</p>";
         assert!(decode(body, Some("text/html")).contains("\u{201c}q\u{201d}"));
-        let body = b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=koi8-r\"><p>\xf0\xd2\xc9</p>";
+        let body =
+            b"<meta http-equiv=\"Content-Type\" content=\"text/html; charset=koi8-r\"><p>\xf0\xd2\xc9</p>";
         assert!(decode(body, None).contains("При"));
     }
 
@@ -116,15 +103,15 @@ mod tests {
         assert_eq!(detect(body, None), UTF_8);
         assert!(decode(body, None).contains("腾讯新闻"));
         // The HTTP header is the server's explicit statement and still wins.
-        assert_eq!(detect(b"<meta charset=gbk><p>\xe8\x85</p>", Some("text/html; charset=gbk")).name(), "GBK");
+        assert_eq!(
+            detect(b"<meta charset=gbk><p>\xe8\x85</p>", Some("text/html; charset=gbk")).name(),
+            "GBK"
+        );
     }
 
     #[test]
     fn bom_and_default() {
-        assert_eq!(
-            decode(b"\xef\xbb\xbfhi", Some("text/html; charset=latin1")),
-            "hi"
-        );
+        assert_eq!(decode(b"\xef\xbb\xbfhi", Some("text/html; charset=latin1")), "hi");
         assert_eq!(decode("naïve".as_bytes(), None), "naïve");
         assert_eq!(detect(b"<meta charset=utf-16>", None), UTF_8);
     }

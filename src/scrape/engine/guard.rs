@@ -41,10 +41,7 @@ impl AddressPolicy {
     /// A policy; `exempt_hosts` are exact names or addresses always allowed.
     pub fn new(allow_private: bool, exempt_hosts: &[String]) -> Self {
         let exempt_hosts = exempt_hosts.iter().map(|h| normalize_host(h)).collect();
-        Self {
-            allow_private,
-            exempt_hosts,
-        }
+        Self { allow_private, exempt_hosts }
     }
 
     /// Whether `host` is exempt from the private-address rule.
@@ -66,11 +63,7 @@ impl AddressPolicy {
             _ => return Ok(()),
         };
         let host = url.host_str().unwrap_or_default();
-        if self.permits(host, ip) {
-            Ok(())
-        } else {
-            Err(host.to_owned())
-        }
+        if self.permits(host, ip) { Ok(()) } else { Err(host.to_owned()) }
     }
 
     /// Resolves `host` and keeps only permitted addresses.
@@ -81,48 +74,30 @@ impl AddressPolicy {
         let bare = host.trim_start_matches('[').trim_end_matches(']');
         let name = normalize_host(bare);
         let found: Vec<SocketAddr> = if name == "invalid" || name.ends_with(".invalid") {
-            return Err(ResolveError::NotFound {
-                host: host.to_owned(),
-                detail: "reserved name".into(),
-            });
+            return Err(ResolveError::NotFound { host: host.to_owned(), detail: "reserved name".into() });
         } else if name.ends_with(".localhost") {
             vec![SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)]
         } else {
             match tokio::net::lookup_host((bare, port)).await {
                 Ok(addrs) => addrs.collect(),
                 Err(e) => {
-                    return Err(ResolveError::NotFound {
-                        host: host.to_owned(),
-                        detail: e.to_string(),
-                    });
+                    return Err(ResolveError::NotFound { host: host.to_owned(), detail: e.to_string() });
                 }
             }
         };
         if found.is_empty() {
-            return Err(ResolveError::NotFound {
-                host: host.to_owned(),
-                detail: "no addresses".into(),
-            });
+            return Err(ResolveError::NotFound { host: host.to_owned(), detail: "no addresses".into() });
         }
-        let allowed: Vec<SocketAddr> = found
-            .into_iter()
-            .filter(|a| self.permits(host, a.ip()))
-            .collect();
+        let allowed: Vec<SocketAddr> = found.into_iter().filter(|a| self.permits(host, a.ip())).collect();
         if allowed.is_empty() {
-            return Err(ResolveError::Blocked {
-                host: host.to_owned(),
-            });
+            return Err(ResolveError::Blocked { host: host.to_owned() });
         }
         Ok(allowed)
     }
 }
 
 fn normalize_host(host: &str) -> String {
-    host.trim()
-        .trim_start_matches('[')
-        .trim_end_matches(']')
-        .trim_end_matches('.')
-        .to_ascii_lowercase()
+    host.trim().trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase()
 }
 
 /// The DNS resolver handed to the HTTP client: resolution through the policy.
@@ -180,12 +155,7 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
     let seg = ip.segments();
     // NAT64 (64:ff9b::/96) embeds an IPv4 address.
     if seg[0] == 0x64 && seg[1] == 0xff9b && seg[2..6] == [0, 0, 0, 0] {
-        let v4 = Ipv4Addr::new(
-            (seg[6] >> 8) as u8,
-            seg[6] as u8,
-            (seg[7] >> 8) as u8,
-            seg[7] as u8,
-        );
+        let v4 = Ipv4Addr::new((seg[6] >> 8) as u8, seg[6] as u8, (seg[7] >> 8) as u8, seg[7] as u8);
         return is_public_v4(v4);
     }
     let refused = ip.is_unspecified()
@@ -230,12 +200,7 @@ mod tests {
         ] {
             assert!(!is_public(ip(bad)), "{bad} should be refused");
         }
-        for good in [
-            "93.184.216.34",
-            "1.1.1.1",
-            "2606:4700::1111",
-            "::ffff:8.8.8.8",
-        ] {
+        for good in ["93.184.216.34", "1.1.1.1", "2606:4700::1111", "::ffff:8.8.8.8"] {
             assert!(is_public(ip(good)), "{good} should be allowed");
         }
     }
@@ -244,14 +209,8 @@ mod tests {
     fn literal_hosts_follow_the_policy() {
         let strict = AddressPolicy::new(false, &["intranet.test".into(), "10.0.0.7".into()]);
         let url = |s: &str| Url::parse(s).expect("url");
-        assert_eq!(
-            strict.check_literal(&url("http://127.0.0.1:8080/")),
-            Err("127.0.0.1".into())
-        );
-        assert_eq!(
-            strict.check_literal(&url("http://[::1]/")),
-            Err("[::1]".into())
-        );
+        assert_eq!(strict.check_literal(&url("http://127.0.0.1:8080/")), Err("127.0.0.1".into()));
+        assert_eq!(strict.check_literal(&url("http://[::1]/")), Err("[::1]".into()));
         assert!(strict.check_literal(&url("http://10.0.0.7/")).is_ok());
         assert!(strict.check_literal(&url("http://example.test/")).is_ok());
         assert!(strict.permits("intranet.test", ip("10.0.0.5")));
@@ -266,13 +225,7 @@ mod tests {
         let err = strict.resolve("localhost", 80).await.unwrap_err();
         assert!(matches!(err, ResolveError::Blocked { .. }), "{err}");
         let exempt = AddressPolicy::new(false, &["localhost".into()]);
-        assert!(
-            !exempt
-                .resolve("localhost", 80)
-                .await
-                .expect("resolves")
-                .is_empty()
-        );
+        assert!(!exempt.resolve("localhost", 80).await.expect("resolves").is_empty());
     }
 
     #[tokio::test]
@@ -280,15 +233,9 @@ mod tests {
         let open = AddressPolicy::new(true, &[]);
         let err = open.resolve("nothing.invalid", 80).await.unwrap_err();
         assert!(matches!(err, ResolveError::NotFound { .. }));
-        let addrs = open
-            .resolve("blog.site.localhost", 8080)
-            .await
-            .expect("loopback");
+        let addrs = open.resolve("blog.site.localhost", 8080).await.expect("loopback");
         assert_eq!(addrs, vec!["127.0.0.1:8080".parse().expect("addr")]);
         let strict = AddressPolicy::new(false, &[]);
-        assert!(matches!(
-            strict.resolve("a.localhost", 80).await,
-            Err(ResolveError::Blocked { .. })
-        ));
+        assert!(matches!(strict.resolve("a.localhost", 80).await, Err(ResolveError::Blocked { .. })));
     }
 }

@@ -4,6 +4,7 @@
 
 use std::error::Error as _;
 use std::sync::Arc;
+use std::time::Duration;
 
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, redirect};
@@ -42,6 +43,8 @@ pub struct Fetched {
     pub body: Vec<u8>,
     /// Whether the enhanced proxy fetched it.
     pub via_proxy: bool,
+    /// How long the target asked us to wait (`Retry-After`), if it did.
+    pub retry_after: Option<Duration>,
 }
 
 /// Why a fetch failed.
@@ -127,41 +130,27 @@ impl HttpEngine {
     pub fn new(settings: &Settings) -> Result<Self, String> {
         install_crypto_provider();
         let mut exempt = settings.security.allowed_private_hosts.clone();
-        let proxy_url = settings
-            .enhanced_proxy()
-            .map(Url::parse)
-            .transpose()
-            .map_err(|e| e.to_string())?;
+        let proxy_url = settings.enhanced_proxy().map(Url::parse).transpose().map_err(|e| e.to_string())?;
         // The operator's own proxy may live on a private network.
         if let Some(host) = proxy_url.as_ref().and_then(Url::host_str) {
             exempt.push(host.to_owned());
         }
-        let policy = Arc::new(AddressPolicy::new(
-            settings.security.allow_private_targets,
-            &exempt,
-        ));
+        let policy = Arc::new(AddressPolicy::new(settings.security.allow_private_targets, &exempt));
         let build = |insecure: bool, proxy: Option<&Url>| -> Result<Client, String> {
             let mut builder = Client::builder()
                 .redirect(redirect::Policy::none())
                 .no_proxy()
                 .dns_resolver(GuardedResolver::new(Arc::clone(&policy)))
                 .tls_danger_accept_invalid_certs(insecure)
-                .pool_idle_timeout(std::time::Duration::from_secs(30));
+                .pool_idle_timeout(Duration::from_secs(30));
             if let Some(proxy) = proxy {
-                builder =
-                    builder.proxy(reqwest::Proxy::all(proxy.as_str()).map_err(|e| e.to_string())?);
+                builder = builder.proxy(reqwest::Proxy::all(proxy.as_str()).map_err(|e| e.to_string())?);
             }
             builder.build().map_err(|e| e.to_string())
         };
-        let direct = Clients {
-            verify: build(false, None)?,
-            insecure: build(true, None)?,
-        };
+        let direct = Clients { verify: build(false, None)?, insecure: build(true, None)? };
         let proxied = match &proxy_url {
-            Some(p) => Some(Clients {
-                verify: build(false, Some(p))?,
-                insecure: build(true, Some(p))?,
-            }),
+            Some(p) => Some(Clients { verify: build(false, Some(p))?, insecure: build(true, Some(p))? }),
             None => None,
         };
         let header = |v: &str| HeaderValue::from_str(v).map_err(|e| format!("user agent: {e}"));
@@ -188,47 +177,29 @@ impl HttpEngine {
 
     /// Fetches `req.url`, following redirects hop by hop.
     pub async fn fetch(&self, req: &FetchRequest<'_>) -> Result<Fetched, FetchError> {
-        let clients = if req.via_proxy {
-            self.proxied.as_ref().ok_or(FetchError::NoProxy)?
-        } else {
-            &self.direct
-        };
-        let client = if req.verify_tls {
-            &clients.verify
-        } else {
-            &clients.insecure
-        };
+        let clients =
+            if req.via_proxy { self.proxied.as_ref().ok_or(FetchError::NoProxy)? } else { &self.direct };
+        let client = if req.verify_tls { &clients.verify } else { &clients.insecure };
         let headers = self.headers_for(req);
         let mut url = req.url.clone();
         let mut hops = 0;
         loop {
             self.check_target(&url, req.via_proxy).await?;
-            let response = client
-                .get(url.clone())
-                .headers(headers.clone())
-                .send()
-                .await
-                .map_err(classify)?;
+            let response = client.get(url.clone()).headers(headers.clone()).send().await.map_err(classify)?;
             let status = response.status();
-            if let Some(location) = response
-                .headers()
-                .get(header::LOCATION)
-                .filter(|_| status.is_redirection())
+            if let Some(location) =
+                response.headers().get(header::LOCATION).filter(|_| status.is_redirection())
             {
                 hops += 1;
                 if hops > self.max_redirects {
-                    return Err(FetchError::TooManyRedirects {
-                        max: self.max_redirects,
-                    });
+                    return Err(FetchError::TooManyRedirects { max: self.max_redirects });
                 }
                 url = next_hop(&url, location)?;
                 continue;
             }
-            let content_type = response
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
+            let retry_after = response.headers().get(header::RETRY_AFTER).and_then(parse_retry_after);
+            let content_type =
+                response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
             let body = read_capped(response, self.max_body).await?;
             return Ok(Fetched {
                 final_url: url,
@@ -236,6 +207,7 @@ impl HttpEngine {
                 content_type,
                 body,
                 via_proxy: req.via_proxy,
+                retry_after,
             });
         }
     }
@@ -246,35 +218,26 @@ impl HttpEngine {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(FetchError::BadRedirect(url.to_string()));
         }
-        self.policy
-            .check_literal(url)
-            .map_err(|host| FetchError::Blocked { host })?;
+        self.policy.check_literal(url).map_err(|host| FetchError::Blocked { host })?;
         if via_proxy && matches!(url.host(), Some(url::Host::Domain(_))) {
             let host = url.host_str().unwrap_or_default();
-            self.policy
-                .resolve(host, url.port_or_known_default().unwrap_or(80))
-                .await
-                .map_err(|e| match e {
+            self.policy.resolve(host, url.port_or_known_default().unwrap_or(80)).await.map_err(
+                |e| match e {
                     ResolveError::Blocked { host } => FetchError::Blocked { host },
                     ResolveError::NotFound { host, .. } => FetchError::Dns { host },
-                })?;
+                },
+            )?;
         }
         Ok(())
     }
 
     fn headers_for(&self, req: &FetchRequest<'_>) -> HeaderMap {
         let mut map = HeaderMap::new();
-        let ua = if req.mobile {
-            &self.mobile_user_agent
-        } else {
-            &self.user_agent
-        };
+        let ua = if req.mobile { &self.mobile_user_agent } else { &self.user_agent };
         map.insert(header::USER_AGENT, ua.clone());
         map.insert(
             header::ACCEPT,
-            HeaderValue::from_static(
-                "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
-            ),
+            HeaderValue::from_static("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
         );
         let language = accept_language(req.languages);
         if let Ok(value) = HeaderValue::from_str(&language) {
@@ -282,15 +245,25 @@ impl HttpEngine {
         }
         for (name, value) in req.headers {
             // Names and values were validated when the request was accepted.
-            if let (Ok(n), Ok(v)) = (
-                HeaderName::from_bytes(name.as_bytes()),
-                HeaderValue::from_str(value),
-            ) {
+            if let (Ok(n), Ok(v)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
                 map.insert(n, v);
             }
         }
         map
     }
+}
+
+/// A `Retry-After` value: seconds, or an HTTP date (capped at one hour).
+pub fn parse_retry_after(value: &HeaderValue) -> Option<Duration> {
+    let text = value.to_str().ok()?.trim();
+    let wait = match text.parse::<u64>() {
+        Ok(seconds) => Duration::from_secs(seconds),
+        Err(_) => httpdate::parse_http_date(text)
+            .ok()?
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default(),
+    };
+    Some(wait.min(Duration::from_secs(3600)))
 }
 
 /// `Accept-Language` for the given preference list (`en-US,en;q=0.9` when empty).
@@ -312,9 +285,7 @@ pub fn accept_language(languages: &[String]) -> String {
 
 fn next_hop(current: &Url, location: &HeaderValue) -> Result<Url, FetchError> {
     let text = String::from_utf8_lossy(location.as_bytes());
-    let next = current
-        .join(text.trim())
-        .map_err(|_| FetchError::BadRedirect(text.to_string()))?;
+    let next = current.join(text.trim()).map_err(|_| FetchError::BadRedirect(text.to_string()))?;
     if !matches!(next.scheme(), "http" | "https") {
         return Err(FetchError::BadRedirect(next.to_string()));
     }
@@ -322,10 +293,7 @@ fn next_hop(current: &Url, location: &HeaderValue) -> Result<Url, FetchError> {
 }
 
 async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, FetchError> {
-    if response
-        .content_length()
-        .is_some_and(|len| len > limit as u64)
-    {
+    if response.content_length().is_some_and(|len| len > limit as u64) {
         return Err(FetchError::TooLarge { limit });
     }
     let mut body = Vec::new();
@@ -352,16 +320,12 @@ fn classify(err: reqwest::Error) -> FetchError {
             return FetchError::Tls(cause.to_string());
         }
         // io::Error hides its payload from `source()` (and may nest); look inside it.
-        let mut inner = cause
-            .downcast_ref::<std::io::Error>()
-            .and_then(std::io::Error::get_ref);
+        let mut inner = cause.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref);
         while let Some(payload) = inner {
             if payload.downcast_ref::<rustls::Error>().is_some() {
                 return FetchError::Tls(payload.to_string());
             }
-            inner = payload
-                .downcast_ref::<std::io::Error>()
-                .and_then(std::io::Error::get_ref);
+            inner = payload.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref);
         }
         source = cause.source();
     }
@@ -372,9 +336,7 @@ fn classify(err: reqwest::Error) -> FetchError {
     FetchError::Connect(detail)
 }
 
-fn root_cause<'a>(
-    mut err: &'a (dyn std::error::Error + 'static),
-) -> &'a (dyn std::error::Error + 'static) {
+fn root_cause<'a>(mut err: &'a (dyn std::error::Error + 'static)) -> &'a (dyn std::error::Error + 'static) {
     while let Some(next) = err.source() {
         err = next;
     }
@@ -390,6 +352,16 @@ mod tests {
         assert_eq!(accept_language(&[]), "en-US,en;q=0.9");
         let langs = vec!["de-DE".to_owned(), "de".to_owned(), "en".to_owned()];
         assert_eq!(accept_language(&langs), "de-DE,de;q=0.9,en;q=0.8");
+    }
+
+    #[test]
+    fn retry_after_in_seconds_or_as_a_date() {
+        assert_eq!(parse_retry_after(&HeaderValue::from_static("7")), Some(Duration::from_secs(7)));
+        assert_eq!(parse_retry_after(&HeaderValue::from_static("999999")), Some(Duration::from_secs(3600)));
+        let soon = httpdate::fmt_http_date(std::time::SystemTime::now() + Duration::from_secs(30));
+        let wait = parse_retry_after(&HeaderValue::from_str(&soon).expect("header")).expect("date");
+        assert!(wait <= Duration::from_secs(30) && wait >= Duration::from_secs(28), "{wait:?}");
+        assert_eq!(parse_retry_after(&HeaderValue::from_static("soon")), None);
     }
 
     #[test]

@@ -1,0 +1,418 @@
+//! `CrawlJob`: one actor per running crawl or batch. It keeps at most `maxConcurrency`
+//! pages in flight (one, spaced by `delay`, when a delay is set), hands each URL to its
+//! site's [`Domain`](super::domain::Domain) actor, and settles every answer in one store
+//! transaction: result or error stored, queue entry removed, and for crawls the links that
+//! pass the scope rules enqueued. The frontier, seen-set and results live in the store, so
+//! the actor holds only what is in flight, and a restarted actor simply resumes the queue.
+//! A page that fails is recorded as data; it never fails the actor.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, rpc::CallResult};
+use tokio::task::JoinHandle;
+use url::Url;
+
+use super::Services;
+use super::domain::{DomainMsg, FetchOutcome, FetchTask};
+use super::domains::{DomainsMsg, origin_of};
+use crate::crawl::keys::{self, KeyRules};
+use crate::crawl::scope::{Rejection, Scope, ScopeOptions};
+use crate::model::{CrawlOptions, JobId, JobStatus, SitemapMode, TeamId, time};
+use crate::store::jobs::{
+    ErrorEntry, JobKind, JobRecord, JobStore, NewEntry, Outcome, QueueEntry, Settlement,
+};
+
+/// Messages of a [`CrawlJob`].
+#[derive(Debug)]
+pub enum CrawlJobMsg {
+    /// Start what the limits allow.
+    Pump,
+    /// A page is done.
+    Settled {
+        /// Its queue sequence number.
+        seq: u64,
+        /// Its queue entry.
+        entry: QueueEntry,
+        /// What happened.
+        outcome: FetchOutcome,
+    },
+    /// URLs found in sitemaps.
+    Discovered(Vec<String>),
+    /// Sitemap discovery finished.
+    DiscoveryDone,
+    /// Stop now: the caller cancelled.
+    Cancel,
+    /// Fail on purpose (tests of supervision).
+    #[cfg(test)]
+    Panic,
+}
+
+/// Arguments of a [`CrawlJob`].
+#[derive(Debug, Clone)]
+pub struct CrawlJobArgs {
+    /// The job.
+    pub id: JobId,
+    /// Where its state lives.
+    pub jobs: JobStore,
+    /// Shared services.
+    pub services: Services,
+    /// The site actors' supervisor.
+    pub domains: ActorRef<DomainsMsg>,
+}
+
+/// Mutable state of a [`CrawlJob`].
+#[derive(Debug)]
+pub struct CrawlJobState {
+    id: JobId,
+    jobs: JobStore,
+    services: Services,
+    domains: ActorRef<DomainsMsg>,
+    record: JobRecord,
+    team: TeamId,
+    scope: Option<Scope>,
+    rules: KeyRules,
+    in_flight: HashMap<u64, JoinHandle<()>>,
+    cursor: u64,
+    max_in_flight: usize,
+    delay: Option<Duration>,
+    next_dispatch: Instant,
+    pump_scheduled: bool,
+    discovering: bool,
+    finished: bool,
+}
+
+/// The per-job actor.
+#[derive(Debug)]
+pub struct CrawlJob;
+
+impl Actor for CrawlJob {
+    type Msg = CrawlJobMsg;
+    type State = CrawlJobState;
+    type Arguments = CrawlJobArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<CrawlJobMsg>,
+        args: CrawlJobArgs,
+    ) -> Result<CrawlJobState, ActorProcessingErr> {
+        let record = args.jobs.record(args.id)?.ok_or("the job's record is missing")?;
+        let team = TeamId::parse(&record.team)?;
+        let options = &record.options;
+        let delay = options.delay_ms.filter(|d| *d > 0).map(Duration::from_millis);
+        let max_in_flight = match delay {
+            Some(_) => 1,
+            None => options.max_concurrency.unwrap_or(args.services.settings.crawl.max_concurrency).max(1)
+                as usize,
+        };
+        let start = Url::parse(&record.url)?;
+        let scope = match record.kind {
+            JobKind::Crawl => Some(Scope::new(&start, scope_options(options))?),
+            JobKind::Batch => None,
+        };
+        let discovering = record.kind == JobKind::Crawl
+            && options.sitemap != SitemapMode::Skip
+            && !record.status.is_terminal();
+        let state = CrawlJobState {
+            id: args.id,
+            jobs: args.jobs,
+            services: args.services,
+            domains: args.domains,
+            rules: KeyRules {
+                ignore_query: options.ignore_query_parameters,
+                similar: options.deduplicate_similar_urls,
+            },
+            record,
+            team,
+            scope,
+            in_flight: HashMap::new(),
+            cursor: 0,
+            max_in_flight,
+            delay,
+            next_dispatch: Instant::now(),
+            pump_scheduled: false,
+            discovering,
+            finished: false,
+        };
+        if state.discovering {
+            let limit = state.record.options.limit;
+            super::discovery::spawn(&myself, &state.services, &state.domains, start, limit);
+        }
+        Ok(state)
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<CrawlJobMsg>,
+        state: &mut CrawlJobState,
+    ) -> Result<(), ActorProcessingErr> {
+        if state.record.status.is_terminal() {
+            myself.stop(Some("already finished".into()));
+            return Ok(());
+        }
+        pump(&myself, state)
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<CrawlJobMsg>,
+        msg: CrawlJobMsg,
+        state: &mut CrawlJobState,
+    ) -> Result<(), ActorProcessingErr> {
+        if state.finished {
+            return Ok(());
+        }
+        match msg {
+            CrawlJobMsg::Pump => state.pump_scheduled = false,
+            CrawlJobMsg::Settled { seq, entry, outcome } => {
+                state.in_flight.remove(&seq);
+                settle(state, seq, &entry, outcome)?;
+                if state.delay.is_some() {
+                    state.next_dispatch = Instant::now() + state.delay.unwrap_or_default();
+                }
+            }
+            CrawlJobMsg::Discovered(urls) => {
+                let entries: Vec<NewEntry> = urls.iter().filter_map(|u| admit(state, u, 0)).collect();
+                state.jobs.enqueue(state.id, state.record.options.limit, &entries)?;
+            }
+            CrawlJobMsg::DiscoveryDone => state.discovering = false,
+            CrawlJobMsg::Cancel => {
+                finish(&myself, state, JobStatus::Cancelled)?;
+                return Ok(());
+            }
+            #[cfg(test)]
+            CrawlJobMsg::Panic => panic!("crawl job asked to fail"),
+        }
+        pump(&myself, state)
+    }
+
+    async fn post_stop(
+        &self,
+        _: ActorRef<CrawlJobMsg>,
+        state: &mut CrawlJobState,
+    ) -> Result<(), ActorProcessingErr> {
+        for (_, handle) in state.in_flight.drain() {
+            handle.abort();
+        }
+        Ok(())
+    }
+}
+
+fn scope_options(options: &CrawlOptions) -> ScopeOptions {
+    ScopeOptions {
+        include_paths: options.include_paths.clone(),
+        exclude_paths: options.exclude_paths.clone(),
+        regex_on_full_url: options.regex_on_full_url,
+        crawl_entire_domain: options.crawl_entire_domain,
+        allow_external_links: options.allow_external_links,
+        allow_subdomains: options.allow_subdomains,
+    }
+}
+
+/// The queue entry for a discovered URL, when the crawl's scope admits it.
+fn admit(state: &CrawlJobState, raw: &str, depth: u32) -> Option<NewEntry> {
+    let url = Url::parse(raw).ok()?;
+    let url = keys::normalize(&url, state.rules);
+    state.scope.as_ref()?.check(&url).ok()?;
+    Some(NewEntry { key: keys::key(&url, state.rules), entry: QueueEntry { url: url.to_string(), depth } })
+}
+
+/// Starts pages up to the concurrency limit; completes the job when nothing is left.
+fn pump(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState) -> Result<(), ActorProcessingErr> {
+    while state.in_flight.len() < state.max_in_flight {
+        let now = Instant::now();
+        if state.delay.is_some() && now < state.next_dispatch {
+            if !state.pump_scheduled {
+                state.pump_scheduled = true;
+                myself.send_after(state.next_dispatch - now, || CrawlJobMsg::Pump);
+            }
+            break;
+        }
+        // Entries below the cursor are in flight or settled; newer ones get higher numbers.
+        let room = state.max_in_flight - state.in_flight.len();
+        let fresh = state.jobs.queued(state.id, state.cursor, room)?;
+        if fresh.is_empty() {
+            break;
+        }
+        for (seq, entry) in fresh {
+            state.cursor = state.cursor.max(seq + 1);
+            dispatch(myself, state, seq, entry);
+        }
+        if state.delay.is_some() {
+            break;
+        }
+    }
+    if state.in_flight.is_empty() && !state.discovering && !state.jobs.has_queued(state.id)? {
+        finish(myself, state, JobStatus::Completed)?;
+    }
+    Ok(())
+}
+
+fn dispatch(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState, seq: u64, entry: QueueEntry) {
+    let options = &state.record.options;
+    let task = FetchTask {
+        job: state.id,
+        team: state.team.clone(),
+        scrape_id: JobId::new(),
+        url: entry.url.clone(),
+        options: options.scrape.clone(),
+        respect_robots: state.record.kind == JobKind::Crawl && !options.ignore_robots_txt,
+        robots_agent: options.robots_user_agent.clone(),
+        discover: state.record.kind == JobKind::Crawl,
+    };
+    let domains = state.domains.clone();
+    let myself = myself.clone();
+    let handle = tokio::spawn(async move {
+        let outcome = fetch_via_site(&domains, task).await;
+        let _ = myself.cast(CrawlJobMsg::Settled { seq, entry, outcome });
+    });
+    state.in_flight.insert(seq, handle);
+}
+
+/// Sends a page to its site actor; a site actor that went away is looked up again.
+async fn fetch_via_site(domains: &ActorRef<DomainsMsg>, task: FetchTask) -> FetchOutcome {
+    let Some(origin) = Url::parse(&task.url).ok().as_ref().and_then(origin_of) else {
+        return FetchOutcome::Failed {
+            code: "BAD_REQUEST".into(),
+            error: format!("invalid URL {}", task.url),
+        };
+    };
+    let mut last_error = String::new();
+    for _ in 0..3 {
+        let site = match domains.call(|reply| DomainsMsg::Lookup(origin.clone(), reply), None).await {
+            Ok(CallResult::Success(Ok(site))) => site,
+            Ok(CallResult::Success(Err(e))) => {
+                return FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: e };
+            }
+            other => {
+                last_error = format!("site supervisor unavailable: {other:?}");
+                continue;
+            }
+        };
+        let boxed = Box::new(task.clone());
+        match site.call(|reply| DomainMsg::Fetch(boxed, reply), None).await {
+            Ok(CallResult::Success(outcome)) => return outcome,
+            // The site actor stopped (idle exit or failure) before answering.
+            other => last_error = format!("site actor stopped: {other:?}"),
+        }
+    }
+    FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: last_error }
+}
+
+/// Records a finished page.
+fn settle(
+    state: &mut CrawlJobState,
+    seq: u64,
+    entry: &QueueEntry,
+    outcome: FetchOutcome,
+) -> Result<(), ActorProcessingErr> {
+    let id = state.id;
+    let limit = state.record.options.limit;
+    let now = time::now_ms();
+    let error_entry = |code: &str, error: String| ErrorEntry {
+        id: JobId::new().to_string(),
+        at_ms: now,
+        url: entry.url.clone(),
+        code: code.to_owned(),
+        error,
+    };
+    match outcome {
+        FetchOutcome::Cancelled => Ok(()),
+        FetchOutcome::Blocked => {
+            state.jobs.settle(
+                id,
+                seq,
+                limit,
+                Settlement { outcome: Outcome::Blocked(&entry.url), links: &[] },
+            )?;
+            Ok(())
+        }
+        FetchOutcome::Failed { code, error } => {
+            let failure = error_entry(&code, error);
+            state.jobs.settle(
+                id,
+                seq,
+                limit,
+                Settlement { outcome: Outcome::Failed(&failure), links: &[] },
+            )?;
+            Ok(())
+        }
+        FetchOutcome::Page { document, links } => {
+            let options = &state.record.options;
+            let follow = state.record.kind == JobKind::Crawl
+                && options.sitemap != SitemapMode::Only
+                && options.max_discovery_depth.is_none_or(|max| entry.depth < max);
+            let new: Vec<NewEntry> = if follow {
+                links.iter().filter_map(|l| admit(state, l, entry.depth + 1)).collect()
+            } else {
+                Vec::new()
+            };
+            let rejection = state
+                .scope
+                .as_ref()
+                .and_then(|scope| page_rejection(scope, seq, &entry.url, &document.metadata.url));
+            match rejection {
+                Some(reason) => {
+                    let failure = error_entry("CRAWL_DENIAL", reason);
+                    state.jobs.settle(
+                        id,
+                        seq,
+                        limit,
+                        Settlement { outcome: Outcome::Failed(&failure), links: &new },
+                    )?;
+                }
+                None => {
+                    let json = serde_json::to_vec(&document)?;
+                    let credits = u64::from(document.metadata.credits_used);
+                    state.jobs.settle(
+                        id,
+                        seq,
+                        limit,
+                        Settlement { outcome: Outcome::Page { document: &json, credits }, links: &new },
+                    )?;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Why a fetched page is not kept: the start page failing the include/exclude patterns, or a
+/// page that redirected out of the crawl's scope.
+fn page_rejection(scope: &Scope, seq: u64, url: &str, final_url: &str) -> Option<String> {
+    let requested = Url::parse(url).ok()?;
+    if seq == 0 {
+        return scope
+            .check_patterns(&requested)
+            .err()
+            .map(|r| format!("the start URL does not match the crawl's path rules ({r:?})"));
+    }
+    let landed = Url::parse(final_url).ok()?;
+    if landed.as_str() == requested.as_str() {
+        return None;
+    }
+    match scope.check(&landed) {
+        Ok(()) | Err(Rejection::Scheme) => None,
+        Err(r) => Some(format!("redirected to {landed}, outside the crawl's scope ({r:?})")),
+    }
+}
+
+fn finish(
+    myself: &ActorRef<CrawlJobMsg>,
+    state: &mut CrawlJobState,
+    status: JobStatus,
+) -> Result<(), ActorProcessingErr> {
+    state.finished = true;
+    for (_, handle) in state.in_flight.drain() {
+        handle.abort();
+    }
+    if status == JobStatus::Cancelled {
+        let _ = state.domains.cast(DomainsMsg::CancelJob(state.id));
+    }
+    let record = state.jobs.set_status(state.id, status, time::now_ms())?;
+    if let Some(record) = record {
+        tracing::info!(job = %state.id, status = record.status.as_str(), "job finished");
+    }
+    myself.stop(None);
+    Ok(())
+}

@@ -1,0 +1,390 @@
+//! `Domain`: one actor per site (scheme, host, port), shared by every job that touches the
+//! site. It reads robots.txt once, keeps at most `crawl.domain_concurrency` fetches in
+//! flight, spaces requests by the larger of the configured interval and robots.txt's
+//! Crawl-delay, backs off when the site answers 429/503 (honouring Retry-After and
+//! retrying the page), and exits after a while without work. Fetches run in tasks that
+//! report back by message, so the actor never blocks. Its messages carry serde types so
+//! the actor can later live on another node.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use serde::{Deserialize, Serialize};
+use tokio::task::JoinHandle;
+use url::Url;
+
+use super::Services;
+use crate::crawl::robots::RobotsTxt;
+use crate::model::{Document, ErrorCode, JobId, ScrapeOptions, TeamId};
+use crate::scrape::ScrapeJob;
+
+/// One page to fetch for a job.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FetchTask {
+    /// The job asking.
+    pub job: JobId,
+    /// Its team.
+    pub team: TeamId,
+    /// Id given to this page's scrape.
+    pub scrape_id: JobId,
+    /// The URL.
+    pub url: String,
+    /// How to scrape it.
+    pub options: ScrapeOptions,
+    /// Check robots.txt first.
+    pub respect_robots: bool,
+    /// Agent to match robots.txt rules for, instead of ours.
+    pub robots_agent: Option<String>,
+    /// Return the page's links (crawls do, batches do not).
+    pub discover: bool,
+}
+
+/// How a fetch ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum FetchOutcome {
+    /// The page, and its links when discovery was asked for.
+    Page {
+        /// The result document.
+        document: Box<Document>,
+        /// Absolute links of the page.
+        links: Vec<String>,
+    },
+    /// The scrape failed.
+    Failed {
+        /// Error code.
+        code: String,
+        /// Message.
+        error: String,
+    },
+    /// robots.txt forbids the URL.
+    Blocked,
+    /// The job was cancelled before the page was done.
+    Cancelled,
+}
+
+/// Messages of a [`Domain`].
+#[derive(Debug)]
+pub enum DomainMsg {
+    /// Fetch a page and answer when done.
+    Fetch(Box<FetchTask>, RpcReplyPort<FetchOutcome>),
+    /// The site's sitemap URLs from robots.txt (after it is read).
+    Sitemaps(RpcReplyPort<Vec<String>>),
+    /// Drop a job's waiting pages and stop its running ones.
+    Cancel(JobId),
+    /// robots.txt was fetched (status 0: it could not be).
+    RobotsLoaded {
+        /// HTTP status.
+        status: u16,
+        /// Body bytes.
+        body: Vec<u8>,
+    },
+    /// A fetch task ended; `retry` hands a page back to be tried again later.
+    Finished {
+        /// The task's token.
+        token: u64,
+        /// Ask the site to slow down for this long.
+        backoff: Option<Duration>,
+        /// The page to retry, when the site asked us to wait.
+        retry: Option<Waiting>,
+    },
+    /// Time to start more fetches.
+    Wake,
+    /// Exit when still idle.
+    IdleCheck,
+}
+
+/// A page waiting for a slot.
+#[derive(Debug)]
+pub struct Waiting {
+    task: Box<FetchTask>,
+    reply: RpcReplyPort<FetchOutcome>,
+    attempts: u32,
+}
+
+/// Arguments of a [`Domain`].
+#[derive(Debug, Clone)]
+pub struct DomainArgs {
+    /// `scheme://host:port`
+    pub origin: Url,
+    /// Shared services.
+    pub services: Services,
+}
+
+enum Robots {
+    NotLoaded,
+    Loading,
+    Ready(RobotsTxt),
+}
+
+/// Mutable state of a [`Domain`].
+pub struct DomainState {
+    origin: Url,
+    services: Services,
+    robots: Robots,
+    waiting: VecDeque<Waiting>,
+    sitemap_waiters: Vec<RpcReplyPort<Vec<String>>>,
+    running: HashMap<u64, (JobId, JoinHandle<()>)>,
+    next_token: u64,
+    next_slot: Instant,
+    interval: Duration,
+    wake_at: Option<Instant>,
+    last_active: Instant,
+    backoff_streak: u32,
+    idle_check_pending: bool,
+}
+
+impl std::fmt::Debug for DomainState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DomainState")
+            .field("origin", &self.origin.as_str())
+            .field("waiting", &self.waiting.len())
+            .field("running", &self.running.len())
+            .finish()
+    }
+}
+
+/// The per-site actor.
+#[derive(Debug)]
+pub struct Domain;
+
+impl Actor for Domain {
+    type Msg = DomainMsg;
+    type State = DomainState;
+    type Arguments = DomainArgs;
+
+    async fn pre_start(
+        &self,
+        _: ActorRef<DomainMsg>,
+        args: DomainArgs,
+    ) -> Result<DomainState, ActorProcessingErr> {
+        let interval = Duration::from_millis(args.services.settings.crawl.domain_min_interval_ms);
+        Ok(DomainState {
+            origin: args.origin,
+            services: args.services,
+            robots: Robots::NotLoaded,
+            waiting: VecDeque::new(),
+            sitemap_waiters: Vec::new(),
+            running: HashMap::new(),
+            next_token: 0,
+            next_slot: Instant::now(),
+            interval,
+            wake_at: None,
+            last_active: Instant::now(),
+            backoff_streak: 0,
+            idle_check_pending: false,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<DomainMsg>,
+        msg: DomainMsg,
+        state: &mut DomainState,
+    ) -> Result<(), ActorProcessingErr> {
+        if !matches!(msg, DomainMsg::Wake | DomainMsg::IdleCheck) {
+            state.last_active = Instant::now();
+        }
+        match msg {
+            DomainMsg::Fetch(task, reply) => state.waiting.push_back(Waiting { task, reply, attempts: 0 }),
+            DomainMsg::Sitemaps(reply) => match &mut state.robots {
+                Robots::Ready(robots) => {
+                    let _ = reply.send(robots.sitemaps());
+                }
+                _ => state.sitemap_waiters.push(reply),
+            },
+            DomainMsg::Cancel(job) => cancel(state, job),
+            DomainMsg::RobotsLoaded { status, body } => {
+                let mut robots = RobotsTxt::from_response(status, body);
+                if let Some(delay) = robots.crawl_delay(&state.services.settings.crawl.robots_agent) {
+                    state.interval = state.interval.max(delay);
+                }
+                for waiter in state.sitemap_waiters.drain(..) {
+                    let _ = waiter.send(robots.sitemaps());
+                }
+                state.robots = Robots::Ready(robots);
+            }
+            DomainMsg::Finished { token, backoff, retry } => {
+                state.running.remove(&token);
+                match backoff {
+                    Some(wait) => {
+                        state.backoff_streak += 1;
+                        state.next_slot = state.next_slot.max(Instant::now() + wait);
+                    }
+                    None => state.backoff_streak = 0,
+                }
+                if let Some(waiting) = retry {
+                    state.waiting.push_front(waiting);
+                }
+            }
+            DomainMsg::Wake => state.wake_at = None,
+            DomainMsg::IdleCheck => {
+                state.idle_check_pending = false;
+                let idle = Duration::from_secs(state.services.settings.crawl.domain_idle_secs);
+                let quiet =
+                    state.waiting.is_empty() && state.running.is_empty() && state.sitemap_waiters.is_empty();
+                if quiet && state.last_active.elapsed() >= idle {
+                    myself.stop(Some("idle".into()));
+                    return Ok(());
+                }
+            }
+        }
+        pump(&myself, state);
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _: ActorRef<DomainMsg>,
+        state: &mut DomainState,
+    ) -> Result<(), ActorProcessingErr> {
+        for (_, (_, handle)) in state.running.drain() {
+            handle.abort();
+        }
+        Ok(())
+    }
+}
+
+fn cancel(state: &mut DomainState, job: JobId) {
+    let (drop, keep): (Vec<Waiting>, Vec<Waiting>) = state.waiting.drain(..).partition(|w| w.task.job == job);
+    state.waiting = keep.into();
+    for waiting in drop {
+        let _ = waiting.reply.send(FetchOutcome::Cancelled);
+    }
+    state.running.retain(|_, (owner, handle)| {
+        if *owner == job {
+            handle.abort();
+            false
+        } else {
+            true
+        }
+    });
+}
+
+/// Starts what the limits allow and arranges to be woken for the rest.
+fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
+    let agent = state.services.settings.crawl.robots_agent.clone();
+    let cap = state.services.settings.crawl.domain_concurrency as usize;
+    let robots = match &mut state.robots {
+        Robots::Ready(robots) => robots,
+        Robots::Loading => return,
+        Robots::NotLoaded => {
+            if state.waiting.is_empty() && state.sitemap_waiters.is_empty() {
+                schedule_idle(myself, state);
+                return;
+            }
+            state.robots = Robots::Loading;
+            load_robots(myself, state);
+            return;
+        }
+    };
+    while state.running.len() < cap {
+        let Some(waiting) = state.waiting.pop_front() else {
+            break;
+        };
+        let allowed = !waiting.task.respect_robots
+            || Url::parse(&waiting.task.url)
+                .is_ok_and(|u| robots.allowed(waiting.task.robots_agent.as_deref().unwrap_or(&agent), &u));
+        if !allowed {
+            let _ = waiting.reply.send(FetchOutcome::Blocked);
+            continue;
+        }
+        let now = Instant::now();
+        if now < state.next_slot {
+            state.waiting.push_front(waiting);
+            let at = state.next_slot;
+            if state.wake_at.is_none_or(|w| w > at) {
+                state.wake_at = Some(at);
+                myself.send_after(at - now, || DomainMsg::Wake);
+            }
+            return;
+        }
+        if !state.interval.is_zero() {
+            state.next_slot = now + state.interval;
+        }
+        let token = state.next_token;
+        state.next_token += 1;
+        let job = waiting.task.job;
+        let handle = tokio::spawn(fetch(myself.clone(), state.services.clone(), token, waiting));
+        state.running.insert(token, (job, handle));
+    }
+    if state.waiting.is_empty() && state.running.is_empty() {
+        schedule_idle(myself, state);
+    }
+}
+
+fn schedule_idle(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
+    if state.idle_check_pending {
+        return;
+    }
+    state.idle_check_pending = true;
+    let idle = Duration::from_secs(state.services.settings.crawl.domain_idle_secs);
+    myself.send_after(idle, || DomainMsg::IdleCheck);
+}
+
+fn load_robots(myself: &ActorRef<DomainMsg>, state: &DomainState) {
+    let Ok(url) = state.origin.join("/robots.txt") else {
+        let _ = myself.cast(DomainMsg::RobotsLoaded { status: 0, body: Vec::new() });
+        return;
+    };
+    let scraper = state.services.scraper.clone();
+    let myself = myself.clone();
+    tokio::spawn(async move {
+        let (status, body) = match scraper.fetch_raw(&url, Duration::from_secs(8)).await {
+            Ok(fetched) => (fetched.status, fetched.body),
+            Err(e) => {
+                tracing::debug!(%url, error = %e, "robots.txt unavailable; everything allowed");
+                (0, Vec::new())
+            }
+        };
+        let _ = myself.cast(DomainMsg::RobotsLoaded { status, body });
+    });
+}
+
+/// Exponential pause when a 429/503 came without Retry-After: 1 s, 2 s, 4 s … 60 s.
+fn default_backoff(attempts: u32) -> Duration {
+    Duration::from_secs(1u64 << attempts.min(6)).min(Duration::from_secs(60))
+}
+
+async fn fetch(myself: ActorRef<DomainMsg>, services: Services, token: u64, waiting: Waiting) {
+    let Waiting { task, reply, attempts } = waiting;
+    let outcome = match Url::parse(&task.url) {
+        Err(e) => FetchOutcome::Failed { code: "BAD_REQUEST".into(), error: format!("invalid URL: {e}") },
+        Ok(url) => {
+            let job = ScrapeJob {
+                id: task.scrape_id,
+                team: task.team.clone(),
+                source_url: task.url.clone(),
+                url,
+                options: task.options.clone(),
+            };
+            match services.scraper.scrape_page(&job, task.discover).await {
+                Ok(page) => {
+                    let status = page.document.metadata.status_code;
+                    if matches!(status, 429 | 503) {
+                        let wait = page.retry_after.unwrap_or_else(|| default_backoff(attempts));
+                        if attempts + 1 < services.settings.crawl.max_attempts {
+                            let retry = Waiting { task, reply, attempts: attempts + 1 };
+                            let _ = myself.cast(DomainMsg::Finished {
+                                token,
+                                backoff: Some(wait),
+                                retry: Some(retry),
+                            });
+                            return;
+                        }
+                        let _ = reply.send(FetchOutcome::Page {
+                            document: Box::new(page.document),
+                            links: page.links,
+                        });
+                        let _ = myself.cast(DomainMsg::Finished { token, backoff: Some(wait), retry: None });
+                        return;
+                    }
+                    FetchOutcome::Page { document: Box::new(page.document), links: page.links }
+                }
+                Err(e) => FetchOutcome::Failed { code: e.code().as_str().to_owned(), error: e.to_string() },
+            }
+        }
+    };
+    let _ = reply.send(outcome);
+    let _ = myself.cast(DomainMsg::Finished { token, backoff: None, retry: None });
+}

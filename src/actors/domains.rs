@@ -1,0 +1,129 @@
+//! `DomainSupervisor`: owns the [`Domain`] actors, one per site, and is the only way to
+//! reach them (origin → actor). A site actor that exits when idle, or fails, is forgotten
+//! and started afresh on the next lookup.
+
+use std::collections::HashMap;
+
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use url::Url;
+
+use super::Services;
+use super::domain::{Domain, DomainArgs, DomainMsg};
+use crate::model::JobId;
+
+/// Messages of the [`DomainSupervisor`].
+#[derive(Debug)]
+pub enum DomainsMsg {
+    /// The actor of a site (`scheme://host:port`), started when needed.
+    Lookup(Url, RpcReplyPort<Result<ActorRef<DomainMsg>, String>>),
+    /// Forward a job's cancellation to every site.
+    CancelJob(JobId),
+    /// Number of live site actors.
+    Count(RpcReplyPort<usize>),
+}
+
+/// Mutable state of the [`DomainSupervisor`].
+#[derive(Debug)]
+pub struct DomainsState {
+    services: Services,
+    by_origin: HashMap<String, ActorRef<DomainMsg>>,
+    by_actor: HashMap<ActorId, String>,
+}
+
+/// The supervisor of site actors.
+#[derive(Debug)]
+pub struct DomainSupervisor;
+
+/// The origin of a URL, the identity of its site actor.
+pub fn origin_of(url: &Url) -> Option<Url> {
+    let host = url.host_str()?;
+    let port = url.port_or_known_default()?;
+    let host =
+        if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_owned() };
+    Url::parse(&format!("{}://{}:{}/", url.scheme(), host, port)).ok()
+}
+
+impl Actor for DomainSupervisor {
+    type Msg = DomainsMsg;
+    type State = DomainsState;
+    type Arguments = Services;
+
+    async fn pre_start(
+        &self,
+        _: ActorRef<DomainsMsg>,
+        services: Services,
+    ) -> Result<DomainsState, ActorProcessingErr> {
+        Ok(DomainsState { services, by_origin: HashMap::new(), by_actor: HashMap::new() })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<DomainsMsg>,
+        msg: DomainsMsg,
+        state: &mut DomainsState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            DomainsMsg::Lookup(origin, reply) => {
+                let key = origin.to_string();
+                if let Some(actor) = state.by_origin.get(&key) {
+                    let _ = reply.send(Ok(actor.clone()));
+                    return Ok(());
+                }
+                let args = DomainArgs { origin, services: state.services.clone() };
+                match Actor::spawn_linked(None, Domain, args, myself.get_cell()).await {
+                    Ok((actor, _)) => {
+                        state.by_actor.insert(actor.get_id(), key.clone());
+                        state.by_origin.insert(key, actor.clone());
+                        let _ = reply.send(Ok(actor));
+                    }
+                    Err(e) => {
+                        let _ = reply.send(Err(format!("could not start the site actor: {e}")));
+                    }
+                }
+            }
+            DomainsMsg::CancelJob(job) => {
+                for actor in state.by_origin.values() {
+                    let _ = actor.cast(DomainMsg::Cancel(job));
+                }
+            }
+            DomainsMsg::Count(reply) => {
+                let _ = reply.send(state.by_origin.len());
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        _: ActorRef<DomainsMsg>,
+        event: SupervisionEvent,
+        state: &mut DomainsState,
+    ) -> Result<(), ActorProcessingErr> {
+        let (cell, failure) = match event {
+            SupervisionEvent::ActorTerminated(cell, _, _) => (cell, None),
+            SupervisionEvent::ActorFailed(cell, err) => (cell, Some(err)),
+            _ => return Ok(()),
+        };
+        if let Some(origin) = state.by_actor.remove(&cell.get_id()) {
+            if let Some(err) = failure {
+                tracing::error!(%origin, error = %err, "site actor failed; a new one starts on the next request");
+            }
+            state.by_origin.remove(&origin);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_identify_sites() {
+        let o = |s: &str| origin_of(&Url::parse(s).expect("url")).expect("origin").to_string();
+        assert_eq!(o("https://Example.com/a/b?c"), "https://example.com/");
+        assert_eq!(o("http://example.com:8080/x"), "http://example.com:8080/");
+        assert_ne!(o("http://example.com/"), o("https://example.com/"));
+        assert_eq!(o("http://[::1]:81/"), "http://[::1]:81/");
+    }
+}

@@ -1,0 +1,114 @@
+//! `Janitor`: deletes what has expired, on a timer — jobs past their `expiresAt` (running
+//! ones are cancelled first), stored scrape results past their lifetime, and cached pages
+//! older than the retention. Sweeps run on the blocking pool, never on the actor's thread.
+
+use std::time::Duration;
+
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+
+use super::Services;
+use super::jobs::JobsMsg;
+use crate::model::time;
+
+/// Messages of the [`Janitor`].
+#[derive(Debug)]
+pub enum JanitorMsg {
+    /// Sweep now.
+    Sweep,
+}
+
+/// Arguments of the [`Janitor`].
+#[derive(Debug, Clone)]
+pub struct JanitorArgs {
+    /// Shared services.
+    pub services: Services,
+    /// Where running jobs are cancelled.
+    pub jobs: ActorRef<JobsMsg>,
+}
+
+/// The clean-up actor.
+#[derive(Debug)]
+pub struct Janitor;
+
+/// What one sweep removed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    /// Jobs deleted.
+    pub jobs: usize,
+    /// Scrape results deleted.
+    pub scrapes: usize,
+    /// Cached pages deleted.
+    pub cached: usize,
+}
+
+impl Actor for Janitor {
+    type Msg = JanitorMsg;
+    type State = JanitorArgs;
+    type Arguments = JanitorArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<JanitorMsg>,
+        args: JanitorArgs,
+    ) -> Result<JanitorArgs, ActorProcessingErr> {
+        let every = Duration::from_secs(args.services.settings.janitor.interval_secs);
+        myself.send_interval(every, || JanitorMsg::Sweep);
+        Ok(args)
+    }
+
+    async fn handle(
+        &self,
+        _: ActorRef<JanitorMsg>,
+        msg: JanitorMsg,
+        state: &mut JanitorArgs,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            JanitorMsg::Sweep => {
+                let services = state.services.clone();
+                let jobs = state.jobs.clone();
+                let swept =
+                    tokio::task::spawn_blocking(move || sweep(&services, &jobs, time::now_ms())).await??;
+                if swept != Swept::default() {
+                    tracing::info!(
+                        jobs = swept.jobs,
+                        scrapes = swept.scrapes,
+                        cached = swept.cached,
+                        "expired data deleted"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One sweep at `now_ms`.
+pub fn sweep(
+    services: &Services,
+    jobs: &ActorRef<JobsMsg>,
+    now_ms: u64,
+) -> Result<Swept, crate::store::StoreError> {
+    let store = &services.store;
+    let mut swept = Swept::default();
+    let mut job_stores = vec![store.jobs.clone()];
+    if let Some(volatile) = services.volatile_jobs_if_open() {
+        job_stores.push(volatile);
+    }
+    for job_store in job_stores {
+        for (id, record) in job_store.all()? {
+            if record.expires_ms > now_ms {
+                continue;
+            }
+            if !record.status.is_terminal() {
+                let _ = jobs.cast(JobsMsg::Cancel(id));
+                job_store.set_status(id, crate::model::JobStatus::Cancelled, now_ms)?;
+            }
+            job_store.delete(id)?;
+            swept.jobs += 1;
+        }
+    }
+    swept.scrapes = store.scrapes.purge_expired(now_ms)?;
+    let retention_ms = services.settings.janitor.cache_retention_secs.saturating_mul(1000);
+    swept.cached = store.cache.purge_older_than(now_ms.saturating_sub(retention_ms))?;
+    Ok(swept)
+}

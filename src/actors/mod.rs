@@ -1,0 +1,180 @@
+//! The actor tree (ractor) that runs asynchronous work:
+//!
+//! ```text
+//! Root
+//!  ├─ JobSupervisor ── CrawlJob(id) ...   one per running crawl or batch; resumed from the store
+//!  ├─ DomainSupervisor ── Domain(site) ... robots.txt, politeness, fetching; exits when idle
+//!  └─ Janitor                             expiry of jobs, results and cached pages
+//! ```
+//!
+//! The root restarts a supervisor that fails; supervisors restart their children. Job state
+//! lives in the store, so a restarted actor (or a restarted server) resumes where the last
+//! one stopped. [`Runtime`] is the handle the API and the CLI use.
+
+pub mod crawl_job;
+pub mod discovery;
+pub mod domain;
+pub mod domains;
+pub mod janitor;
+pub mod jobs;
+pub mod root;
+
+use std::sync::{Arc, OnceLock};
+
+use ractor::rpc::CallResult;
+use ractor::{Actor, ActorRef};
+
+use crate::config::Settings;
+use crate::model::{JobId, TeamId};
+use crate::scrape::Scraper;
+use crate::store::jobs::{JobRecord, NewEntry};
+use crate::store::{JobStore, Store, StoreError};
+use root::{Root, RootMsg, Supervisors};
+
+/// What every actor may use.
+#[derive(Debug, Clone)]
+pub struct Services {
+    /// The page pipeline.
+    pub scraper: Scraper,
+    /// Persistence.
+    pub store: Store,
+    /// Settings.
+    pub settings: Arc<Settings>,
+    volatile: Arc<OnceLock<JobStore>>,
+}
+
+impl Services {
+    /// Services over `store`.
+    pub fn new(scraper: Scraper, store: Store, settings: Arc<Settings>) -> Self {
+        Self { scraper, store, settings, volatile: Arc::new(OnceLock::new()) }
+    }
+
+    /// The memory-only job store used by zero-data-retention jobs (opened on first use; it
+    /// lives in shared memory and vanishes with the process).
+    pub fn volatile_jobs(&self) -> Result<JobStore, StoreError> {
+        if let Some(store) = self.volatile.get() {
+            return Ok(store.clone());
+        }
+        let db = sled::Config::new().temporary(true).open()?;
+        let store = JobStore::open(&db)?;
+        Ok(self.volatile.get_or_init(|| store).clone())
+    }
+
+    /// The memory-only job store if it was ever opened.
+    pub fn volatile_jobs_if_open(&self) -> Option<JobStore> {
+        self.volatile.get().cloned()
+    }
+
+    /// The store holding job `id` and its record.
+    pub fn find_job(&self, id: JobId) -> Result<Option<(JobStore, JobRecord)>, StoreError> {
+        if let Some(record) = self.store.jobs.record(id)? {
+            return Ok(Some((self.store.jobs.clone(), record)));
+        }
+        match self.volatile_jobs_if_open() {
+            Some(volatile) => Ok(volatile.record(id)?.map(|r| (volatile, r))),
+            None => Ok(None),
+        }
+    }
+}
+
+/// Why the actor system could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// An actor could not be spawned or reached.
+    #[error("actor system: {0}")]
+    Actors(String),
+    /// Storage failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl crate::model::ErrorCode for RuntimeError {
+    fn code(&self) -> crate::model::Code {
+        match self {
+            Self::Actors(_) => crate::model::Code::Unavailable,
+            Self::Store(e) => e.code(),
+        }
+    }
+}
+
+/// Handle on the running actor tree.
+#[derive(Debug, Clone)]
+pub struct Runtime {
+    services: Services,
+    root: ActorRef<RootMsg>,
+}
+
+impl Runtime {
+    /// Starts the tree; unfinished jobs resume at once.
+    pub async fn start(services: Services) -> Result<Self, RuntimeError> {
+        let (root, _) = Actor::spawn(None, Root, services.clone())
+            .await
+            .map_err(|e| RuntimeError::Actors(e.to_string()))?;
+        Ok(Self { services, root })
+    }
+
+    /// The shared services.
+    pub fn services(&self) -> &Services {
+        &self.services
+    }
+
+    async fn supervisors(&self) -> Result<Supervisors, RuntimeError> {
+        match self.root.call(RootMsg::Supervisors, None).await {
+            Ok(CallResult::Success(s)) => Ok(s),
+            other => Err(RuntimeError::Actors(format!("root supervisor unreachable: {other:?}"))),
+        }
+    }
+
+    /// Stores a new job with its first URLs and starts it.
+    pub async fn submit(
+        &self,
+        id: JobId,
+        record: &JobRecord,
+        first: &[NewEntry],
+        volatile: bool,
+    ) -> Result<(), RuntimeError> {
+        let jobs = if volatile { self.services.volatile_jobs()? } else { self.services.store.jobs.clone() };
+        jobs.create(id, record, first)?;
+        let supervisors = self.supervisors().await?;
+        supervisors
+            .jobs
+            .cast(jobs::JobsMsg::Start(id, volatile))
+            .map_err(|e| RuntimeError::Actors(e.to_string()))?;
+        Ok(())
+    }
+
+    /// Cancels a running job of `team`. Returns the record as it was before, or `None` when
+    /// the team has no such job.
+    pub async fn cancel(&self, id: JobId, team: &TeamId) -> Result<Option<JobRecord>, RuntimeError> {
+        let Some((jobs, record)) = self.services.find_job(id)? else {
+            return Ok(None);
+        };
+        if record.team != team.as_str() {
+            return Ok(None);
+        }
+        if !record.status.is_terminal() {
+            jobs.set_status(id, crate::model::JobStatus::Cancelled, crate::model::time::now_ms())?;
+            let supervisors = self.supervisors().await?;
+            let _ = supervisors.jobs.cast(jobs::JobsMsg::Cancel(id));
+            let _ = supervisors.domains.cast(domains::DomainsMsg::CancelJob(id));
+        }
+        Ok(Some(record))
+    }
+
+    /// Ids of the job actors running now.
+    pub async fn running(&self) -> Result<Vec<JobId>, RuntimeError> {
+        let supervisors = self.supervisors().await?;
+        match supervisors.jobs.call(jobs::JobsMsg::Running, None).await {
+            Ok(CallResult::Success(ids)) => Ok(ids),
+            other => Err(RuntimeError::Actors(format!("job supervisor unreachable: {other:?}"))),
+        }
+    }
+
+    /// Stops every actor (running jobs resume on the next start).
+    pub async fn shutdown(&self) {
+        let _ = self.root.stop_and_wait(Some("shutting down".into()), None).await;
+    }
+}
+
+#[cfg(test)]
+mod tests;

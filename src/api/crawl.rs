@@ -1,0 +1,276 @@
+//! Crawl endpoints (spec §4.3–4.5, contract §7): start, status with paging, cancel, errors,
+//! and the team's active crawls. The work itself runs in the actor tree; these handlers
+//! validate, submit, and read the job's stored state.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::Serialize;
+use serde_json::json;
+
+use super::crawl_body::{self, CrawlBody};
+use super::error::ApiError;
+use super::job_view;
+use super::scrape::parse_job_id;
+use super::{AppState, Authenticated, body, target};
+use crate::actors::discovery::is_sitemap_url;
+use crate::crawl::keys::{self, KeyRules};
+use crate::model::{Code, JobId, JobStatus, time};
+use crate::store::jobs::{JobKind, JobRecord, NewEntry, QueueEntry};
+
+/// Registers the routes (the fixed paths before `{id}`).
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/v2/crawl").route(web::post().to(start)))
+        .service(web::resource("/v2/crawl/active").route(web::get().to(active)))
+        .service(web::resource("/v2/crawl/ongoing").route(web::get().to(active)))
+        .service(web::resource("/v2/crawl/{id}").route(web::get().to(status)).route(web::delete().to(cancel)))
+        .service(web::resource("/v2/crawl/{id}/errors").route(web::get().to(errors)));
+}
+
+/// Keys of a crawl body besides the crawl options.
+pub const CRAWL_KEYS: &[&str] = &["url"];
+
+/// Every key a crawl request accepts.
+pub fn accepted_keys() -> Vec<&'static str> {
+    let mut keys = CRAWL_KEYS.to_vec();
+    keys.extend_from_slice(body::field_names::<CrawlBody>());
+    keys
+}
+
+/// Answer to a started job.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct StartedJob {
+    /// Always true.
+    pub success: bool,
+    /// The job id.
+    pub id: String,
+    /// Where to poll its status.
+    pub url: String,
+}
+
+/// Start a crawl.
+#[utoipa::path(
+    post,
+    path = "/v2/crawl",
+    request_body(content = inline(Object), description = "`url` plus the fields of CrawlOptions (see the CrawlRequest schema)"),
+    responses(
+        (status = 200, description = "Crawl started", body = StartedJob),
+        (status = 400, description = "Invalid request", body = super::error::ErrorBody),
+        (status = 403, description = "Option not enabled for the team", body = super::error::ErrorBody),
+        (status = 409, description = "Idempotency key already used", body = super::error::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn start(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    bytes: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let mut map = body::object(&bytes)?;
+    body::reject_unknown(&mut map, &[CRAWL_KEYS, body::field_names::<CrawlBody>()], "")?;
+    let (url, _) = target::parse(map.remove("url"), "url")?;
+    let options = crawl_body::parse(map, auth.caller())?;
+    let id = JobId::new();
+    let idempotency_key = req.headers().get("x-idempotency-key").and_then(|v| v.to_str().ok());
+    let store = &state.runtime.services().store;
+    if let Some(key) = idempotency_key
+        && store.idempotency.claim(&auth.team, key, id)?.is_some()
+    {
+        return Err(ApiError::new(Code::Conflict, "Idempotency key already used"));
+    }
+    let rules =
+        KeyRules { ignore_query: options.ignore_query_parameters, similar: options.deduplicate_similar_urls };
+    let start = keys::normalize(&url, rules);
+    let first = if is_sitemap_url(&start) {
+        Vec::new()
+    } else {
+        vec![NewEntry {
+            key: keys::key(&start, rules),
+            entry: QueueEntry { url: start.to_string(), depth: 0 },
+        }]
+    };
+    let now = time::now_ms();
+    let volatile = options.scrape.zero_data_retention;
+    let record = JobRecord {
+        kind: JobKind::Crawl,
+        team: auth.team.as_str().to_owned(),
+        url: start.to_string(),
+        options,
+        status: JobStatus::Scraping,
+        created_ms: now,
+        expires_ms: now.saturating_add(state.settings.crawl.job_ttl_secs.saturating_mul(1000)),
+        finished_ms: None,
+        error: None,
+    };
+    state.runtime.submit(id, &record, &first, volatile).await?;
+    if volatile {
+        tracing::info!(job = %id, "crawl started (zero data retention)");
+    } else {
+        tracing::info!(job = %id, url = %record.url, "crawl started");
+    }
+    let url = format!("{}/v2/crawl/{id}", job_view::public_base(&req, &state));
+    Ok(HttpResponse::Ok().json(StartedJob { success: true, id: id.to_string(), url }))
+}
+
+/// The crawl of this team with `id`.
+fn find(
+    state: &AppState,
+    auth: &Authenticated,
+    id: &str,
+) -> Result<(JobId, crate::store::JobStore, JobRecord), ApiError> {
+    let id = parse_job_id(id)?;
+    match state.runtime.services().find_job(id)? {
+        Some((jobs, record)) if record.team == auth.team.as_str() && record.kind == JobKind::Crawl => {
+            Ok((id, jobs, record))
+        }
+        _ => Err(ApiError::job_not_found()),
+    }
+}
+
+/// Status of a crawl, with a page of results.
+#[utoipa::path(
+    get,
+    path = "/v2/crawl/{id}",
+    params(
+        ("id" = String, Path, description = "Crawl id"),
+        ("skip" = Option<u64>, Query, description = "Documents to skip"),
+        ("limit" = Option<usize>, Query, description = "Documents per page (1 to 1000, default 100)")
+    ),
+    responses((status = 200, description = "Status and documents"), (status = 404, description = "Unknown crawl", body = super::error::ErrorBody)),
+    security(("bearer" = []))
+)]
+pub async fn status(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, jobs, record) = find(&state, &auth, &path)?;
+    let paging = job_view::paging(&req)?;
+    job_view::status(&req, &state, "crawl", id, &record, &jobs, paging)
+}
+
+/// Cancel a crawl.
+pub async fn cancel(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, _, record) = find(&state, &auth, &path)?;
+    match record.status {
+        JobStatus::Completed | JobStatus::Failed => {
+            Err(ApiError::new(Code::Conflict, "Crawl is already completed"))
+        }
+        _ => {
+            state.runtime.cancel(id, &auth.team).await?;
+            Ok(HttpResponse::Ok().json(json!({"success": true, "status": "cancelled"})))
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ErrorItem {
+    id: String,
+    timestamp: String,
+    url: String,
+    code: String,
+    error: String,
+}
+
+/// Pages of a crawl that failed, and URLs robots.txt kept it from.
+pub async fn errors(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, jobs, _) = find(&state, &auth, &path)?;
+    let (failed, blocked) = jobs.errors(id)?;
+    let errors: Vec<ErrorItem> = failed
+        .into_iter()
+        .map(|e| ErrorItem {
+            id: e.id,
+            timestamp: time::iso_ms(e.at_ms),
+            url: e.url,
+            code: e.code,
+            error: e.error,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({"success": true, "errors": errors, "robotsBlocked": blocked})))
+}
+
+/// The team's running crawls.
+pub async fn active(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
+    let services = state.runtime.services().clone();
+    let mut stores = vec![services.store.jobs.clone()];
+    stores.extend(services.volatile_jobs_if_open());
+    let team = auth.team.as_str().to_owned();
+    let crawls = web::block(move || -> Result<Vec<serde_json::Value>, crate::store::StoreError> {
+        let mut out = Vec::new();
+        for jobs in stores {
+            for (id, r) in jobs.all()? {
+                if r.team != team || r.kind != JobKind::Crawl || r.status != JobStatus::Scraping {
+                    continue;
+                }
+                out.push(active_view(id, &r));
+            }
+        }
+        Ok(out)
+    })
+    .await
+    .map_err(|e| ApiError::new(Code::Unknown, e.to_string()))??;
+    Ok(HttpResponse::Ok().json(json!({"success": true, "crawls": crawls})))
+}
+
+fn active_view(id: JobId, r: &JobRecord) -> serde_json::Value {
+    let o = &r.options;
+    json!({
+        "id": id.to_string(),
+        "teamId": r.team,
+        "url": r.url,
+        "created_at": time::iso_ms(r.created_ms),
+        "options": {
+            "includePaths": o.include_paths,
+            "excludePaths": o.exclude_paths,
+            "limit": o.limit,
+            "maxDiscoveryDepth": o.max_discovery_depth,
+            "crawlEntireDomain": o.crawl_entire_domain,
+            "allowExternalLinks": o.allow_external_links,
+            "allowSubdomains": o.allow_subdomains,
+            "ignoreRobotsTxt": o.ignore_robots_txt,
+            "sitemap": match o.sitemap { crate::model::SitemapMode::Skip => "skip", crate::model::SitemapMode::Include => "include", crate::model::SitemapMode::Only => "only" },
+            "deduplicateSimilarURLs": o.deduplicate_similar_urls,
+            "ignoreQueryParameters": o.ignore_query_parameters,
+            "regexOnFullURL": o.regex_on_full_url,
+            "delay": o.delay_ms.map(|d| d as f64 / 1000.0),
+            "maxConcurrency": o.max_concurrency,
+            "scrapeOptions": {
+                "formats": formats_view(&o.scrape.formats),
+                "onlyMainContent": o.scrape.only_main_content,
+                "includeTags": o.scrape.include_tags,
+                "excludeTags": o.scrape.exclude_tags,
+                "timeout": o.scrape.timeout_ms,
+                "maxAge": o.scrape.max_age_ms,
+                "mobile": o.scrape.mobile,
+            },
+        }
+    })
+}
+
+fn formats_view(f: &crate::model::Formats) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    for (on, name) in [
+        (f.markdown, "markdown"),
+        (f.html, "html"),
+        (f.raw_html, "rawHtml"),
+        (f.raw_base64, "rawBase64"),
+        (f.links, "links"),
+        (f.images, "images"),
+        (f.change_tracking.is_some(), "changeTracking"),
+        (!f.attributes.is_empty(), "attributes"),
+    ] {
+        if on {
+            out.push(name);
+        }
+    }
+    out
+}

@@ -1,0 +1,148 @@
+//! The status view of a crawl or batch (`GET /v2/crawl/{id}`, contract §7.2): counts,
+//! credits, times, a page of finished documents, and `next` — an absolute URL built from the
+//! configured public URL or the request's (forwarded) scheme and host — present only while
+//! more finished documents remain beyond this page.
+
+use actix_web::{HttpRequest, HttpResponse};
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use super::AppState;
+use super::error::ApiError;
+use crate::model::{JobId, JobStatus, time};
+use crate::store::JobStore;
+use crate::store::jobs::JobRecord;
+
+/// Default documents per status page.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+/// Largest page size a caller may ask for.
+pub const MAX_PAGE_SIZE: usize = 1000;
+/// A page stops growing past this many bytes of documents.
+pub const MAX_PAGE_BYTES: usize = 10 * 1024 * 1024;
+
+/// Paging parameters of a status request.
+#[derive(Debug, Clone, Copy)]
+pub struct Paging {
+    /// Documents to skip.
+    pub skip: u64,
+    /// Page size.
+    pub limit: usize,
+    /// Whether the caller set the page size (kept in `next`).
+    pub explicit_limit: bool,
+}
+
+/// Reads `skip` and `limit` from the query string, naming a bad one.
+pub fn paging(req: &HttpRequest) -> Result<Paging, ApiError> {
+    let mut paging = Paging { skip: 0, limit: DEFAULT_PAGE_SIZE, explicit_limit: false };
+    for (key, value) in url::form_urlencoded::parse(req.query_string().as_bytes()) {
+        match key.as_ref() {
+            "skip" => {
+                paging.skip = value.parse().map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "Invalid pagination: `skip` must be a non-negative integer (got `{value}`)"
+                    ))
+                })?;
+            }
+            "limit" => {
+                let limit: usize = value.parse().map_err(|_| {
+                    ApiError::bad_request(format!(
+                        "Invalid pagination: `limit` must be an integer (got `{value}`)"
+                    ))
+                })?;
+                if !(1..=MAX_PAGE_SIZE).contains(&limit) {
+                    return Err(ApiError::bad_request(format!(
+                        "Invalid pagination: `limit` must be between 1 and {MAX_PAGE_SIZE}"
+                    )));
+                }
+                paging.limit = limit;
+                paging.explicit_limit = true;
+            }
+            _ => {}
+        }
+    }
+    Ok(paging)
+}
+
+/// The base URL clients should use to reach this server.
+pub fn public_base(req: &HttpRequest, state: &AppState) -> String {
+    match state.settings.public_url() {
+        Some(base) => base.to_owned(),
+        None => {
+            let info = req.connection_info();
+            format!("{}://{}", info.scheme(), info.host())
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatusBody<'a> {
+    success: bool,
+    status: &'static str,
+    completed: u64,
+    total: u64,
+    credits_used: u64,
+    expires_at: String,
+    created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completed_at: Option<String>,
+    duration: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next: Option<String>,
+    data: Vec<&'a RawValue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+}
+
+/// Builds the status response of job `id` (`path` is `crawl` or `batch/scrape`).
+pub fn status(
+    req: &HttpRequest,
+    state: &AppState,
+    path: &str,
+    id: JobId,
+    record: &JobRecord,
+    jobs: &JobStore,
+    paging: Paging,
+) -> Result<HttpResponse, ApiError> {
+    let counters = jobs.counters(id)?;
+    let raw = jobs.pages(id, paging.skip, paging.limit, MAX_PAGE_BYTES)?;
+    let data: Vec<&RawValue> = raw
+        .iter()
+        .filter_map(|bytes| std::str::from_utf8(bytes).ok())
+        .filter_map(|text| serde_json::from_str::<&RawValue>(text).ok())
+        .collect();
+    let shown = paging.skip.saturating_add(raw.len() as u64);
+    let next = (shown < counters.completed).then(|| {
+        let mut url = format!("{}/v2/{path}/{id}?skip={shown}", public_base(req, state));
+        if paging.explicit_limit {
+            url.push_str(&format!("&limit={}", paging.limit));
+        }
+        url
+    });
+    let end_ms = record.finished_ms.unwrap_or_else(time::now_ms);
+    let warning = (counters.blocked > 0).then(|| {
+        format!(
+            "{} page(s) were not crawled because robots.txt disallows them; see /errors",
+            counters.blocked
+        )
+    });
+    let failed = record.status == JobStatus::Failed && counters.completed == 0;
+    let body = StatusBody {
+        success: !failed,
+        status: record.status.as_str(),
+        completed: counters.completed,
+        total: counters.completed + counters.pending(),
+        credits_used: counters.credits,
+        expires_at: time::iso_ms(record.expires_ms),
+        created_at: time::iso_ms(record.created_ms),
+        completed_at: record.finished_ms.map(time::iso_ms),
+        duration: end_ms.saturating_sub(record.created_ms) as f64 / 1000.0,
+        next,
+        data,
+        warning,
+        error: if failed { record.error.as_deref() } else { None },
+    };
+    Ok(HttpResponse::Ok().json(body))
+}

@@ -1,0 +1,431 @@
+//! Durable crawl and batch jobs. Everything a job needs to resume after a crash lives here:
+//! its record, counters, the queue of URLs not yet done, the seen-set, results, errors and
+//! robots-blocked URLs. Completing a page is one transaction (result stored, queue entry
+//! removed, counters bumped, discovered links enqueued), so after a `kill -9` every
+//! reachable page ends up in the results exactly once. Keys start with the job id, so each
+//! job is a contiguous range in every tree; memory use does not grow with the job.
+
+use serde::{Deserialize, Serialize};
+use sled::Transactional;
+use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
+
+use super::{Result, StoreError, codec};
+use crate::model::{CrawlOptions, JobId, JobStatus, TeamId};
+
+/// Tree names of the job store.
+pub mod trees {
+    /// Job id → [`super::JobRecord`].
+    pub const JOBS: &str = "jobs";
+    /// Job id → [`super::Counters`].
+    pub const COUNTERS: &str = "job_counters";
+    /// Job id + sequence → [`super::QueueEntry`] (work not yet done).
+    pub const QUEUE: &str = "job_queue";
+    /// Job id + URL-key digest → () (every URL ever enqueued).
+    pub const SEEN: &str = "job_seen";
+    /// Job id + result index → document JSON.
+    pub const PAGES: &str = "job_pages";
+    /// Job id + error index → [`super::ErrorEntry`].
+    pub const ERRORS: &str = "job_errors";
+    /// Job id + index → URL refused by robots.txt.
+    pub const BLOCKED: &str = "job_blocked";
+}
+
+/// Crawl or batch scrape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobKind {
+    /// A crawl from one URL.
+    Crawl,
+    /// A batch of given URLs.
+    Batch,
+}
+
+/// What a job is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobRecord {
+    /// Crawl or batch.
+    pub kind: JobKind,
+    /// Owner.
+    pub team: String,
+    /// The start URL (crawl) or first URL (batch).
+    pub url: String,
+    /// Options.
+    pub options: CrawlOptions,
+    /// Lifecycle.
+    pub status: JobStatus,
+    /// Creation (epoch ms).
+    pub created_ms: u64,
+    /// When it is deleted (epoch ms).
+    pub expires_ms: u64,
+    /// When it became terminal.
+    pub finished_ms: Option<u64>,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+}
+
+/// Progress counts of a job.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counters {
+    /// Next queue sequence number.
+    pub next_seq: u64,
+    /// Unique URLs enqueued (what `limit` counts).
+    pub enqueued: u64,
+    /// Pages stored.
+    pub completed: u64,
+    /// Pages that failed.
+    pub failed: u64,
+    /// URLs refused by robots.txt.
+    pub blocked: u64,
+    /// Credits billed.
+    pub credits: u64,
+}
+
+impl Counters {
+    /// URLs still queued or in flight.
+    pub fn pending(&self) -> u64 {
+        self.enqueued.saturating_sub(self.completed + self.failed + self.blocked)
+    }
+}
+
+/// A URL waiting to be fetched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueEntry {
+    /// The URL.
+    pub url: String,
+    /// Link hops from the start page (sitemap URLs are 0).
+    pub depth: u32,
+}
+
+/// A URL to add, with its identity for the seen-set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewEntry {
+    /// Dedup key (see `crawl::keys`).
+    pub key: String,
+    /// The entry.
+    pub entry: QueueEntry,
+}
+
+/// A failed page as `/errors` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorEntry {
+    /// Id of the failed page's scrape.
+    pub id: String,
+    /// When it failed (epoch ms).
+    pub at_ms: u64,
+    /// The URL.
+    pub url: String,
+    /// Error code.
+    pub code: String,
+    /// Message.
+    pub error: String,
+}
+
+/// How a queued URL ended.
+#[derive(Debug, Clone, Copy)]
+pub enum Outcome<'a> {
+    /// Stored: the document JSON and its credits.
+    Page {
+        /// Document JSON.
+        document: &'a [u8],
+        /// Credits billed.
+        credits: u64,
+    },
+    /// Failed.
+    Failed(&'a ErrorEntry),
+    /// Refused by robots.txt.
+    Blocked(&'a str),
+}
+
+/// A queue entry's end: its outcome and the links it revealed (a start page that fails the
+/// include/exclude patterns is an error but its links are still followed).
+#[derive(Debug, Clone, Copy)]
+pub struct Settlement<'a> {
+    /// What happened.
+    pub outcome: Outcome<'a>,
+    /// Links to enqueue.
+    pub links: &'a [NewEntry],
+}
+
+/// Typed access to the job trees.
+#[derive(Debug, Clone)]
+pub struct JobStore {
+    jobs: sled::Tree,
+    counters: sled::Tree,
+    queue: sled::Tree,
+    seen: sled::Tree,
+    pages: sled::Tree,
+    errors: sled::Tree,
+    blocked: sled::Tree,
+}
+
+fn key(id: JobId, n: u64) -> [u8; 24] {
+    let mut k = [0u8; 24];
+    k[..16].copy_from_slice(id.as_bytes());
+    k[16..].copy_from_slice(&n.to_be_bytes());
+    k
+}
+
+fn seen_key(id: JobId, url_key: &str) -> [u8; 32] {
+    let mut k = [0u8; 32];
+    k[..16].copy_from_slice(id.as_bytes());
+    k[16..].copy_from_slice(&codec::digest(&[url_key.as_bytes()])[..16]);
+    k
+}
+
+fn suffix(k: &[u8]) -> u64 {
+    let mut n = [0u8; 8];
+    if let Some(tail) = k.get(16..24) {
+        n.copy_from_slice(tail);
+    }
+    u64::from_be_bytes(n)
+}
+
+type TxResult<T> = std::result::Result<T, ConflictableTransactionError<StoreError>>;
+
+fn abort<E: Into<StoreError>>(e: E) -> ConflictableTransactionError<StoreError> {
+    ConflictableTransactionError::Abort(e.into())
+}
+
+fn unwrap_tx<T>(r: std::result::Result<T, TransactionError<StoreError>>) -> Result<T> {
+    r.map_err(|e| match e {
+        TransactionError::Abort(e) => e,
+        TransactionError::Storage(e) => StoreError::Db(e),
+    })
+}
+
+/// Adds the entries not seen before, within `limit`; returns what was queued.
+fn enqueue_tx(
+    id: JobId,
+    counters: &mut Counters,
+    limit: u64,
+    entries: &[NewEntry],
+    seen: &TransactionalTree,
+    queue: &TransactionalTree,
+) -> TxResult<Vec<(u64, QueueEntry)>> {
+    let mut added = Vec::new();
+    for new in entries {
+        if counters.enqueued >= limit {
+            break;
+        }
+        let sk = seen_key(id, &new.key);
+        if seen.get(sk)?.is_some() {
+            continue;
+        }
+        seen.insert(&sk[..], &[][..])?;
+        let seq = counters.next_seq;
+        counters.next_seq += 1;
+        counters.enqueued += 1;
+        queue.insert(&key(id, seq)[..], codec::encode(&new.entry).map_err(abort)?)?;
+        added.push((seq, new.entry.clone()));
+    }
+    Ok(added)
+}
+
+impl JobStore {
+    /// Opens the job trees of `db`.
+    pub fn open(db: &sled::Db) -> Result<Self> {
+        Ok(Self {
+            jobs: db.open_tree(trees::JOBS)?,
+            counters: db.open_tree(trees::COUNTERS)?,
+            queue: db.open_tree(trees::QUEUE)?,
+            seen: db.open_tree(trees::SEEN)?,
+            pages: db.open_tree(trees::PAGES)?,
+            errors: db.open_tree(trees::ERRORS)?,
+            blocked: db.open_tree(trees::BLOCKED)?,
+        })
+    }
+
+    /// Creates a job with its first URLs (all in one step).
+    pub fn create(
+        &self,
+        id: JobId,
+        record: &JobRecord,
+        first: &[NewEntry],
+    ) -> Result<Vec<(u64, QueueEntry)>> {
+        let record_bytes = codec::encode(record)?;
+        let limit = record.options.limit;
+        unwrap_tx((&self.jobs, &self.counters, &self.seen, &self.queue).transaction(
+            |(jobs, counters, seen, queue)| {
+                let mut c = Counters::default();
+                let added = enqueue_tx(id, &mut c, limit, first, seen, queue)?;
+                jobs.insert(&id.as_bytes()[..], record_bytes.clone())?;
+                counters.insert(&id.as_bytes()[..], codec::encode(&c).map_err(abort)?)?;
+                Ok(added)
+            },
+        ))
+    }
+
+    /// The job's record.
+    pub fn record(&self, id: JobId) -> Result<Option<JobRecord>> {
+        self.jobs.get(id.as_bytes())?.map(|b| codec::decode(&b)).transpose().map_err(Into::into)
+    }
+
+    /// The job's record if it belongs to `team`.
+    pub fn record_for(&self, id: JobId, team: &TeamId) -> Result<Option<JobRecord>> {
+        Ok(self.record(id)?.filter(|r| r.team == team.as_str()))
+    }
+
+    /// The job's counters.
+    pub fn counters(&self, id: JobId) -> Result<Counters> {
+        Ok(self.counters.get(id.as_bytes())?.map(|b| codec::decode(&b)).transpose()?.unwrap_or_default())
+    }
+
+    /// Moves the job to `status`; a terminal status is never left (cancel wins over finish).
+    pub fn set_status(&self, id: JobId, status: JobStatus, at_ms: u64) -> Result<Option<JobRecord>> {
+        self.jobs.fetch_and_update(id.as_bytes(), |old| {
+            let mut record: JobRecord = codec::decode(old?).ok()?;
+            if !record.status.is_terminal() {
+                record.status = status;
+                if status.is_terminal() {
+                    record.finished_ms = Some(at_ms);
+                }
+            }
+            codec::encode(&record).ok()
+        })?;
+        self.record(id)
+    }
+
+    /// Records a start-up failure.
+    pub fn fail(&self, id: JobId, error: &str, at_ms: u64) -> Result<()> {
+        self.jobs.fetch_and_update(id.as_bytes(), |old| {
+            let mut record: JobRecord = codec::decode(old?).ok()?;
+            if !record.status.is_terminal() {
+                record.status = JobStatus::Failed;
+                record.finished_ms = Some(at_ms);
+                record.error = Some(error.to_owned());
+            }
+            codec::encode(&record).ok()
+        })?;
+        Ok(())
+    }
+
+    /// Up to `max` queued entries with sequence ≥ `from`, in order.
+    pub fn queued(&self, id: JobId, from: u64, max: usize) -> Result<Vec<(u64, QueueEntry)>> {
+        let mut out = Vec::new();
+        for item in self.queue.range(key(id, from)..key(id, u64::MAX)).take(max) {
+            let (k, v) = item?;
+            out.push((suffix(&k), codec::decode(&v)?));
+        }
+        Ok(out)
+    }
+
+    /// Whether any entry is queued.
+    pub fn has_queued(&self, id: JobId) -> Result<bool> {
+        Ok(self.queue.range(key(id, 0)..key(id, u64::MAX)).next().transpose()?.is_some())
+    }
+
+    /// Adds URLs (sitemap discoveries) outside a page completion.
+    pub fn enqueue(&self, id: JobId, limit: u64, entries: &[NewEntry]) -> Result<Vec<(u64, QueueEntry)>> {
+        unwrap_tx((&self.counters, &self.seen, &self.queue).transaction(|(counters, seen, queue)| {
+            let mut c: Counters = match counters.get(id.as_bytes())? {
+                Some(b) => codec::decode(&b).map_err(abort)?,
+                None => return Ok(Vec::new()),
+            };
+            let added = enqueue_tx(id, &mut c, limit, entries, seen, queue)?;
+            counters.insert(&id.as_bytes()[..], codec::encode(&c).map_err(abort)?)?;
+            Ok(added)
+        }))
+    }
+
+    /// Settles queue entry `seq`. Returns the entries its links added, or `None` when the
+    /// entry was already settled (a duplicate completion after a restart is ignored).
+    pub fn settle(
+        &self,
+        id: JobId,
+        seq: u64,
+        limit: u64,
+        settlement: Settlement<'_>,
+    ) -> Result<Option<Vec<(u64, QueueEntry)>>> {
+        let trees = (&self.counters, &self.queue, &self.seen, &self.pages, &self.errors, &self.blocked);
+        unwrap_tx(trees.transaction(|(counters, queue, seen, pages, errors, blocked)| {
+            if queue.remove(&key(id, seq)[..])?.is_none() {
+                return Ok(None);
+            }
+            let mut c: Counters = match counters.get(id.as_bytes())? {
+                Some(b) => codec::decode(&b).map_err(abort)?,
+                None => return Ok(None),
+            };
+            match settlement.outcome {
+                Outcome::Page { document, credits } => {
+                    pages.insert(&key(id, c.completed)[..], document)?;
+                    c.completed += 1;
+                    c.credits += credits;
+                }
+                Outcome::Failed(entry) => {
+                    errors.insert(&key(id, c.failed)[..], codec::encode(entry).map_err(abort)?)?;
+                    c.failed += 1;
+                }
+                Outcome::Blocked(url) => {
+                    blocked.insert(&key(id, c.blocked)[..], url.as_bytes())?;
+                    c.blocked += 1;
+                }
+            }
+            let added = enqueue_tx(id, &mut c, limit, settlement.links, seen, queue)?;
+            counters.insert(&id.as_bytes()[..], codec::encode(&c).map_err(abort)?)?;
+            Ok(Some(added))
+        }))
+    }
+
+    /// Result documents from index `skip`: at most `max_items`, and stopping once
+    /// `max_bytes` is exceeded (always at least one).
+    pub fn pages(&self, id: JobId, skip: u64, max_items: usize, max_bytes: usize) -> Result<Vec<sled::IVec>> {
+        let mut out = Vec::new();
+        let mut bytes = 0;
+        for item in self.pages.range(key(id, skip)..key(id, u64::MAX)).take(max_items) {
+            let (_, v) = item?;
+            bytes += v.len();
+            out.push(v);
+            if bytes >= max_bytes {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Failed pages and robots-blocked URLs.
+    pub fn errors(&self, id: JobId) -> Result<(Vec<ErrorEntry>, Vec<String>)> {
+        let mut errors = Vec::new();
+        for item in self.errors.range(key(id, 0)..key(id, u64::MAX)) {
+            errors.push(codec::decode(&item?.1)?);
+        }
+        let mut blocked = Vec::new();
+        for item in self.blocked.range(key(id, 0)..key(id, u64::MAX)) {
+            blocked.push(String::from_utf8_lossy(&item?.1).into_owned());
+        }
+        Ok((errors, blocked))
+    }
+
+    /// Every job, oldest first (small records; the results are elsewhere).
+    pub fn all(&self) -> Result<Vec<(JobId, JobRecord)>> {
+        let mut out = Vec::new();
+        for item in self.jobs.iter() {
+            let (k, v) = item?;
+            let Some(id) = JobId::from_bytes(&k) else {
+                continue;
+            };
+            out.push((id, codec::decode(&v)?));
+        }
+        Ok(out)
+    }
+
+    /// Deletes every trace of a job.
+    pub fn delete(&self, id: JobId) -> Result<()> {
+        for tree in [&self.queue, &self.pages, &self.errors, &self.blocked] {
+            for k in tree.range(key(id, 0)..key(id, u64::MAX)).keys() {
+                tree.remove(k?)?;
+            }
+        }
+        let mut lo = [0u8; 32];
+        lo[..16].copy_from_slice(id.as_bytes());
+        let mut hi = [0xffu8; 32];
+        hi[..16].copy_from_slice(id.as_bytes());
+        for k in self.seen.range(lo..=hi).keys() {
+            self.seen.remove(k?)?;
+        }
+        self.counters.remove(id.as_bytes())?;
+        self.jobs.remove(id.as_bytes())?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,135 @@
+//! Job store behaviour: exactly-once settlement, the seen-set and limit, ordering, paging
+//! and deletion.
+
+use super::*;
+use crate::model::time;
+use crate::store::Store;
+
+fn record(limit: u64) -> JobRecord {
+    JobRecord {
+        kind: JobKind::Crawl,
+        team: "t".into(),
+        url: "http://a.test/".into(),
+        options: CrawlOptions { limit, ..Default::default() },
+        status: JobStatus::Scraping,
+        created_ms: time::now_ms(),
+        expires_ms: time::now_ms() + 60_000,
+        finished_ms: None,
+        error: None,
+    }
+}
+
+fn entry(path: &str, depth: u32) -> NewEntry {
+    NewEntry {
+        key: format!("a.test{path}"),
+        entry: QueueEntry { url: format!("http://a.test{path}"), depth },
+    }
+}
+
+#[test]
+fn pages_settle_exactly_once_and_enqueue_their_links() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let jobs = &store.jobs;
+    let id = JobId::new();
+    let first = jobs.create(id, &record(10), &[entry("/", 0)]).expect("create");
+    assert_eq!(first, vec![(0, QueueEntry { url: "http://a.test/".into(), depth: 0 })]);
+    let links = [entry("/a", 1), entry("/b", 1), entry("/", 1)];
+    let done = Settlement {
+        outcome: Outcome::Page { document: b"{\"markdown\":\"root\"}", credits: 1 },
+        links: &links,
+    };
+    let added = jobs.settle(id, 0, 10, done).expect("settle").expect("first time");
+    assert_eq!(added.iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![1, 2], "the root was already seen");
+    assert_eq!(jobs.settle(id, 0, 10, done).expect("settle"), None, "a second completion is ignored");
+    let c = jobs.counters(id).expect("counters");
+    assert_eq!((c.enqueued, c.completed, c.credits, c.pending()), (3, 1, 1, 2));
+    assert_eq!(jobs.pages(id, 0, 10, usize::MAX).expect("pages").len(), 1);
+    assert_eq!(jobs.queued(id, 0, 10).expect("queued").len(), 2);
+}
+
+#[test]
+fn the_limit_counts_unique_urls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let id = JobId::new();
+    store.jobs.create(id, &record(2), &[entry("/", 0)]).expect("create");
+    let links = [entry("/a", 1), entry("/b", 1), entry("/c", 1)];
+    let done = Settlement { outcome: Outcome::Page { document: b"{}", credits: 1 }, links: &links };
+    let added = store.jobs.settle(id, 0, 2, done).expect("ok");
+    assert_eq!(added.expect("settled").len(), 1);
+    assert_eq!(store.jobs.counters(id).expect("c").enqueued, 2);
+}
+
+#[test]
+fn failures_and_robots_blocks_are_listed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let id = JobId::new();
+    store.jobs.create(id, &record(10), &[entry("/", 0), entry("/private", 0)]).expect("create");
+    let err = ErrorEntry {
+        id: "x".into(),
+        at_ms: 1,
+        url: "http://a.test/".into(),
+        code: "SCRAPE_TIMEOUT".into(),
+        error: "slow".into(),
+    };
+    let failed_with_links = Settlement { outcome: Outcome::Failed(&err), links: &[entry("/next", 1)] };
+    store.jobs.settle(id, 0, 10, failed_with_links).expect("fail");
+    store
+        .jobs
+        .settle(id, 1, 10, Settlement { outcome: Outcome::Blocked("http://a.test/private"), links: &[] })
+        .expect("block");
+    let (errors, blocked) = store.jobs.errors(id).expect("errors");
+    assert_eq!(errors, vec![err]);
+    assert_eq!(blocked, vec!["http://a.test/private".to_owned()]);
+    let c = store.jobs.counters(id).expect("c");
+    assert_eq!((c.failed, c.blocked, c.completed, c.pending()), (1, 1, 0, 1));
+    assert_eq!(
+        store.jobs.queued(id, 0, 10).expect("queued")[0].1.url,
+        "http://a.test/next",
+        "a failed start page still leads on"
+    );
+}
+
+#[test]
+fn jobs_do_not_see_each_other_and_delete_cleanly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let (a, b) = (JobId::new(), JobId::new());
+    store.jobs.create(a, &record(10), &[entry("/", 0)]).expect("a");
+    store.jobs.create(b, &record(10), &[entry("/", 0), entry("/x", 0)]).expect("b");
+    assert_eq!(store.jobs.queued(a, 0, 10).expect("q").len(), 1);
+    store.jobs.delete(b).expect("delete");
+    assert!(store.jobs.record(b).expect("r").is_none());
+    assert!(store.jobs.queued(b, 0, 10).expect("q").is_empty());
+    assert_eq!(store.jobs.queued(a, 0, 10).expect("q").len(), 1);
+    assert_eq!(store.jobs.all().expect("all").len(), 1);
+}
+
+#[test]
+fn terminal_statuses_stick() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let id = JobId::new();
+    store.jobs.create(id, &record(10), &[]).expect("create");
+    store.jobs.set_status(id, JobStatus::Cancelled, 5).expect("cancel");
+    let r = store.jobs.set_status(id, JobStatus::Completed, 6).expect("complete").expect("record");
+    assert_eq!((r.status, r.finished_ms), (JobStatus::Cancelled, Some(5)));
+}
+
+#[test]
+fn pages_are_cut_by_size() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let id = JobId::new();
+    let first: Vec<NewEntry> = (0..5).map(|i| entry(&format!("/{i}"), 0)).collect();
+    store.jobs.create(id, &record(10), &first).expect("create");
+    for seq in 0..5 {
+        let done = Settlement { outcome: Outcome::Page { document: &[b'x'; 100], credits: 1 }, links: &[] };
+        store.jobs.settle(id, seq, 10, done).expect("settle");
+    }
+    assert_eq!(store.jobs.pages(id, 0, 100, 250).expect("pages").len(), 3);
+    assert_eq!(store.jobs.pages(id, 3, 100, usize::MAX).expect("pages").len(), 2);
+    assert_eq!(store.jobs.pages(id, 0, 2, usize::MAX).expect("pages").len(), 2);
+}

@@ -1,0 +1,193 @@
+//! A local site to crawl, served on 127.0.0.1 under several host names (`site.localhost`,
+//! `www.site.localhost`, `b.site.localhost`, `other.localhost`, which resolve to loopback
+//! without DNS): robots.txt with a disallowed section and a sitemap index pointing at a
+//! gzipped sitemap, a blog and docs with nested depth, duplicate and query variants of the
+//! same pages, a redirect, a 404 link, an orphan page only the sitemap knows, a long chain
+//! of pages, a subdomain and an "external" host. It records every request and the most
+//! requests it ever served at once, optionally answering each after a delay.
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+
+/// Pages of the `/chain/N` sequence.
+pub const CHAIN_LEN: usize = 60;
+
+#[derive(Default)]
+struct State {
+    requests: Mutex<Vec<(String, String, std::time::Instant)>>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    delay_ms: AtomicU64,
+}
+
+/// A running crawl fixture.
+pub struct CrawlSite {
+    /// Port on 127.0.0.1.
+    pub port: u16,
+    state: Arc<State>,
+    handle: actix_web::dev::ServerHandle,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl CrawlSite {
+    /// Starts the site (answering after `delay_ms` per request).
+    pub fn start(delay_ms: u64) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let state = Arc::new(State::default());
+        state.delay_ms.store(delay_ms, Ordering::SeqCst);
+        let data = web::Data::from(Arc::clone(&state));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            actix_web::rt::System::new().block_on(async move {
+                let server = HttpServer::new(move || {
+                    App::new().app_data(data.clone()).default_service(web::to(handle))
+                })
+                .workers(2)
+                .disable_signals()
+                .shutdown_timeout(1)
+                .listen(listener)
+                .expect("listen")
+                .run();
+                tx.send(server.handle()).expect("handle");
+                let _ = server.await;
+            });
+        });
+        let handle = rx.recv().expect("handle");
+        Self { port, state, handle, thread: Some(thread) }
+    }
+
+    /// `http://site.localhost:PORT{path}`
+    pub fn url(&self, path: &str) -> String {
+        format!("http://site.localhost:{}{path}", self.port)
+    }
+
+    /// Every request so far as `host path` (host without port).
+    pub fn requests(&self) -> Vec<String> {
+        self.state.requests.lock().expect("lock").iter().map(|(h, p, _)| format!("{h} {p}")).collect()
+    }
+
+    /// Requests for `path` on any host.
+    pub fn hits(&self, path: &str) -> usize {
+        self.state.requests.lock().expect("lock").iter().filter(|(_, p, _)| p == path).count()
+    }
+
+    /// Start times of requests whose path begins with `prefix`.
+    pub fn starts(&self, prefix: &str) -> Vec<std::time::Instant> {
+        self.state
+            .requests
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(_, p, _)| p.starts_with(prefix))
+            .map(|(_, _, t)| *t)
+            .collect()
+    }
+
+    /// The most requests served at the same time.
+    pub fn max_in_flight(&self) -> usize {
+        self.state.max_in_flight.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for CrawlSite {
+    fn drop(&mut self) {
+        let handle = self.handle.clone();
+        let _ = std::thread::spawn(move || actix_web::rt::System::new().block_on(handle.stop(false))).join();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn page(title: &str, body: &str, links: &[&str]) -> HttpResponse {
+    let anchors: String = links.iter().map(|l| format!("<li><a href=\"{l}\">{l}</a></li>")).collect();
+    HttpResponse::Ok().content_type("text/html; charset=utf-8").body(format!(
+        "<!DOCTYPE html><html><head><title>{title}</title></head><body><nav><ul>{anchors}</ul></nav><main><article><h1>{title}</h1><p>{body} This paragraph gives the page enough words to count as content for the extractor.</p></article></main></body></html>"
+    ))
+}
+
+struct InFlight<'a>(&'a State);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
+    let host = req.connection_info().host().split(':').next().unwrap_or_default().to_owned();
+    let path = match req.query_string() {
+        "" => req.path().to_owned(),
+        q => format!("{}?{q}", req.path()),
+    };
+    state.requests.lock().expect("lock").push((host.clone(), path.clone(), std::time::Instant::now()));
+    let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+    state.max_in_flight.fetch_max(now, Ordering::SeqCst);
+    let _guard = InFlight(&state);
+    let delay = state.delay_ms.load(Ordering::SeqCst);
+    if delay > 0 {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    let port = req.app_config().local_addr().port();
+    match host.as_str() {
+        "b.site.localhost" => return page("Shop", "The subdomain shop.", &["/shop/item"]),
+        "other.localhost" => return page("Elsewhere", "Another site entirely.", &[]),
+        _ => {}
+    }
+    match req.path() {
+        "/robots.txt" => HttpResponse::Ok().content_type("text/plain").body(format!(
+            "User-agent: *\nDisallow: /private/\n\nSitemap: http://site.localhost:{port}/sitemap.xml\n"
+        )),
+        "/sitemap.xml" => HttpResponse::Ok().content_type("application/xml").body(format!(
+            "<?xml version=\"1.0\"?><sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"><sitemap><loc>http://site.localhost:{port}/sitemaps/pages.xml.gz</loc></sitemap></sitemapindex>"
+        )),
+        "/sitemaps/pages.xml.gz" => {
+            let xml = format!(
+                "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"><url><loc>http://site.localhost:{port}/orphan</loc></url><url><loc>http://site.localhost:{port}/blog/post-1</loc></url><url><loc>http://site.localhost:{port}/private/from-sitemap</loc></url></urlset>"
+            );
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            enc.write_all(xml.as_bytes()).expect("gzip");
+            HttpResponse::Ok().content_type("application/gzip").body(enc.finish().expect("gzip"))
+        }
+        "/" | "/index.html" => {
+            let sub = format!("http://b.site.localhost:{port}/shop");
+            let ext = format!("http://other.localhost:{port}/elsewhere");
+            let www = format!("http://www.site.localhost:{port}/about");
+            page(
+                "Home",
+                "Welcome to the fixture site.",
+                &["/blog/", "/blog", "/blog/index.html", "/docs/", "/about", &www, "/private/secret", "/missing-link", &sub, &ext,
+                  "mailto:someone@example.com", "/logo.png", "/blog/post-1?ref=home", "/blog/post-1#comments"],
+            )
+        }
+        "/blog/" | "/blog" | "/blog/index.html" => page("Blog", "All posts.", &["/blog/post-1", "/blog/post-2", "/blog/post-3", "/"]),
+        "/blog/post-1" => page("Post one", "First post.", &["/blog/post-2", "/blog/"]),
+        "/blog/post-2" => page("Post two", "Second post.", &["/blog/post-3", "/blog/"]),
+        "/blog/post-3" => HttpResponse::MovedPermanently().insert_header(("Location", "/blog/post-3-final")).finish(),
+        "/blog/post-3-final" => page("Post three", "Third post, after a redirect.", &["/blog/"]),
+        "/docs/" => page("Docs", "Documentation index.", &["/docs/a"]),
+        "/docs/a" => page("Docs A", "Level one.", &["/docs/a/deep"]),
+        "/docs/a/deep" => page("Docs deep", "Level two.", &["/docs/a/deep/deeper"]),
+        "/docs/a/deep/deeper" => page("Docs deeper", "Level three.", &[]),
+        "/about" => page("About", "About the site.", &["/"]),
+        "/orphan" => page("Orphan", "Only the sitemap links here.", &[]),
+        p if p.starts_with("/private/") => page("Private", "Robots may not read this.", &[]),
+        p if p.starts_with("/chain/") => {
+            let n: usize = p.trim_start_matches("/chain/").parse().unwrap_or(usize::MAX);
+            if n >= CHAIN_LEN {
+                return HttpResponse::NotFound().content_type("text/html").body("<p>end of chain</p>");
+            }
+            let next = format!("/chain/{}", n + 1);
+            let after = format!("/chain/{}", n + 2);
+            page(&format!("Chain {n}"), &format!("Link number {n} of the chain."), &[&next, &after])
+        }
+        _ => HttpResponse::NotFound().content_type("text/html").body("<p>no such page</p>"),
+    }
+}
