@@ -59,7 +59,7 @@ async fn robots_sitemaps(domains: &ActorRef<DomainsMsg>, origin: &Url) -> Vec<St
     }
 }
 
-async fn discover(
+pub(crate) async fn discover(
     services: &Services,
     domains: &ActorRef<DomainsMsg>,
     start: &Url,

@@ -17,6 +17,7 @@ pub mod domain;
 pub mod domains;
 pub mod janitor;
 pub mod jobs;
+pub mod map;
 pub mod root;
 
 use std::sync::{Arc, OnceLock};
@@ -118,7 +119,7 @@ impl Runtime {
         &self.services
     }
 
-    async fn supervisors(&self) -> Result<Supervisors, RuntimeError> {
+    pub(crate) async fn supervisors(&self) -> Result<Supervisors, RuntimeError> {
         match self.root.call(RootMsg::Supervisors, None).await {
             Ok(CallResult::Success(s)) => Ok(s),
             other => Err(RuntimeError::Actors(format!("root supervisor unreachable: {other:?}"))),
@@ -135,6 +136,9 @@ impl Runtime {
     ) -> Result<(), RuntimeError> {
         let jobs = if volatile { self.services.volatile_jobs()? } else { self.services.store.jobs.clone() };
         jobs.create(id, record, first)?;
+        if !volatile {
+            jobs.flush().await?;
+        }
         let supervisors = self.supervisors().await?;
         supervisors
             .jobs

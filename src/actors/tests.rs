@@ -1,1 +1,149 @@
-//! Tests of the actor tree.
+//! The actor tree against a real local HTTP server and a real store: a job actor that
+//! panics is restarted by its supervisor and the job still completes with every page once;
+//! the janitor deletes what expired and nothing else.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::jobs::JobsMsg;
+use super::*;
+use crate::model::{CrawlOptions, JobStatus, SitemapMode, time};
+use crate::store::jobs::{JobKind, JobRecord, NewEntry, QueueEntry};
+
+/// A tiny site: `/p/N` links to `/p/N+1`, each answer after `delay`.
+async fn chain_site(delay: Duration) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else { return };
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let n = socket.read(&mut buf).await.unwrap_or(0);
+                let request = String::from_utf8_lossy(&buf[..n]);
+                let path = request.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                tokio::time::sleep(delay).await;
+                let body = match path.strip_prefix("/p/").and_then(|n| n.parse::<u32>().ok()) {
+                    Some(n) => format!(
+                        "<html><body><main><p>Page number {n} of the chain, with enough words to be content.</p><a href=\"/p/{}\">next</a></main></body></html>",
+                        n + 1
+                    ),
+                    None => "<p>not found</p>".to_owned(),
+                };
+                let status = if path.starts_with("/p/") { "200 OK" } else { "404 Not Found" };
+                let response = format!(
+                    "HTTP/1.1 {status}\r\ncontent-type: text/html\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            });
+        }
+    });
+    base
+}
+
+async fn runtime(dir: &std::path::Path) -> Runtime {
+    let mut settings = Settings::defaults_with_data_dir(dir);
+    settings.security.allow_private_targets = true;
+    let settings = Arc::new(settings);
+    let store = Store::open(dir).expect("store");
+    let scraper = Scraper::new(store.clone(), Arc::clone(&settings)).expect("scraper");
+    Runtime::start(Services::new(scraper, store, settings)).await.expect("runtime")
+}
+
+fn crawl_record(url: &str, limit: u64) -> JobRecord {
+    JobRecord {
+        kind: JobKind::Crawl,
+        team: "t".into(),
+        url: url.to_owned(),
+        options: CrawlOptions {
+            limit,
+            sitemap: SitemapMode::Skip,
+            crawl_entire_domain: true,
+            max_concurrency: Some(1),
+            ..Default::default()
+        },
+        status: JobStatus::Scraping,
+        created_ms: time::now_ms(),
+        expires_ms: time::now_ms() + 3_600_000,
+        finished_ms: None,
+        error: None,
+    }
+}
+
+async fn wait_for(mut check: impl FnMut() -> bool, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !check() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_job_actor_is_restarted_and_the_job_completes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = chain_site(Duration::from_millis(20)).await;
+    let rt = runtime(dir.path()).await;
+    let id = JobId::new();
+    let start = format!("{base}/p/0");
+    let first = [NewEntry { key: start.clone(), entry: QueueEntry { url: start.clone(), depth: 0 } }];
+    rt.submit(id, &crawl_record(&start, 12), &first, false).await.expect("submit");
+    let jobs = rt.services().store.jobs.clone();
+    wait_for(|| jobs.counters(id).map(|c| c.completed >= 3).unwrap_or(false), "progress").await;
+
+    let supervisors = rt.supervisors().await.expect("supervisors");
+    supervisors.jobs.cast(JobsMsg::Crash(id)).expect("cast");
+    wait_for(
+        || jobs.record(id).ok().flatten().is_some_and(|r| r.status == JobStatus::Completed),
+        "completion",
+    )
+    .await;
+
+    let docs = jobs.pages(id, 0, 100, usize::MAX).expect("pages");
+    let sources: Vec<String> = docs
+        .iter()
+        .map(|d| {
+            serde_json::from_slice::<serde_json::Value>(d).expect("json")["metadata"]["sourceURL"]
+                .as_str()
+                .expect("src")
+                .to_owned()
+        })
+        .collect();
+    let unique: BTreeSet<&String> = sources.iter().collect();
+    assert_eq!(sources.len(), 12, "{sources:?}");
+    assert_eq!(unique.len(), 12, "no page twice after the restart");
+    rt.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_janitor_deletes_only_what_expired() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = runtime(dir.path()).await;
+    let services = rt.services().clone();
+    let now = time::now_ms();
+    let (old, fresh) = (JobId::new(), JobId::new());
+    let mut expired = crawl_record("http://a.test/", 5);
+    expired.status = JobStatus::Completed;
+    expired.expires_ms = now - 1;
+    let mut current = expired.clone();
+    current.expires_ms = now + 60_000;
+    let entry = |u: &str| NewEntry { key: u.into(), entry: QueueEntry { url: u.into(), depth: 0 } };
+    services.store.jobs.create(old, &expired, &[entry("http://a.test/")]).expect("create");
+    services.store.jobs.create(fresh, &current, &[entry("http://a.test/")]).expect("create");
+    let team = TeamId::parse("t").expect("team");
+    let doc = crate::model::Document::default();
+    services.store.scrapes.put(JobId::new(), &team, &doc, 0).expect("put");
+    services.store.scrapes.put(JobId::new(), &team, &doc, 60_000).expect("put");
+
+    let supervisors = rt.supervisors().await.expect("supervisors");
+    let swept = janitor::sweep(&services, &supervisors.jobs, now + 1_000).expect("sweep");
+    assert_eq!((swept.jobs, swept.scrapes), (1, 1));
+    assert!(services.store.jobs.record(old).expect("r").is_none());
+    assert!(services.store.jobs.queued(old, 0, 10).expect("q").is_empty());
+    assert!(services.store.jobs.record(fresh).expect("r").is_some());
+    assert_eq!(services.store.scrapes.len(), 1);
+    rt.shutdown().await;
+}

@@ -11,6 +11,7 @@ pub mod error;
 pub mod formats;
 pub mod health;
 pub mod job_view;
+pub mod map;
 pub mod openapi;
 pub mod options;
 pub mod scrape;
@@ -69,6 +70,7 @@ pub fn create_app(
         .configure(openapi::configure)
         .configure(scrape::configure)
         .configure(crawl::configure)
+        .configure(map::configure)
         .default_service(web::to(not_found))
 }
 

@@ -61,6 +61,8 @@ codes! {
     Conflict => (409, "CONFLICT"),
     /// The scrape did not finish within its timeout.
     ScrapeTimeout => (408, "SCRAPE_TIMEOUT"),
+    /// A map did not finish within its timeout.
+    MapTimeout => (408, "MAP_TIMEOUT"),
     /// The request body is larger than the server accepts.
     PayloadTooLarge => (413, "PAYLOAD_TOO_LARGE"),
     /// The target served a file type this build cannot convert.

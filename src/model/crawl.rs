@@ -130,6 +130,16 @@ pub struct MapOptions {
     pub ignore_query_parameters: bool,
     /// Keep only links under the start URL's path.
     pub filter_by_path: bool,
+    /// Keep links to other sites too.
+    pub allow_external_links: bool,
+    /// Regexes a link must match one of.
+    pub include_paths: Vec<String>,
+    /// Regexes that drop a link.
+    pub exclude_paths: Vec<String>,
+    /// Match the regexes on the full URL.
+    pub regex_on_full_url: bool,
+    /// Collapse www/scheme/trailing-slash/index variants.
+    pub deduplicate_similar_urls: bool,
     /// Most links returned.
     pub limit: usize,
     /// Time budget in milliseconds.

@@ -254,6 +254,12 @@ impl JobStore {
         ))
     }
 
+    /// Makes everything written so far durable (an acknowledged job must survive a crash).
+    pub async fn flush(&self) -> Result<()> {
+        self.jobs.flush_async().await?;
+        Ok(())
+    }
+
     /// The job's record.
     pub fn record(&self, id: JobId) -> Result<Option<JobRecord>> {
         self.jobs.get(id.as_bytes())?.map(|b| codec::decode(&b)).transpose().map_err(Into::into)

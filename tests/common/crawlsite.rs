@@ -176,7 +176,17 @@ async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
         "/docs/a" => page("Docs A", "Level one.", &["/docs/a/deep"]),
         "/docs/a/deep" => page("Docs deep", "Level two.", &["/docs/a/deep/deeper"]),
         "/docs/a/deep/deeper" => page("Docs deeper", "Level three.", &[]),
-        "/about" => page("About", "About the site.", &["/"]),
+        "/about" => page("About", "About the site.", &["/", "/files/manual.pdf"]),
+        "/files/manual.pdf" => HttpResponse::Ok().content_type("application/pdf").body(&b"%PDF-1.4 not really"[..]),
+        "/flaky" => {
+            // The first request is told to come back in a second.
+            let seen = state.requests.lock().expect("lock").iter().filter(|(_, p, _)| p == "/flaky").count();
+            if seen == 1 {
+                HttpResponse::TooManyRequests().insert_header(("Retry-After", "1")).body("slow down")
+            } else {
+                page("Flaky", "Served once the client waited.", &[])
+            }
+        }
         "/orphan" => page("Orphan", "Only the sitemap links here.", &[]),
         p if p.starts_with("/private/") => page("Private", "Robots may not read this.", &[]),
         p if p.starts_with("/chain/") => {

@@ -35,8 +35,7 @@ pub const KEY: &str = "test-key-default";
 pub struct TestServer {
     /// `http://127.0.0.1:PORT`
     pub base: String,
-    /// Data directory (removed on drop).
-    pub data: TempDir,
+    data: Option<TempDir>,
     client: reqwest::Client,
     shutdown: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
@@ -90,7 +89,7 @@ impl Builder {
         });
         let server = TestServer {
             base,
-            data: self.data,
+            data: Some(self.data),
             client: reqwest::Client::builder().no_proxy().build().expect("client"),
             shutdown: Some(tx),
             thread: Some(thread),
@@ -224,7 +223,22 @@ impl TestServer {
 
     /// The data directory.
     pub fn data_dir(&self) -> PathBuf {
-        self.data.path().to_path_buf()
+        self.data.as_ref().map(|d| d.path().to_path_buf()).unwrap_or_default()
+    }
+
+    /// Stops the server gracefully and hands over its data directory for inspection.
+    pub fn stop(mut self) -> TempDir {
+        self.shutdown_now();
+        self.data.take().expect("data directory")
+    }
+
+    fn shutdown_now(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -238,12 +252,7 @@ pub async fn decode(resp: reqwest::Response) -> (u16, Value) {
 
 impl Drop for TestServer {
     fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
+        self.shutdown_now();
     }
 }
 

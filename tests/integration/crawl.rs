@@ -159,3 +159,264 @@ async fn sitemap_modes_subdomains_and_external_links() {
     let got = pages(&app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await);
     assert_eq!(got, paths(&["/blog/post-1", "/orphan"]));
 }
+
+#[tokio::test]
+async fn limit_delay_and_concurrency_hold_at_the_server() {
+    let app = TestServer::start().await;
+    let site = CrawlSite::start(0);
+    let id = app
+        .start_crawl(
+            json!({"url": site.url("/chain/0"), "limit": 5, "sitemap": "skip", "crawlEntireDomain": true}),
+        )
+        .await;
+    let done = app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    assert_eq!(done["completed"], 5);
+    assert_eq!(site.starts("/chain/").len(), 5, "nothing beyond the limit is fetched");
+
+    let site = CrawlSite::start(0);
+    let body = json!({"url": site.url("/chain/0"), "limit": 4, "sitemap": "skip", "crawlEntireDomain": true, "delay": 0.3});
+    let id = app.start_crawl(body).await;
+    app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    assert_eq!(site.max_in_flight(), 1, "a delay means one request at a time");
+    let starts = site.starts("/chain/");
+    assert_eq!(starts.len(), 4);
+    for pair in starts.windows(2) {
+        assert!(pair[1] - pair[0] >= Duration::from_millis(280), "requests {:?} apart", pair[1] - pair[0]);
+    }
+
+    let site = CrawlSite::start(80);
+    let body = json!({"url": site.url("/chain/0"), "limit": 30, "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 2});
+    let id = app.start_crawl(body).await;
+    let done = app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    assert_eq!(done["completed"], 30);
+    assert_eq!(site.max_in_flight(), 2, "maxConcurrency caps requests in flight (and allows that many)");
+}
+
+#[tokio::test]
+async fn site_politeness_holds_across_jobs() {
+    let site = CrawlSite::start(60);
+    let app = TestServer::builder().settings(|s| s.crawl.domain_concurrency = 2).start().await;
+    let body = json!({"url": site.url("/chain/0"), "limit": 20, "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 5});
+    let a = app.start_crawl(body.clone()).await;
+    let b = app.start_crawl(body).await;
+    app.wait_job(&format!("/v2/crawl/{a}"), WAIT).await;
+    app.wait_job(&format!("/v2/crawl/{b}"), WAIT).await;
+    assert_eq!(site.max_in_flight(), 2, "two crawls of one site share its concurrency cap");
+}
+
+#[tokio::test]
+async fn retry_after_is_honoured() {
+    let site = CrawlSite::start(0);
+    let app = TestServer::start().await;
+    let id = app.start_crawl(json!({"url": site.url("/flaky"), "sitemap": "skip"})).await;
+    let done = app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    assert_eq!(done["completed"], 1);
+    assert_eq!(done["data"][0]["metadata"]["statusCode"], 200, "the 429 was retried");
+    let starts = site.starts("/flaky");
+    assert_eq!(starts.len(), 2);
+    assert!(starts[1] - starts[0] >= Duration::from_millis(950), "waited {:?}", starts[1] - starts[0]);
+}
+
+#[tokio::test]
+async fn status_pages_with_next_links() {
+    let site = CrawlSite::start(0);
+    let app = TestServer::start().await;
+    let id = app
+        .start_crawl(
+            json!({"url": site.url("/chain/0"), "limit": 7, "sitemap": "skip", "crawlEntireDomain": true}),
+        )
+        .await;
+    app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    let (_, first) = app.request(reqwest::Method::GET, &format!("/v2/crawl/{id}?limit=3"), None).await;
+    assert_eq!(first["data"].as_array().expect("data").len(), 3);
+    assert_eq!(first["next"], format!("{}/v2/crawl/{id}?skip=3&limit=3", app.base));
+    let all = app.collect_pages(crate::common::KEY, first).await;
+    let docs = all["data"].as_array().expect("data");
+    assert_eq!(docs.len(), 7);
+    let mut sources: Vec<&str> = docs.iter().filter_map(|d| d["metadata"]["sourceURL"].as_str()).collect();
+    sources.sort_unstable();
+    sources.dedup();
+    assert_eq!(sources.len(), 7, "pages do not repeat across status pages");
+    let (_, last) = app.request(reqwest::Method::GET, &format!("/v2/crawl/{id}?skip=6&limit=3"), None).await;
+    assert!(last.get("next").is_none(), "{last}");
+    let got = app.request(reqwest::Method::GET, &format!("/v2/crawl/{id}?limit=0"), None).await;
+    let msg = crate::common::assert_error(&got, 400, "BAD_REQUEST");
+    assert!(msg.contains("`limit`"), "{msg}");
+    // Behind a proxy: next follows the forwarded scheme and host.
+    let resp = app
+        .client()
+        .get(format!("{}/v2/crawl/{id}?limit=2", app.base))
+        .bearer_auth(crate::common::KEY)
+        .header("X-Forwarded-Proto", "https")
+        .header("X-Forwarded-Host", "crawl.example.com")
+        .send()
+        .await
+        .expect("get");
+    let (_, body) = crate::common::decode(resp).await;
+    assert_eq!(body["next"], format!("https://crawl.example.com/v2/crawl/{id}?skip=2&limit=2"));
+}
+
+#[tokio::test]
+async fn public_url_shapes_returned_links() {
+    let site = CrawlSite::start(0);
+    let app = TestServer::builder()
+        .settings(|s| s.server.public_url = "https://api.example.org/".into())
+        .start()
+        .await;
+    let (_, started) = app.request(reqwest::Method::POST, "/v2/crawl", Some(&json!({"url": site.url("/chain/0"), "limit": 3, "sitemap": "skip", "crawlEntireDomain": true}))).await;
+    let id = started["id"].as_str().expect("id");
+    assert_eq!(started["url"], format!("https://api.example.org/v2/crawl/{id}"));
+    app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    let (_, body) = app.request(reqwest::Method::GET, &format!("/v2/crawl/{id}?limit=1"), None).await;
+    assert_eq!(body["next"], format!("https://api.example.org/v2/crawl/{id}?skip=1&limit=1"));
+}
+
+#[tokio::test]
+async fn cancel_stops_fetching_and_is_reported() {
+    let site = CrawlSite::start(150);
+    let app = TestServer::start().await;
+    let id = app.start_crawl(json!({"url": site.url("/chain/0"), "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 1})).await;
+    while site.starts("/chain/").len() < 2 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (status, body) = app.request(reqwest::Method::DELETE, &format!("/v2/crawl/{id}"), None).await;
+    assert_eq!((status, body["status"].as_str()), (200, Some("cancelled")), "{body}");
+    let (_, now) = app.request(reqwest::Method::GET, &format!("/v2/crawl/{id}"), None).await;
+    assert_eq!(now["status"], "cancelled");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let settled = site.starts("/chain/").len();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(site.starts("/chain/").len(), settled, "nothing new is fetched after cancel");
+    assert!(settled < 6, "{settled} pages fetched");
+    let (status, _) = app.request(reqwest::Method::DELETE, &format!("/v2/crawl/{id}"), None).await;
+    assert_eq!(status, 200, "cancelling twice is harmless");
+
+    let site = CrawlSite::start(0);
+    let id = app.start_crawl(json!({"url": site.url("/chain/0"), "limit": 2, "sitemap": "skip"})).await;
+    app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    let got = app.request(reqwest::Method::DELETE, &format!("/v2/crawl/{id}"), None).await;
+    let msg = crate::common::assert_error(&got, 409, "CONFLICT");
+    assert!(msg.contains("already completed"), "{msg}");
+}
+
+#[tokio::test]
+async fn failed_pages_are_listed_in_errors() {
+    let site = CrawlSite::start(0);
+    let app = TestServer::start().await;
+    let id = app.start_crawl(json!({"url": site.url("/about"), "sitemap": "skip", "crawlEntireDomain": true, "maxDiscoveryDepth": 1})).await;
+    let done = app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    assert_eq!(pages(&done), paths(&["/", "/about"]));
+    let (_, errors) = app.request(reqwest::Method::GET, &format!("/v2/crawl/{id}/errors"), None).await;
+    let list = errors["errors"].as_array().expect("errors");
+    assert_eq!(list.len(), 1, "{errors}");
+    assert!(list[0]["url"].as_str().expect("url").ends_with("/files/manual.pdf"));
+    assert_eq!(list[0]["code"], "SCRAPE_UNSUPPORTED_FILE_ERROR");
+    assert!(list[0]["timestamp"].as_str().expect("ts").ends_with('Z') && list[0]["id"].is_string());
+    // A start URL robots.txt forbids: nothing fetched, the URL reported.
+    let id = app.start_crawl(json!({"url": site.url("/private/start"), "sitemap": "skip"})).await;
+    let done = app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    assert_eq!((done["status"].as_str(), done["completed"].as_u64()), (Some("completed"), Some(0)));
+    assert_eq!(site.hits("/private/start"), 0);
+    let (_, errors) = app.request(reqwest::Method::GET, &format!("/v2/crawl/{id}/errors"), None).await;
+    assert_eq!(errors["robotsBlocked"], json!([site.url("/private/start")]));
+}
+
+#[tokio::test]
+async fn active_crawls_and_other_teams() {
+    let site = CrawlSite::start(100);
+    let app = TestServer::builder().key("rival", "rival-team-key").start().await;
+    let id = app
+        .start_crawl(json!({"url": site.url("/chain/0"), "limit": 8, "sitemap": "skip", "maxConcurrency": 1}))
+        .await;
+    let (_, active) = app.request(reqwest::Method::GET, "/v2/crawl/active", None).await;
+    let crawls = active["crawls"].as_array().expect("crawls");
+    assert_eq!(crawls.len(), 1, "{active}");
+    assert_eq!(crawls[0]["id"], id);
+    assert_eq!(crawls[0]["teamId"], "default");
+    assert_eq!(crawls[0]["options"]["limit"], 8);
+    let (_, ongoing) = app.request(reqwest::Method::GET, "/v2/crawl/ongoing", None).await;
+    assert_eq!(ongoing["crawls"], active["crawls"]);
+    let rival = |method: reqwest::Method, path: String| {
+        let app = &app;
+        async move { app.request_as("rival-team-key", method, &path, None).await }
+    };
+    let (_, theirs) = rival(reqwest::Method::GET, "/v2/crawl/active".into()).await;
+    assert_eq!(theirs["crawls"], json!([]));
+    for (method, path) in [
+        (reqwest::Method::GET, format!("/v2/crawl/{id}")),
+        (reqwest::Method::GET, format!("/v2/crawl/{id}/errors")),
+        (reqwest::Method::DELETE, format!("/v2/crawl/{id}")),
+    ] {
+        let got = rival(method, path).await;
+        crate::common::assert_error(&got, 404, "NOT_FOUND");
+    }
+    let done = app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    assert_eq!(done["status"], "completed", "the rival's cancel did nothing");
+    let (_, active) = app.request(reqwest::Method::GET, "/v2/crawl/active", None).await;
+    assert_eq!(active["crawls"], json!([]));
+}
+
+fn files_contain(dir: &std::path::Path, needle: &[u8]) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    entries.flatten().any(|e| {
+        let path = e.path();
+        if path.is_dir() {
+            files_contain(&path, needle)
+        } else {
+            std::fs::read(&path).is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle))
+        }
+    })
+}
+
+#[tokio::test]
+async fn zero_data_retention_crawls_leave_nothing_on_disk() {
+    let site = CrawlSite::start(0);
+    // Control: an ordinary crawl does store its pages, so the check below can fail.
+    let ordinary = TestServer::start().await;
+    let id = ordinary
+        .start_crawl(
+            json!({"url": site.url("/chain/0"), "limit": 2, "sitemap": "skip", "crawlEntireDomain": true}),
+        )
+        .await;
+    ordinary.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    let ordinary_dir = ordinary.stop();
+    assert!(files_contain(ordinary_dir.path(), b"Link number"));
+
+    let app = TestServer::start().await;
+    let body = json!({"url": site.url("/chain/0"), "limit": 4, "sitemap": "skip", "crawlEntireDomain": true, "zeroDataRetention": true});
+    let id = app.start_crawl(body).await;
+    let done = app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    assert_eq!(done["completed"], 4);
+    assert!(done["data"][0]["markdown"].as_str().expect("md").contains("Link number"));
+    let data_dir = app.stop();
+    assert!(!files_contain(data_dir.path(), b"Link number"), "page text was written to disk");
+    assert!(!files_contain(data_dir.path(), b"/chain/1"), "URLs were written to disk");
+
+    let app = TestServer::builder().key("plain", "plain-team-key").start().await;
+    let body = json!({"url": site.url("/chain/0"), "zeroDataRetention": true});
+    let got = app.request_as("plain-team-key", reqwest::Method::POST, "/v2/crawl", Some(&body)).await;
+    crate::common::assert_error(&got, 403, "FORBIDDEN");
+}
+
+#[tokio::test]
+async fn idempotency_keys_start_a_crawl_once() {
+    let site = CrawlSite::start(0);
+    let app = TestServer::start().await;
+    let send = || async {
+        let resp = app
+            .client()
+            .post(format!("{}/v2/crawl", app.base))
+            .bearer_auth(crate::common::KEY)
+            .header("x-idempotency-key", "nightly-2026-11-23")
+            .json(&json!({"url": site.url("/chain/0"), "limit": 2}))
+            .send()
+            .await
+            .expect("post");
+        crate::common::decode(resp).await
+    };
+    let (status, first) = send().await;
+    assert_eq!(status, 200, "{first}");
+    let got = send().await;
+    let msg = crate::common::assert_error(&got, 409, "CONFLICT");
+    assert!(msg.contains("Idempotency key already used"));
+}

@@ -1,0 +1,82 @@
+//! Accepted work survives `kill -9`: a crawl killed mid-way resumes when the server
+//! restarts and finishes with every reachable page exactly once.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::crawlsite::CHAIN_LEN;
+use crate::common::process::Binary;
+use crate::common::{CrawlSite, decode};
+
+async fn get(base: &str, key: &str, path_or_url: &str) -> Value {
+    let url =
+        if path_or_url.starts_with("http") { path_or_url.to_owned() } else { format!("{base}{path_or_url}") };
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let (status, body) = decode(client.get(url).bearer_auth(key).send().await.expect("get")).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+#[tokio::test]
+async fn a_crawl_killed_mid_way_finishes_after_restart() {
+    ferrocrawl::scrape::engine::http::install_crypto_provider();
+    let site = CrawlSite::start(40);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Binary::serve(dir.path(), &[]);
+    let key = std::fs::read_to_string(dir.path().join("api-key")).expect("key").trim().to_owned();
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let body = json!({"url": site.url("/chain/0"), "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 2});
+    let resp = client
+        .post(format!("{}/v2/crawl", server.base))
+        .bearer_auth(&key)
+        .json(&body)
+        .send()
+        .await
+        .expect("post");
+    let (_, started) = decode(resp).await;
+    let id = started["id"].as_str().expect("id").to_owned();
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = get(&server.base, &key, &format!("/v2/crawl/{id}")).await;
+        if status["completed"].as_u64().unwrap_or(0) >= 12 {
+            assert_eq!(status["status"], "scraping", "the crawl must still be running when killed");
+            break;
+        }
+        assert!(Instant::now() < deadline, "crawl made no progress: {status}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.kill9();
+    let before_restart = site.requests().len();
+
+    let server = Binary::serve(dir.path(), &[]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let done = loop {
+        let status = get(&server.base, &key, &format!("/v2/crawl/{id}")).await;
+        if status["status"] != "scraping" {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "resumed crawl did not finish: {status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(site.requests().len() > before_restart, "the restarted server fetched the rest");
+    let mut docs: Vec<Value> = done["data"].as_array().cloned().unwrap_or_default();
+    let mut next = done["next"].as_str().map(str::to_owned);
+    while let Some(url) = next {
+        let page = get(&server.base, &key, &url).await;
+        docs.extend(page["data"].as_array().cloned().unwrap_or_default());
+        next = page["next"].as_str().map(str::to_owned);
+    }
+    let sources: Vec<String> =
+        docs.iter().map(|d| d["metadata"]["sourceURL"].as_str().expect("source").to_owned()).collect();
+    let unique: BTreeSet<&String> = sources.iter().collect();
+    assert_eq!(unique.len(), sources.len(), "a page appears twice: {sources:?}");
+    // /chain/0 .. /chain/CHAIN_LEN+1: the chain plus the two 404 pages past its end.
+    let expected: BTreeSet<String> = (0..CHAIN_LEN + 2).map(|n| site.url(&format!("/chain/{n}"))).collect();
+    let got: BTreeSet<String> = sources.into_iter().collect();
+    assert_eq!(got, expected);
+    assert_eq!(done["completed"].as_u64(), Some(expected.len() as u64));
+}
