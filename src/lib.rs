@@ -19,6 +19,7 @@ pub mod api;
 pub mod config;
 pub mod crawl;
 pub mod extract;
+pub mod local;
 pub mod model;
 pub mod scrape;
 pub mod store;

@@ -8,8 +8,9 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 
-use ferrocrawl::config::{Overrides, Settings};
+use ferrocrawl::config::{LogSettings, Overrides, Settings};
 use ferrocrawl::extract::{self, ExtractOptions, Wanted};
+use ferrocrawl::local::CrawlCommand;
 use ferrocrawl::model::TeamId;
 use ferrocrawl::store::Store;
 
@@ -38,6 +39,52 @@ enum Command {
     Keys {
         #[command(subcommand)]
         command: KeysCommand,
+    },
+    /// Crawl a site in-process: one Markdown file per page and index.jsonl in --out.
+    Crawl {
+        /// Start URL.
+        url: String,
+        /// Most pages.
+        #[arg(long, default_value_t = 10_000)]
+        limit: u64,
+        /// Only follow URLs whose path matches this regex (repeatable).
+        #[arg(long = "include")]
+        include: Vec<String>,
+        /// Skip URLs whose path matches this regex (repeatable).
+        #[arg(long = "exclude")]
+        exclude: Vec<String>,
+        /// Output folder.
+        #[arg(long, default_value = "crawl-out")]
+        out: PathBuf,
+        /// Fetches in flight (for the crawl and per site).
+        #[arg(long)]
+        concurrency: Option<u32>,
+        /// Follow links outside the start URL's path.
+        #[arg(long)]
+        entire_domain: bool,
+        /// Data directory for the job (a temporary one by default).
+        #[arg(long)]
+        data: Option<PathBuf>,
+        /// Allow private and loopback targets (a site on this machine or network).
+        #[arg(long)]
+        allow_private: bool,
+        /// No progress bar.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// List a site's URLs (start page links and sitemaps), one per line.
+    Map {
+        /// The site.
+        url: String,
+        /// Most links.
+        #[arg(long, default_value_t = 5_000)]
+        limit: usize,
+        /// Keep links mentioning these words, best first.
+        #[arg(long)]
+        search: Option<String>,
+        /// Allow private and loopback targets.
+        #[arg(long)]
+        allow_private: bool,
     },
     /// Print the Markdown of a local HTML file, as a scrape of URL would produce it.
     Extract {
@@ -91,14 +138,97 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             create_key(&settings.storage.data_dir, &team, key.as_deref())
         }
         Command::Extract { file, url, full } => extract_file(&file, &url, full),
+        Command::Crawl {
+            url,
+            limit,
+            include,
+            exclude,
+            out,
+            concurrency,
+            entire_domain,
+            data,
+            allow_private,
+            quiet,
+        } => {
+            let temp = tempdir_if(data.is_none())?;
+            let data_dir = data.or_else(|| temp.as_ref().map(|t| t.path().to_path_buf()));
+            let mut settings = Settings::load(cli.config.as_deref(), &Overrides { port: None, data_dir })?;
+            settings.security.allow_private_targets |= allow_private;
+            ferrocrawl::telemetry::init(&LogSettings { level: "warn".into(), ..settings.log.clone() });
+            let url = parse_url(&url)?;
+            let command = CrawlCommand {
+                url,
+                limit,
+                include,
+                exclude,
+                out,
+                concurrency,
+                entire_domain,
+                progress: !quiet,
+            };
+            let summary = runtime()?.block_on(ferrocrawl::local::crawl(settings, command))?;
+            println!(
+                "pages={} failed={} robots_blocked={} seconds={:.2}",
+                summary.pages,
+                summary.failed,
+                summary.blocked,
+                summary.elapsed.as_secs_f64()
+            );
+            Ok(())
+        }
+        Command::Map { url, limit, search, allow_private } => {
+            let temp = tempdir_if(true)?;
+            let data_dir = temp.as_ref().map(|t| t.path().to_path_buf());
+            let mut settings = Settings::load(cli.config.as_deref(), &Overrides { port: None, data_dir })?;
+            settings.security.allow_private_targets |= allow_private;
+            ferrocrawl::telemetry::init(&LogSettings { level: "warn".into(), ..settings.log.clone() });
+            let url = parse_url(&url)?;
+            for link in runtime()?.block_on(ferrocrawl::local::map(settings, &url, limit, search))? {
+                println!("{}", link.url);
+            }
+            Ok(())
+        }
+    }
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+fn parse_url(text: &str) -> anyhow::Result<url::Url> {
+    ferrocrawl::api::target::parse_str(text).map_err(|reason| anyhow::anyhow!("the URL {reason}"))
+}
+
+/// A temporary data directory, removed when dropped.
+fn tempdir_if(wanted: bool) -> anyhow::Result<Option<TempData>> {
+    if !wanted {
+        return Ok(None);
+    }
+    let path = std::env::temp_dir().join(format!("ferrocrawl-{}", ferrocrawl::model::JobId::new()));
+    std::fs::create_dir_all(&path)?;
+    Ok(Some(TempData(path)))
+}
+
+/// A directory deleted on drop.
+#[derive(Debug)]
+struct TempData(PathBuf);
+
+impl TempData {
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempData {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
 fn serve(settings: Settings) -> anyhow::Result<()> {
     let address = format!("{}:{}", settings.server.host, settings.server.port);
     let listener = TcpListener::bind(&address).with_context(|| format!("cannot listen on {address}"))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(ferrocrawl::serve(listener, settings, shutdown_signal()))?;
+    runtime()?.block_on(ferrocrawl::serve(listener, settings, shutdown_signal()))?;
     Ok(())
 }
 

@@ -1,13 +1,16 @@
 //! The OpenAPI document served at `/v2/openapi.json`. Schemas come from the same types the
-//! handlers deserialize (so field names and ranges cannot drift), and the scrape request is
-//! assembled from `url` plus the scrape options, exactly the key set the server accepts.
+//! handlers deserialize (so field names and ranges cannot drift), and each request schema is
+//! assembled from `url` plus its options, exactly the key set the server accepts.
 
 use actix_web::{HttpResponse, web};
 use serde_json::{Value, json};
 use utoipa::OpenApi;
 
+use super::crawl::{self, StartedJob};
+use super::crawl_body::CrawlBody;
 use super::error::ErrorBody;
 use super::health::{self, Health};
+use super::map::{self, MapBody};
 use super::options::{LocationBody, ScrapeOptionsBody};
 use super::scrape::{self, ScrapeResponse};
 
@@ -18,33 +21,49 @@ use super::scrape::{self, ScrapeResponse};
         description = "Self-hosted web content extraction speaking the Firecrawl v2 API.",
         version = env!("CARGO_PKG_VERSION")
     ),
-    paths(scrape::scrape, scrape::get_scrape, health::health),
-    components(schemas(ScrapeOptionsBody, LocationBody, ScrapeResponse, ErrorBody, Health))
+    paths(scrape::scrape, scrape::get_scrape, crawl::start, crawl::status, map::map_site, health::health),
+    components(schemas(ScrapeOptionsBody, LocationBody, ScrapeResponse, CrawlBody, MapBody, StartedJob, ErrorBody, Health))
 )]
 struct ApiDoc;
 
 /// Builds the document as JSON.
 pub fn document() -> Value {
     let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_else(|_| json!({}));
-    let options = doc["components"]["schemas"]["ScrapeOptions"].clone();
-    let mut request = options;
-    if let Some(props) = request.get_mut("properties").and_then(Value::as_object_mut) {
-        props.insert(
-            "url".into(),
-            json!({"type": "string", "format": "uri", "description": "The page to scrape (http or https)."}),
-        );
-    }
-    request["required"] = json!(["url"]);
-    request["additionalProperties"] = json!(false);
-    doc["components"]["schemas"]["ScrapeRequest"] = request;
-    doc["paths"]["/v2/scrape"]["post"]["requestBody"] = json!({
-        "required": true,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ScrapeRequest"}}}
-    });
+    request_schema(
+        &mut doc,
+        "ScrapeOptions",
+        "ScrapeRequest",
+        "/v2/scrape",
+        "The page to scrape (http or https).",
+    );
+    request_schema(
+        &mut doc,
+        "CrawlOptions",
+        "CrawlRequest",
+        "/v2/crawl",
+        "The URL to start from (http or https).",
+    );
+    request_schema(&mut doc, "MapOptions", "MapRequest", "/v2/map", "The site to map (http or https).");
     doc["components"]["securitySchemes"] = json!({
         "bearer": {"type": "http", "scheme": "bearer", "description": "An API key: `ferrocrawl keys create`"}
     });
     doc
+}
+
+/// Adds schema `request` (`url` plus the properties of `options`) and makes it the request
+/// body of `POST path`.
+fn request_schema(doc: &mut Value, options: &str, request: &str, path: &str, url_doc: &str) {
+    let mut schema = doc["components"]["schemas"][options].clone();
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        props.insert("url".into(), json!({"type": "string", "format": "uri", "description": url_doc}));
+    }
+    schema["required"] = json!(["url"]);
+    schema["additionalProperties"] = json!(false);
+    doc["components"]["schemas"][request] = schema;
+    doc["paths"][path]["post"]["requestBody"] = json!({
+        "required": true,
+        "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{request}")}}}
+    });
 }
 
 /// Registers the route.
@@ -72,13 +91,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn scrape_request_lists_exactly_the_accepted_keys() {
+    fn request_schemas_list_exactly_the_accepted_keys() {
         let doc = document();
-        let props = doc["components"]["schemas"]["ScrapeRequest"]["properties"].as_object().expect("props");
-        let mut documented: Vec<&str> = props.keys().map(String::as_str).collect();
-        let mut accepted = scrape::accepted_keys();
-        documented.sort_unstable();
-        accepted.sort_unstable();
-        assert_eq!(documented, accepted);
+        for (schema, mut accepted) in [
+            ("ScrapeRequest", scrape::accepted_keys()),
+            ("CrawlRequest", crawl::accepted_keys()),
+            ("MapRequest", map::accepted_keys()),
+        ] {
+            let props = doc["components"]["schemas"][schema]["properties"].as_object().expect("props");
+            let mut documented: Vec<&str> = props.keys().map(String::as_str).collect();
+            documented.sort_unstable();
+            accepted.sort_unstable();
+            assert_eq!(documented, accepted, "{schema}");
+        }
     }
 }

@@ -194,3 +194,44 @@ fn extract_prints_markdown_of_a_local_file() {
     assert!(md.contains("# Growing Tomatoes at Home") && !md.contains("Popular posts"), "{md}");
     assert!(md.contains("[soil guide](https://garden.example/guides/soil)"), "{md}");
 }
+
+#[test]
+fn crawl_and_map_commands_write_what_they_find() {
+    let site = crate::common::CrawlSite::start(0);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let out_str = out.to_str().expect("utf8");
+    let start = site.url("/");
+    let result = run(
+        &["crawl", &start, "--allow-private", "--quiet", "--out", out_str, "--exclude", "^/docs/a/"],
+        &[],
+    );
+    assert!(result.status.success(), "{}", String::from_utf8_lossy(&result.stderr));
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    // The default crawl's 13 pages minus /docs/a/deep and /docs/a/deep/deeper.
+    assert!(stdout.contains("pages=11 failed=1 robots_blocked=2"), "{stdout}");
+    let index = std::fs::read_to_string(out.join("index.jsonl")).expect("index");
+    let lines: Vec<serde_json::Value> =
+        index.lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
+    assert_eq!(lines.len(), 11);
+    for line in &lines {
+        let file = out.join(line["file"].as_str().expect("file"));
+        let markdown = std::fs::read_to_string(&file).expect("markdown file");
+        assert!(!markdown.is_empty() || line["statusCode"] == 404, "{line}");
+    }
+    assert!(lines.iter().any(|l| l["title"] == "Orphan"), "sitemap pages are crawled");
+    assert_eq!(site.hits("/private/secret"), 0);
+    let without_bar =
+        run(&["crawl", &start, "--allow-private", "--quiet", "--out", out_str, "--limit", "2"], &[]);
+    assert!(String::from_utf8_lossy(&without_bar.stdout).contains("pages=2 "));
+    let blocked = run(&["crawl", &start, "--quiet", "--out", out_str], &[]);
+    assert!(
+        String::from_utf8_lossy(&blocked.stdout).contains("pages=0 failed=1 "),
+        "loopback needs --allow-private"
+    );
+
+    let mapped = run(&["map", &start, "--allow-private", "--search", "blog"], &[]);
+    assert!(mapped.status.success(), "{}", String::from_utf8_lossy(&mapped.stderr));
+    let lines: Vec<String> = String::from_utf8_lossy(&mapped.stdout).lines().map(str::to_owned).collect();
+    assert_eq!(lines, vec![site.url("/blog/"), site.url("/blog/post-1")]);
+}

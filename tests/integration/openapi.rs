@@ -19,13 +19,23 @@ async fn document_matches_the_scrape_endpoint() {
     assert!(props.len() > 20, "{props:?}");
     let url = "http://a.example.com/";
 
-    for name in props.keys().filter(|k| *k != "url") {
-        let (status, body) = app.scrape(json!({"url": "ftp://refused.example/", name: null})).await;
-        // The only complaint may be about the URL, never about the documented key.
-        assert_eq!(status, 400, "{name}: {body}");
-        let msg = body["error"].as_str().unwrap_or_default();
-        assert!(!msg.contains("Unrecognized key"), "documented `{name}` was refused: {msg}");
-        assert!(msg.contains("`url`"), "{name}: {msg}");
+    for (schema, path) in
+        [("ScrapeRequest", "/v2/scrape"), ("CrawlRequest", "/v2/crawl"), ("MapRequest", "/v2/map")]
+    {
+        let documented = doc["components"]["schemas"][schema]["properties"].as_object().expect("properties");
+        assert!(doc["paths"][path]["post"].is_object(), "{path} is documented");
+        for name in documented.keys().filter(|k| *k != "url") {
+            let body = json!({"url": "ftp://refused.example/", name: null});
+            let (status, reply) = app.request(reqwest::Method::POST, path, Some(&body)).await;
+            // The only complaint may be about the URL, never about the documented key.
+            assert_eq!(status, 400, "{path} {name}: {reply}");
+            let msg = reply["error"].as_str().unwrap_or_default();
+            assert!(!msg.contains("Unrecognized key"), "{path}: documented `{name}` was refused: {msg}");
+            assert!(msg.contains("`url`"), "{path} {name}: {msg}");
+        }
+        let got =
+            app.request(reqwest::Method::POST, path, Some(&json!({"url": url, "notInTheDocument": 1}))).await;
+        assert!(assert_error(&got, 400, "BAD_REQUEST").contains("notInTheDocument"), "{path}");
     }
     let got = app.scrape(json!({"url": url, "notInTheDocument": true})).await;
     let msg = assert_error(&got, 400, "BAD_REQUEST");

@@ -1,0 +1,211 @@
+//! Jobs run from the command line (`ferrocrawl crawl`, `ferrocrawl map`): the same actor
+//! tree and store as the server, in-process, with the results written to a folder — one
+//! Markdown file per page and an `index.jsonl` line for each — as they complete, under a
+//! progress bar.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{Value, json};
+use url::Url;
+
+use crate::actors::map::MapLink;
+use crate::actors::{Runtime, Services};
+use crate::config::Settings;
+use crate::crawl::keys::{self, KeyRules};
+use crate::crawl::scope::{self, ScopeOptions};
+use crate::model::{CrawlOptions, JobId, JobStatus, MapOptions, ScrapeOptions, SitemapMode, TeamId, time};
+use crate::scrape::Scraper;
+use crate::store::Store;
+use crate::store::jobs::{JobKind, JobRecord, NewEntry, QueueEntry};
+
+/// Team that command-line jobs run as.
+const LOCAL_TEAM: &str = "local";
+
+/// What `ferrocrawl crawl` was asked to do.
+#[derive(Debug, Clone)]
+pub struct CrawlCommand {
+    /// Start URL.
+    pub url: Url,
+    /// Most pages.
+    pub limit: u64,
+    /// Include patterns.
+    pub include: Vec<String>,
+    /// Exclude patterns.
+    pub exclude: Vec<String>,
+    /// Output folder.
+    pub out: PathBuf,
+    /// Fetches in flight (for the crawl and per site).
+    pub concurrency: Option<u32>,
+    /// Follow links outside the start path.
+    pub entire_domain: bool,
+    /// Show a progress bar.
+    pub progress: bool,
+}
+
+/// What a finished command-line crawl did.
+#[derive(Debug, Clone, Copy)]
+pub struct CrawlSummary {
+    /// Pages written.
+    pub pages: u64,
+    /// Pages that failed.
+    pub failed: u64,
+    /// URLs robots.txt kept us from.
+    pub blocked: u64,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+/// Opens the store and starts the actor tree for a command.
+async fn start(settings: Settings) -> anyhow::Result<Runtime> {
+    let settings = Arc::new(settings);
+    let store = Store::open(&settings.storage.data_dir).context("opening the data directory")?;
+    let scraper = Scraper::new(store.clone(), Arc::clone(&settings)).map_err(anyhow::Error::msg)?;
+    Ok(Runtime::start(Services::new(scraper, store, settings)).await?)
+}
+
+/// Crawls and writes the results to `cmd.out`.
+pub async fn crawl(mut settings: Settings, cmd: CrawlCommand) -> anyhow::Result<CrawlSummary> {
+    if let Some(n) = cmd.concurrency {
+        settings.crawl.max_concurrency = n.max(1);
+        settings.crawl.domain_concurrency = n.max(1);
+    }
+    scope::validate_patterns(&ScopeOptions {
+        include_paths: cmd.include.clone(),
+        exclude_paths: cmd.exclude.clone(),
+        ..Default::default()
+    })?;
+    std::fs::create_dir_all(&cmd.out).with_context(|| format!("creating {}", cmd.out.display()))?;
+    let ttl_ms = settings.crawl.job_ttl_secs.saturating_mul(1000);
+    let runtime = start(settings).await?;
+    let options = CrawlOptions {
+        include_paths: cmd.include,
+        exclude_paths: cmd.exclude,
+        limit: cmd.limit,
+        crawl_entire_domain: cmd.entire_domain,
+        scrape: ScrapeOptions { max_age_ms: 0, ..ScrapeOptions::default() },
+        ..CrawlOptions::default()
+    };
+    let rules = KeyRules { ignore_query: false, similar: true };
+    let start_url = keys::normalize(&cmd.url, rules);
+    let first = [NewEntry {
+        key: keys::key(&start_url, rules),
+        entry: QueueEntry { url: start_url.to_string(), depth: 0 },
+    }];
+    let now = time::now_ms();
+    let record = JobRecord {
+        kind: JobKind::Crawl,
+        team: LOCAL_TEAM.into(),
+        url: start_url.to_string(),
+        options,
+        status: JobStatus::Scraping,
+        created_ms: now,
+        expires_ms: now.saturating_add(ttl_ms),
+        finished_ms: None,
+        error: None,
+    };
+    let id = JobId::new();
+    let started = Instant::now();
+    runtime.submit(id, &record, &first, false).await?;
+    let summary = write_results(&runtime, id, &cmd.out, cmd.progress, started).await;
+    runtime.shutdown().await;
+    summary
+}
+
+fn bar(progress: bool) -> ProgressBar {
+    if !progress {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new_spinner();
+    let style = ProgressStyle::with_template("{spinner} {elapsed_precise} {msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_spinner());
+    bar.set_style(style);
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// Follows the job, writing each finished page, until it ends.
+async fn write_results(
+    runtime: &Runtime,
+    id: JobId,
+    out: &Path,
+    progress: bool,
+    started: Instant,
+) -> anyhow::Result<CrawlSummary> {
+    let jobs = runtime.services().store.jobs.clone();
+    let mut index = std::io::BufWriter::new(std::fs::File::create(out.join("index.jsonl"))?);
+    let bar = bar(progress);
+    let mut written = 0u64;
+    loop {
+        let record = jobs.record(id)?.context("the job vanished")?;
+        let counters = jobs.counters(id)?;
+        while written < counters.completed {
+            for raw in jobs.pages(id, written, 256, usize::MAX)? {
+                let doc: Value = serde_json::from_slice(&raw)?;
+                written += 1;
+                let file = format!("{written:06}.md");
+                std::fs::write(out.join(&file), doc["markdown"].as_str().unwrap_or_default())?;
+                let meta = &doc["metadata"];
+                let line = json!({
+                    "url": meta["url"], "sourceURL": meta["sourceURL"], "title": meta["title"],
+                    "statusCode": meta["statusCode"], "file": file,
+                });
+                writeln!(index, "{line}")?;
+            }
+        }
+        let secs = started.elapsed().as_secs_f64().max(0.001);
+        bar.set_message(format!(
+            "{written} pages, {} queued, {} errors, {:.0} pages/s",
+            counters.pending(),
+            counters.failed + counters.blocked,
+            written as f64 / secs
+        ));
+        if record.status.is_terminal() && written >= counters.completed {
+            index.flush()?;
+            bar.finish_and_clear();
+            if record.status == JobStatus::Failed {
+                bail!("the crawl failed: {}", record.error.unwrap_or_default());
+            }
+            return Ok(CrawlSummary {
+                pages: written,
+                failed: counters.failed,
+                blocked: counters.blocked,
+                elapsed: started.elapsed(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Maps a site and returns its links.
+pub async fn map(
+    settings: Settings,
+    url: &Url,
+    limit: usize,
+    search: Option<String>,
+) -> anyhow::Result<Vec<MapLink>> {
+    let runtime = start(settings).await?;
+    let options = MapOptions {
+        search,
+        sitemap: SitemapMode::Include,
+        include_subdomains: true,
+        ignore_query_parameters: true,
+        filter_by_path: true,
+        limit,
+        timeout_ms: 60_000,
+        scrape: ScrapeOptions { max_age_ms: 0, ..ScrapeOptions::default() },
+        allow_external_links: false,
+        include_paths: Vec::new(),
+        exclude_paths: Vec::new(),
+        regex_on_full_url: false,
+        deduplicate_similar_urls: true,
+    };
+    let team = TeamId::parse(LOCAL_TEAM).map_err(anyhow::Error::msg)?;
+    let links = crate::actors::map::map(&runtime, &team, url, &options).await;
+    runtime.shutdown().await;
+    Ok(links?)
+}
