@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::{Value, json};
+use serde_json::json;
 use url::Url;
 
 use crate::actors::map::MapLink;
@@ -87,7 +87,8 @@ pub async fn crawl(mut settings: Settings, cmd: CrawlCommand) -> anyhow::Result<
         exclude_paths: cmd.exclude,
         limit: cmd.limit,
         crawl_entire_domain: cmd.entire_domain,
-        scrape: ScrapeOptions { max_age_ms: 0, ..ScrapeOptions::default() },
+        // A one-off crawl gains nothing from filling the shared page cache.
+        scrape: ScrapeOptions { max_age_ms: 0, store_in_cache: false, ..ScrapeOptions::default() },
         ..CrawlOptions::default()
     };
     let rules = KeyRules { ignore_query: false, similar: true };
@@ -128,6 +129,27 @@ fn bar(progress: bool) -> ProgressBar {
     bar
 }
 
+/// The parts of a stored result document the index needs, borrowed from its JSON.
+#[derive(serde::Deserialize)]
+struct StoredPage<'a> {
+    #[serde(borrow)]
+    markdown: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow)]
+    metadata: StoredMeta<'a>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StoredMeta<'a> {
+    #[serde(borrow)]
+    url: std::borrow::Cow<'a, str>,
+    #[serde(rename = "sourceURL", borrow)]
+    source_url: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    title: Option<std::borrow::Cow<'a, str>>,
+    status_code: u16,
+}
+
 /// Follows the job, writing each finished page, until it ends.
 async fn write_results(
     runtime: &Runtime,
@@ -145,14 +167,14 @@ async fn write_results(
         let counters = jobs.counters(id)?;
         while written < counters.completed {
             for raw in jobs.pages(id, written, 256, usize::MAX)? {
-                let doc: Value = serde_json::from_slice(&raw)?;
+                let doc: StoredPage<'_> = serde_json::from_slice(&raw)?;
                 written += 1;
                 let file = format!("{written:06}.md");
-                std::fs::write(out.join(&file), doc["markdown"].as_str().unwrap_or_default())?;
-                let meta = &doc["metadata"];
+                std::fs::write(out.join(&file), doc.markdown.as_deref().unwrap_or_default())?;
+                let meta = doc.metadata;
                 let line = json!({
-                    "url": meta["url"], "sourceURL": meta["sourceURL"], "title": meta["title"],
-                    "statusCode": meta["statusCode"], "file": file,
+                    "url": meta.url, "sourceURL": meta.source_url, "title": meta.title,
+                    "statusCode": meta.status_code, "file": file,
                 });
                 writeln!(index, "{line}")?;
             }

@@ -191,8 +191,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
+/// The async runtime. Extraction runs on the blocking pool; a small pool (a few threads
+/// per core) keeps CPU-bound work from fanning out into hundreds of threads, each with its
+/// own allocator arenas.
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().max_blocking_threads(cores * 2).build()?)
 }
 
 fn parse_url(text: &str) -> anyhow::Result<url::Url> {
@@ -264,7 +268,7 @@ fn create_key(data_dir: &Path, team: &str, key: Option<&str>) -> anyhow::Result<
 fn extract_file(file: &Path, url: &str, full: bool) -> anyhow::Result<()> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let url = url::Url::parse(url).context("--url must be an absolute URL")?;
-    let html = ferrocrawl::scrape::engine::charset::decode(&bytes, None);
+    let html = ferrocrawl::scrape::engine::charset::decode(&bytes, None).into_owned();
     let options = ExtractOptions { only_main_content: !full, ..ExtractOptions::default() };
     let wanted = Wanted { markdown: true, ..Wanted::default() };
     let out = extract::extract(&html, &url, &options, wanted);

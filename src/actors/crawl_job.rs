@@ -16,12 +16,11 @@ use url::Url;
 use super::Services;
 use super::domain::{DomainMsg, FetchOutcome, FetchTask};
 use super::domains::{DomainsMsg, origin_of};
-use crate::crawl::keys::{self, KeyRules};
-use crate::crawl::scope::{Rejection, Scope, ScopeOptions};
+use super::settle::{self, LinkMemo, Pending};
+use crate::crawl::keys::KeyRules;
+use crate::crawl::scope::{Scope, ScopeOptions};
 use crate::model::{CrawlOptions, JobId, JobStatus, SitemapMode, TeamId, time};
-use crate::store::jobs::{
-    ErrorEntry, JobKind, JobRecord, JobStore, NewEntry, Outcome, QueueEntry, Settlement,
-};
+use crate::store::jobs::{JobKind, JobRecord, JobStore, NewEntry, QueueEntry};
 
 /// Messages of a [`CrawlJob`].
 #[derive(Debug)]
@@ -41,6 +40,8 @@ pub enum CrawlJobMsg {
     Discovered(Vec<String>),
     /// Sitemap discovery finished.
     DiscoveryDone,
+    /// Commit the finished pages waiting in the buffer.
+    Commit,
     /// Stop now: the caller cancelled.
     Cancel,
     /// Fail on purpose (tests of supervision).
@@ -80,6 +81,9 @@ pub struct CrawlJobState {
     pump_scheduled: bool,
     discovering: bool,
     finished: bool,
+    buffer: Vec<Pending>,
+    memo: LinkMemo,
+    commit_scheduled: bool,
 }
 
 /// The per-job actor.
@@ -133,6 +137,9 @@ impl Actor for CrawlJob {
             pump_scheduled: false,
             discovering,
             finished: false,
+            buffer: Vec::new(),
+            memo: LinkMemo::default(),
+            commit_scheduled: false,
         };
         if state.discovering {
             let limit = state.record.options.limit;
@@ -166,13 +173,30 @@ impl Actor for CrawlJob {
             CrawlJobMsg::Pump => state.pump_scheduled = false,
             CrawlJobMsg::Settled { seq, entry, outcome } => {
                 state.in_flight.remove(&seq);
-                settle(state, seq, &entry, outcome)?;
+                let mut memo = std::mem::take(&mut state.memo);
+                let pending = settle::prepare(&rules(state), &mut memo, seq, &entry, outcome);
+                state.memo = memo;
+                if let Some(pending) = pending? {
+                    state.buffer.push(pending);
+                }
                 if state.delay.is_some() {
                     state.next_dispatch = Instant::now() + state.delay.unwrap_or_default();
                 }
+                if state.buffer.len() >= settle::GROUP_MAX || state.in_flight.is_empty() {
+                    commit(state)?;
+                } else if !state.commit_scheduled && !state.buffer.is_empty() {
+                    state.commit_scheduled = true;
+                    myself.send_after(settle::GROUP_WINDOW, || CrawlJobMsg::Commit);
+                }
+            }
+            CrawlJobMsg::Commit => {
+                state.commit_scheduled = false;
+                commit(state)?;
             }
             CrawlJobMsg::Discovered(urls) => {
-                let entries: Vec<NewEntry> = urls.iter().filter_map(|u| admit(state, u, 0)).collect();
+                let rules = rules(state);
+                let entries: Vec<NewEntry> =
+                    urls.iter().filter_map(|u| settle::admit(&rules, u, 0)).collect();
                 state.jobs.enqueue(state.id, state.record.options.limit, &entries)?;
             }
             CrawlJobMsg::DiscoveryDone => state.discovering = false,
@@ -209,14 +233,6 @@ fn scope_options(options: &CrawlOptions) -> ScopeOptions {
     }
 }
 
-/// The queue entry for a discovered URL, when the crawl's scope admits it.
-fn admit(state: &CrawlJobState, raw: &str, depth: u32) -> Option<NewEntry> {
-    let url = Url::parse(raw).ok()?;
-    let url = keys::normalize(&url, state.rules);
-    state.scope.as_ref()?.check(&url).ok()?;
-    Some(NewEntry { key: keys::key(&url, state.rules), entry: QueueEntry { url: url.to_string(), depth } })
-}
-
 /// Starts pages up to the concurrency limit; completes the job when nothing is left.
 fn pump(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState) -> Result<(), ActorProcessingErr> {
     while state.in_flight.len() < state.max_in_flight {
@@ -242,7 +258,8 @@ fn pump(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState) -> Result<(),
             break;
         }
     }
-    if state.in_flight.is_empty() && !state.discovering && !state.jobs.has_queued(state.id)? {
+    let idle = state.in_flight.is_empty() && state.buffer.is_empty() && !state.discovering;
+    if idle && !state.jobs.has_queued(state.id)? {
         finish(myself, state, JobStatus::Completed)?;
     }
     Ok(())
@@ -299,102 +316,20 @@ async fn fetch_via_site(domains: &ActorRef<DomainsMsg>, task: FetchTask) -> Fetc
     FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: last_error }
 }
 
-/// Records a finished page.
-fn settle(
-    state: &mut CrawlJobState,
-    seq: u64,
-    entry: &QueueEntry,
-    outcome: FetchOutcome,
-) -> Result<(), ActorProcessingErr> {
-    let id = state.id;
-    let limit = state.record.options.limit;
-    let now = time::now_ms();
-    let error_entry = |code: &str, error: String| ErrorEntry {
-        id: JobId::new().to_string(),
-        at_ms: now,
-        url: entry.url.clone(),
-        code: code.to_owned(),
-        error,
-    };
-    match outcome {
-        FetchOutcome::Cancelled => Ok(()),
-        FetchOutcome::Blocked => {
-            state.jobs.settle(
-                id,
-                seq,
-                limit,
-                Settlement { outcome: Outcome::Blocked(&entry.url), links: &[] },
-            )?;
-            Ok(())
-        }
-        FetchOutcome::Failed { code, error } => {
-            let failure = error_entry(&code, error);
-            state.jobs.settle(
-                id,
-                seq,
-                limit,
-                Settlement { outcome: Outcome::Failed(&failure), links: &[] },
-            )?;
-            Ok(())
-        }
-        FetchOutcome::Page { document, links } => {
-            let options = &state.record.options;
-            let follow = state.record.kind == JobKind::Crawl
-                && options.sitemap != SitemapMode::Only
-                && options.max_discovery_depth.is_none_or(|max| entry.depth < max);
-            let new: Vec<NewEntry> = if follow {
-                links.iter().filter_map(|l| admit(state, l, entry.depth + 1)).collect()
-            } else {
-                Vec::new()
-            };
-            let rejection = state
-                .scope
-                .as_ref()
-                .and_then(|scope| page_rejection(scope, seq, &entry.url, &document.metadata.url));
-            match rejection {
-                Some(reason) => {
-                    let failure = error_entry("CRAWL_DENIAL", reason);
-                    state.jobs.settle(
-                        id,
-                        seq,
-                        limit,
-                        Settlement { outcome: Outcome::Failed(&failure), links: &new },
-                    )?;
-                }
-                None => {
-                    let json = serde_json::to_vec(&document)?;
-                    let credits = u64::from(document.metadata.credits_used);
-                    state.jobs.settle(
-                        id,
-                        seq,
-                        limit,
-                        Settlement { outcome: Outcome::Page { document: &json, credits }, links: &new },
-                    )?;
-                }
-            }
-            Ok(())
-        }
+/// The crawl's rules for settling pages.
+fn rules(state: &CrawlJobState) -> settle::Rules<'_> {
+    settle::Rules {
+        scope: state.scope.as_ref(),
+        keys: state.rules,
+        options: &state.record.options,
+        kind: state.record.kind,
     }
 }
 
-/// Why a fetched page is not kept: the start page failing the include/exclude patterns, or a
-/// page that redirected out of the crawl's scope.
-fn page_rejection(scope: &Scope, seq: u64, url: &str, final_url: &str) -> Option<String> {
-    let requested = Url::parse(url).ok()?;
-    if seq == 0 {
-        return scope
-            .check_patterns(&requested)
-            .err()
-            .map(|r| format!("the start URL does not match the crawl's path rules ({r:?})"));
-    }
-    let landed = Url::parse(final_url).ok()?;
-    if landed.as_str() == requested.as_str() {
-        return None;
-    }
-    match scope.check(&landed) {
-        Ok(()) | Err(Rejection::Scheme) => None,
-        Err(r) => Some(format!("redirected to {landed}, outside the crawl's scope ({r:?})")),
-    }
+/// Writes the buffered pages in one transaction.
+fn commit(state: &mut CrawlJobState) -> Result<(), ActorProcessingErr> {
+    settle::commit(&state.jobs, state.id, state.record.options.limit, &mut state.buffer)?;
+    Ok(())
 }
 
 fn finish(
@@ -402,6 +337,8 @@ fn finish(
     state: &mut CrawlJobState,
     status: JobStatus,
 ) -> Result<(), ActorProcessingErr> {
+    // Pages fetched before the end are results too.
+    commit(state)?;
     state.finished = true;
     for (_, handle) in state.in_flight.drain() {
         handle.abort();

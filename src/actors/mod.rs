@@ -19,6 +19,7 @@ pub mod janitor;
 pub mod jobs;
 pub mod map;
 pub mod root;
+mod settle;
 
 use std::sync::{Arc, OnceLock};
 

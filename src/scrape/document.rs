@@ -148,7 +148,7 @@ pub fn build(page: &PageInput<'_>, options: &ScrapeOptions, discover: bool) -> R
             None
         }
         _ => {
-            doc.markdown = formats.markdown.then(|| text.clone());
+            doc.markdown = formats.markdown.then(|| text.clone().into_owned());
             doc.html = formats.html.then(|| pre(&text));
             None
         }
@@ -158,7 +158,7 @@ pub fn build(page: &PageInput<'_>, options: &ScrapeOptions, discover: bool) -> R
         doc.images = formats.images.then(Vec::new);
         doc.attributes = (!formats.attributes.is_empty()).then(Vec::new);
     }
-    doc.raw_html = formats.raw_html.then_some(text);
+    doc.raw_html = formats.raw_html.then(|| text.into_owned());
     doc.raw_base64 = formats.raw_base64.then(|| base64::engine::general_purpose::STANDARD.encode(page.body));
     doc.metadata = metadata(page, page_meta.unwrap_or_default());
     Ok(Built { document: doc, links: discovered })

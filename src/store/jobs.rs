@@ -145,6 +145,9 @@ pub struct Settlement<'a> {
     pub links: &'a [NewEntry],
 }
 
+/// Entries added to the queue, with their sequence numbers.
+pub type Queued = Vec<(u64, QueueEntry)>;
+
 /// Typed access to the job trees.
 #[derive(Debug, Clone)]
 pub struct JobStore {
@@ -341,33 +344,49 @@ impl JobStore {
         limit: u64,
         settlement: Settlement<'_>,
     ) -> Result<Option<Vec<(u64, QueueEntry)>>> {
+        Ok(self.settle_batch(id, limit, &[(seq, settlement)])?.pop().flatten())
+    }
+
+    /// Settles several queue entries in one transaction (group commit: every sled
+    /// transaction costs synchronous log writes, so finished pages are committed together).
+    /// Returns, per entry, what [`Self::settle`] returns.
+    pub fn settle_batch(
+        &self,
+        id: JobId,
+        limit: u64,
+        batch: &[(u64, Settlement<'_>)],
+    ) -> Result<Vec<Option<Queued>>> {
         let trees = (&self.counters, &self.queue, &self.seen, &self.pages, &self.errors, &self.blocked);
         unwrap_tx(trees.transaction(|(counters, queue, seen, pages, errors, blocked)| {
-            if queue.remove(&key(id, seq)[..])?.is_none() {
-                return Ok(None);
-            }
             let mut c: Counters = match counters.get(id.as_bytes())? {
                 Some(b) => codec::decode(&b).map_err(abort)?,
-                None => return Ok(None),
+                None => return Ok(vec![None; batch.len()]),
             };
-            match settlement.outcome {
-                Outcome::Page { document, credits } => {
-                    pages.insert(&key(id, c.completed)[..], document)?;
-                    c.completed += 1;
-                    c.credits += credits;
+            let mut results = Vec::with_capacity(batch.len());
+            for (seq, settlement) in batch {
+                if queue.remove(&key(id, *seq)[..])?.is_none() {
+                    results.push(None);
+                    continue;
                 }
-                Outcome::Failed(entry) => {
-                    errors.insert(&key(id, c.failed)[..], codec::encode(entry).map_err(abort)?)?;
-                    c.failed += 1;
+                match settlement.outcome {
+                    Outcome::Page { document, credits } => {
+                        pages.insert(&key(id, c.completed)[..], document)?;
+                        c.completed += 1;
+                        c.credits += credits;
+                    }
+                    Outcome::Failed(entry) => {
+                        errors.insert(&key(id, c.failed)[..], codec::encode(entry).map_err(abort)?)?;
+                        c.failed += 1;
+                    }
+                    Outcome::Blocked(url) => {
+                        blocked.insert(&key(id, c.blocked)[..], url.as_bytes())?;
+                        c.blocked += 1;
+                    }
                 }
-                Outcome::Blocked(url) => {
-                    blocked.insert(&key(id, c.blocked)[..], url.as_bytes())?;
-                    c.blocked += 1;
-                }
+                results.push(Some(enqueue_tx(id, &mut c, limit, settlement.links, seen, queue)?));
             }
-            let added = enqueue_tx(id, &mut c, limit, settlement.links, seen, queue)?;
             counters.insert(&id.as_bytes()[..], codec::encode(&c).map_err(abort)?)?;
-            Ok(Some(added))
+            Ok(results)
         }))
     }
 

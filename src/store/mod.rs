@@ -37,6 +37,11 @@ pub mod trees {
     pub const IDEMPOTENCY: &str = "idempotency";
 }
 
+/// sled segment size: 8 MiB keeps the blob threshold (a quarter of it) above any node.
+const SEGMENT_BYTES: usize = 8 << 20;
+/// sled's page cache: what stays in memory however large the database grows.
+const CACHE_BYTES: u64 = 128 << 20;
+
 /// Version of the on-disk layout this build writes.
 pub const SCHEMA_VERSION: u32 = 1;
 const SCHEMA_VERSION_KEY: &[u8] = b"schema_version";
@@ -99,13 +104,18 @@ impl Store {
     /// Opens (creating if needed) the database under `data_dir/db`.
     pub fn open(data_dir: &Path) -> Result<Self> {
         std::fs::create_dir_all(data_dir).map_err(sled::Error::Io)?;
-        let db =
-            sled::Config::new().path(data_dir.join("db")).flush_every_ms(Some(500)).open().map_err(|e| {
-                match e {
-                    sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => StoreError::Locked,
-                    sled::Error::Io(io) if io.to_string().contains("lock") => StoreError::Locked,
-                    other => StoreError::Db(other),
-                }
+        let db = sled::Config::new()
+            .path(data_dir.join("db"))
+            .flush_every_ms(Some(500))
+            // Nodes holding many result documents would otherwise exceed the default blob
+            // threshold (a quarter segment) and be written as one file each.
+            .segment_size(SEGMENT_BYTES)
+            .cache_capacity(CACHE_BYTES)
+            .open()
+            .map_err(|e| match e {
+                sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => StoreError::Locked,
+                sled::Error::Io(io) if io.to_string().contains("lock") => StoreError::Locked,
+                other => StoreError::Db(other),
             })?;
         migrate(&db)?;
         Ok(Self {
@@ -159,7 +169,7 @@ mod tests {
     fn a_newer_schema_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         {
-            let db = sled::open(dir.path().join("db")).expect("sled");
+            let db = sled::Config::new().path(dir.path().join("db")).segment_size(SEGMENT_BYTES).open().expect("sled");
             let meta = db.open_tree(trees::META).expect("tree");
             meta.insert(SCHEMA_VERSION_KEY, codec::encode(&99u32).expect("enc")).expect("insert");
             db.flush().expect("flush");

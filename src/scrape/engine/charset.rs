@@ -3,13 +3,16 @@
 //! prescan), in that order, defaulting to UTF-8. Labels follow the WHATWG Encoding
 //! Standard (so `iso-8859-1` decodes as windows-1252, as browsers do).
 
+use std::borrow::Cow;
+
 use encoding_rs::{Encoding, UTF_8};
 
-/// Decodes `body` using the encoding the response declares.
-pub fn decode(body: &[u8], content_type: Option<&str>) -> String {
+/// Decodes `body` using the encoding the response declares; valid UTF-8 is borrowed, not
+/// copied.
+pub fn decode<'a>(body: &'a [u8], content_type: Option<&str>) -> Cow<'a, str> {
     let encoding = detect(body, content_type);
     let (text, _, _) = encoding.decode(body);
-    text.into_owned()
+    text
 }
 
 /// The encoding `body` should be decoded with.

@@ -296,7 +296,9 @@ async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Ve
     if response.content_length().is_some_and(|len| len > limit as u64) {
         return Err(FetchError::TooLarge { limit });
     }
-    let mut body = Vec::new();
+    // Content-Length is a hint (compressed bodies grow), so it only sizes the first buffer.
+    let hint = response.content_length().map_or(16 * 1024, |len| len as usize);
+    let mut body = Vec::with_capacity(hint.min(limit));
     while let Some(chunk) = response.chunk().await.map_err(classify)? {
         if body.len() + chunk.len() > limit {
             return Err(FetchError::TooLarge { limit });

@@ -133,3 +133,25 @@ fn pages_are_cut_by_size() {
     assert_eq!(store.jobs.pages(id, 3, 100, usize::MAX).expect("pages").len(), 2);
     assert_eq!(store.jobs.pages(id, 0, 2, usize::MAX).expect("pages").len(), 2);
 }
+
+#[test]
+fn a_batch_settles_together_and_skips_duplicates() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let id = JobId::new();
+    store.jobs.create(id, &record(10), &[entry("/", 0), entry("/a", 0)]).expect("create");
+    let page = Outcome::Page { document: b"{}", credits: 1 };
+    let links = [entry("/b", 1)];
+    let batch = [
+        (0, Settlement { outcome: page, links: &links }),
+        (1, Settlement { outcome: page, links: &links }),
+        (0, Settlement { outcome: page, links: &[] }),
+    ];
+    let results = store.jobs.settle_batch(id, 10, &batch).expect("batch");
+    assert_eq!(
+        results.iter().map(|r| r.as_ref().map(Vec::len)).collect::<Vec<_>>(),
+        vec![Some(1), Some(0), None]
+    );
+    let c = store.jobs.counters(id).expect("c");
+    assert_eq!((c.completed, c.enqueued, c.credits), (2, 3, 2));
+}

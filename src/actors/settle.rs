@@ -1,0 +1,172 @@
+//! From fetch outcomes to stored results. A finished page becomes a [`Pending`] settlement
+//! (document serialized, discovered links filtered through the crawl's scope); the job
+//! commits pending settlements in groups, because every sled transaction costs synchronous
+//! log writes — one commit per page would make the disk the crawl's speed limit. A crash
+//! before a commit loses nothing: uncommitted pages are still queued and are fetched again.
+
+use std::time::Duration;
+
+use url::Url;
+
+use super::domain::FetchOutcome;
+use crate::crawl::keys::{self, KeyRules};
+use crate::crawl::scope::{Rejection, Scope};
+use crate::model::{CrawlOptions, JobId, SitemapMode, time};
+use crate::store::jobs::{ErrorEntry, JobKind, NewEntry, Outcome, QueueEntry, Settlement};
+use crate::store::{JobStore, StoreError};
+
+/// Most pages committed together.
+pub(super) const GROUP_MAX: usize = 64;
+/// Longest a finished page waits for its group.
+pub(super) const GROUP_WINDOW: Duration = Duration::from_millis(20);
+
+/// What decides how a page is settled.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Rules<'a> {
+    /// The crawl's scope (none for batches).
+    pub(super) scope: Option<&'a Scope>,
+    /// URL identity rules.
+    pub(super) keys: KeyRules,
+    /// The job's options.
+    pub(super) options: &'a CrawlOptions,
+    /// Crawl or batch.
+    pub(super) kind: JobKind,
+}
+
+/// A settled page waiting for its group commit.
+#[derive(Debug)]
+pub(super) struct Pending {
+    seq: u64,
+    outcome: Owned,
+    links: Vec<NewEntry>,
+}
+
+#[derive(Debug)]
+enum Owned {
+    Page { document: Vec<u8>, credits: u64 },
+    Failed(ErrorEntry),
+    Blocked(String),
+}
+
+/// Links a job has already considered. Navigation and footer links repeat on every page;
+/// remembering them (up to a bound, so memory stays flat) spares parsing, scope checks and
+/// seen-set lookups. Forgetting is safe: the seen-set in the store is the real dedup.
+#[derive(Debug, Default)]
+pub(super) struct LinkMemo {
+    seen: std::collections::HashSet<String>,
+}
+
+impl LinkMemo {
+    const CAPACITY: usize = 65_536;
+
+    /// Whether `link` is new to the memo (and remembers it).
+    fn first_time(&mut self, link: &str) -> bool {
+        if self.seen.contains(link) {
+            return false;
+        }
+        if self.seen.len() >= Self::CAPACITY {
+            self.seen.clear();
+        }
+        self.seen.insert(link.to_owned());
+        true
+    }
+}
+
+/// The queue entry for a discovered URL, when the crawl's scope admits it.
+pub(super) fn admit(rules: &Rules<'_>, raw: &str, depth: u32) -> Option<NewEntry> {
+    let url = Url::parse(raw).ok()?;
+    let url = keys::normalize(&url, rules.keys);
+    rules.scope?.check(&url).ok()?;
+    Some(NewEntry { key: keys::key(&url, rules.keys), entry: QueueEntry { url: url.to_string(), depth } })
+}
+
+/// The settlement of queue entry `seq` (`None` for a cancelled fetch: it stays queued).
+pub(super) fn prepare(
+    rules: &Rules<'_>,
+    memo: &mut LinkMemo,
+    seq: u64,
+    entry: &QueueEntry,
+    outcome: FetchOutcome,
+) -> Result<Option<Pending>, serde_json::Error> {
+    let failure = |code: &str, error: String| ErrorEntry {
+        id: JobId::new().to_string(),
+        at_ms: time::now_ms(),
+        url: entry.url.clone(),
+        code: code.to_owned(),
+        error,
+    };
+    let pending = |outcome, links| Some(Pending { seq, outcome, links });
+    Ok(match outcome {
+        FetchOutcome::Cancelled => None,
+        FetchOutcome::Blocked => pending(Owned::Blocked(entry.url.clone()), Vec::new()),
+        FetchOutcome::Failed { code, error } => pending(Owned::Failed(failure(&code, error)), Vec::new()),
+        FetchOutcome::Page { document, links } => {
+            let options = rules.options;
+            let follow = rules.kind == JobKind::Crawl
+                && options.sitemap != SitemapMode::Only
+                && options.max_discovery_depth.is_none_or(|max| entry.depth < max);
+            let new: Vec<NewEntry> = if follow {
+                links
+                    .iter()
+                    .filter(|l| memo.first_time(l))
+                    .filter_map(|l| admit(rules, l, entry.depth + 1))
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            match rules.scope.and_then(|scope| rejection(scope, seq, &entry.url, &document.metadata.url)) {
+                Some(reason) => pending(Owned::Failed(failure("CRAWL_DENIAL", reason)), new),
+                None => {
+                    let credits = u64::from(document.metadata.credits_used);
+                    pending(Owned::Page { document: serde_json::to_vec(&document)?, credits }, new)
+                }
+            }
+        }
+    })
+}
+
+/// Commits and empties `buffer`.
+pub(super) fn commit(
+    jobs: &JobStore,
+    id: JobId,
+    limit: u64,
+    buffer: &mut Vec<Pending>,
+) -> Result<(), StoreError> {
+    if buffer.is_empty() {
+        return Ok(());
+    }
+    let batch: Vec<(u64, Settlement<'_>)> = buffer
+        .iter()
+        .map(|p| {
+            let outcome = match &p.outcome {
+                Owned::Page { document, credits } => Outcome::Page { document, credits: *credits },
+                Owned::Failed(entry) => Outcome::Failed(entry),
+                Owned::Blocked(url) => Outcome::Blocked(url),
+            };
+            (p.seq, Settlement { outcome, links: &p.links })
+        })
+        .collect();
+    jobs.settle_batch(id, limit, &batch)?;
+    buffer.clear();
+    Ok(())
+}
+
+/// Why a fetched page is not kept: the start page failing the include/exclude patterns, or a
+/// page that redirected out of the crawl's scope.
+fn rejection(scope: &Scope, seq: u64, url: &str, final_url: &str) -> Option<String> {
+    let requested = Url::parse(url).ok()?;
+    if seq == 0 {
+        return scope
+            .check_patterns(&requested)
+            .err()
+            .map(|r| format!("the start URL does not match the crawl's path rules ({r:?})"));
+    }
+    let landed = Url::parse(final_url).ok()?;
+    if landed.as_str() == requested.as_str() {
+        return None;
+    }
+    match scope.check(&landed) {
+        Ok(()) | Err(Rejection::Scheme) => None,
+        Err(r) => Some(format!("redirected to {landed}, outside the crawl's scope ({r:?})")),
+    }
+}
