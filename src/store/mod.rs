@@ -169,7 +169,11 @@ mod tests {
     fn a_newer_schema_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         {
-            let db = sled::Config::new().path(dir.path().join("db")).segment_size(SEGMENT_BYTES).open().expect("sled");
+            let db = sled::Config::new()
+                .path(dir.path().join("db"))
+                .segment_size(SEGMENT_BYTES)
+                .open()
+                .expect("sled");
             let meta = db.open_tree(trees::META).expect("tree");
             meta.insert(SCHEMA_VERSION_KEY, codec::encode(&99u32).expect("enc")).expect("insert");
             db.flush().expect("flush");

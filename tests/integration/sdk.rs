@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use crate::common::{FixtureSite, KEY, TestServer};
+use crate::common::{CrawlSite, FixtureSite, KEY, TestServer};
 
 /// Interpreter with `firecrawl-py` installed (`SDK_PYTHON`, else the one the test script
 /// prepares under `target/`, else `python3`).
@@ -15,13 +15,8 @@ fn python() -> String {
     if std::path::Path::new(venv).exists() { venv.to_owned() } else { "python3".to_owned() }
 }
 
-#[tokio::test]
-async fn python_sdk_scrapes_through_the_server() {
-    let site = FixtureSite::start();
-    let app = TestServer::start().await;
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_scrape.py");
-    let base = app.base.clone();
-    let site_url = site.url("");
+/// Runs `script` with the server's URL and key and the site's base URL.
+async fn run_script(script: &'static str, base: String, site_url: String, expect: &str) {
     let output = tokio::task::spawn_blocking(move || {
         Command::new(python())
             .arg(script)
@@ -40,5 +35,21 @@ async fn python_sdk_scrapes_through_the_server() {
         output.status.success(),
         "the Python SDK check failed (the README's test command installs firecrawl-py):\n{stdout}\n{stderr}"
     );
-    assert!(stdout.contains("sdk ok"), "{stdout}");
+    assert!(stdout.contains(expect), "{stdout}");
+}
+
+#[tokio::test]
+async fn python_sdk_scrapes_through_the_server() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_scrape.py");
+    run_script(script, app.base.clone(), site.url(""), "sdk ok").await;
+}
+
+#[tokio::test]
+async fn python_sdk_crawls_and_maps_through_the_server() {
+    let site = CrawlSite::start(20);
+    let app = TestServer::start().await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_crawl.py");
+    run_script(script, app.base.clone(), site.url(""), "sdk crawl ok").await;
 }
