@@ -199,7 +199,7 @@ async fn write_results(
                 elapsed: started.elapsed(),
             });
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
 
