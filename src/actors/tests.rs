@@ -147,3 +147,42 @@ async fn the_janitor_deletes_only_what_expired() {
     assert_eq!(services.store.scrapes.len(), 1);
     rt.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_site_actors_exit_and_come_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = chain_site(Duration::ZERO).await;
+    let mut settings = Settings::defaults_with_data_dir(dir.path());
+    settings.security.allow_private_targets = true;
+    settings.crawl.domain_idle_secs = 1;
+    let settings = Arc::new(settings);
+    let store = Store::open(dir.path()).expect("store");
+    let scraper = Scraper::new(store.clone(), Arc::clone(&settings)).expect("scraper");
+    let rt = Runtime::start(Services::new(scraper, store, settings)).await.expect("runtime");
+    let count = || async {
+        let supervisors = rt.supervisors().await.expect("supervisors");
+        match supervisors.domains.call(super::domains::DomainsMsg::Count, None).await {
+            Ok(ractor::rpc::CallResult::Success(n)) => n,
+            other => panic!("{other:?}"),
+        }
+    };
+    for round in 0..2 {
+        let id = JobId::new();
+        let start = format!("{base}/p/{round}0");
+        let first = [NewEntry { key: start.clone(), entry: QueueEntry { url: start.clone(), depth: 0 } }];
+        rt.submit(id, &crawl_record(&start, 3), &first, false).await.expect("submit");
+        let jobs = rt.services().store.jobs.clone();
+        wait_for(
+            || jobs.record(id).ok().flatten().is_some_and(|r| r.status == JobStatus::Completed),
+            "completion",
+        )
+        .await;
+        assert_eq!(count().await, 1, "one site actor while the site is in use");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while count().await > 0 {
+            assert!(Instant::now() < deadline, "the idle site actor did not exit");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    rt.shutdown().await;
+}

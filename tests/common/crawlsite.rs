@@ -138,6 +138,15 @@ async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
     let port = req.app_config().local_addr().port();
     match host.as_str() {
         "b.site.localhost" => return page("Shop", "The subdomain shop.", &["/shop/item"]),
+        // A site that asks for a second between requests.
+        "polite.localhost" if req.path() == "/robots.txt" => {
+            return HttpResponse::Ok().content_type("text/plain").body("User-agent: *\nCrawl-delay: 1\n");
+        }
+        "polite.localhost" => {
+            let n: usize = req.path().trim_start_matches("/p/").parse().unwrap_or(0);
+            let next = format!("/p/{}", n + 1);
+            return page("Polite", "A page of a site with a crawl delay.", &[&next]);
+        }
         "other.localhost" => return page("Elsewhere", "Another site entirely.", &[]),
         _ => {}
     }

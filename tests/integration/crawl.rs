@@ -420,3 +420,18 @@ async fn idempotency_keys_start_a_crawl_once() {
     let msg = crate::common::assert_error(&got, 409, "CONFLICT");
     assert!(msg.contains("Idempotency key already used"));
 }
+
+#[tokio::test]
+async fn robots_crawl_delay_spaces_requests() {
+    let site = CrawlSite::start(0);
+    let app = TestServer::start().await;
+    let start = format!("http://polite.localhost:{}/p/0", site.port);
+    let id = app.start_crawl(json!({"url": start, "limit": 3, "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 4})).await;
+    let done = app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    assert_eq!(done["completed"], 3);
+    let starts = site.starts("/p/");
+    assert_eq!(starts.len(), 3);
+    for pair in starts.windows(2) {
+        assert!(pair[1] - pair[0] >= Duration::from_millis(950), "requests {:?} apart", pair[1] - pair[0]);
+    }
+}
