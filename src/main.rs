@@ -150,11 +150,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             allow_private,
             quiet,
         } => {
-            let temp = tempdir_if(data.is_none())?;
-            let data_dir = data.or_else(|| temp.as_ref().map(|t| t.path().to_path_buf()));
-            let mut settings = Settings::load(cli.config.as_deref(), &Overrides { port: None, data_dir })?;
-            settings.security.allow_private_targets |= allow_private;
-            ferrocrawl::telemetry::init(&LogSettings { level: "warn".into(), ..settings.log.clone() });
+            let (settings, _temp) = local_settings(cli.config.as_deref(), data, allow_private)?;
             let url = parse_url(&url)?;
             let command = CrawlCommand {
                 url,
@@ -177,11 +173,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Map { url, limit, search, allow_private } => {
-            let temp = tempdir_if(true)?;
-            let data_dir = temp.as_ref().map(|t| t.path().to_path_buf());
-            let mut settings = Settings::load(cli.config.as_deref(), &Overrides { port: None, data_dir })?;
-            settings.security.allow_private_targets |= allow_private;
-            ferrocrawl::telemetry::init(&LogSettings { level: "warn".into(), ..settings.log.clone() });
+            let (settings, _temp) = local_settings(cli.config.as_deref(), None, allow_private)?;
             let url = parse_url(&url)?;
             for link in runtime()?.block_on(ferrocrawl::local::map(settings, &url, limit, search))? {
                 println!("{}", link.url);
@@ -194,6 +186,21 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 /// The async runtime. Extraction runs on the blocking pool; a small pool (a few threads
 /// per core) keeps CPU-bound work from fanning out into hundreds of threads, each with its
 /// own allocator arenas.
+/// Settings for an in-process job: a temporary data directory unless one is given, quiet
+/// logs, and private targets when asked for.
+fn local_settings(
+    config: Option<&Path>,
+    data: Option<PathBuf>,
+    allow_private: bool,
+) -> anyhow::Result<(Settings, Option<TempData>)> {
+    let temp = tempdir_if(data.is_none())?;
+    let data_dir = data.or_else(|| temp.as_ref().map(|t| t.path().to_path_buf()));
+    let mut settings = Settings::load(config, &Overrides { port: None, data_dir })?;
+    settings.security.allow_private_targets |= allow_private;
+    ferrocrawl::telemetry::init(&LogSettings { level: "warn".into(), ..settings.log.clone() });
+    Ok((settings, temp))
+}
+
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().max_blocking_threads(cores * 2).build()?)

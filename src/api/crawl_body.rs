@@ -121,24 +121,8 @@ impl CrawlBody {
                 )));
             }
         };
-        let sitemap = match self.sitemap.as_deref() {
-            None | Some("include") => SitemapMode::Include,
-            Some("skip") => SitemapMode::Skip,
-            Some("only") => SitemapMode::Only,
-            Some(other) => {
-                return Err(ApiError::bad_request(format!(
-                    "`sitemap` must be skip, include or only (got `{other}`)"
-                )));
-            }
-        };
-        let include_paths = self.include_paths.unwrap_or_default();
-        let exclude_paths = self.exclude_paths.unwrap_or_default();
-        scope::validate_patterns(&ScopeOptions {
-            include_paths: include_paths.clone(),
-            exclude_paths: exclude_paths.clone(),
-            ..Default::default()
-        })
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        let sitemap = sitemap_mode(self.sitemap.as_deref())?;
+        let (include_paths, exclude_paths) = path_patterns(self.include_paths, self.exclude_paths)?;
         let scrape = match self.scrape_options {
             None | Some(Value::Null) => ScrapeOptionsBody::default().validate(caller, "scrapeOptions.")?,
             Some(Value::Object(mut map)) => {
@@ -181,6 +165,32 @@ impl CrawlBody {
             webhook_json,
         })
     }
+}
+
+/// `sitemap`: skip, include (the default) or only.
+pub fn sitemap_mode(value: Option<&str>) -> Result<SitemapMode, ApiError> {
+    match value {
+        None | Some("include") => Ok(SitemapMode::Include),
+        Some("skip") => Ok(SitemapMode::Skip),
+        Some("only") => Ok(SitemapMode::Only),
+        Some(other) => {
+            Err(ApiError::bad_request(format!("`sitemap` must be skip, include or only (got `{other}`)")))
+        }
+    }
+}
+
+/// `includePaths` and `excludePaths`, checked to compile.
+pub fn path_patterns(
+    include: Option<Vec<String>>,
+    exclude: Option<Vec<String>>,
+) -> Result<(Vec<String>, Vec<String>), ApiError> {
+    let options = ScopeOptions {
+        include_paths: include.unwrap_or_default(),
+        exclude_paths: exclude.unwrap_or_default(),
+        ..Default::default()
+    };
+    scope::validate_patterns(&options).map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok((options.include_paths, options.exclude_paths))
 }
 
 /// Checks a webhook's shape (a URL, or an object with one) and keeps it as JSON text.

@@ -6,13 +6,13 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::ToSchema;
 
+use super::crawl_body;
 use super::error::ApiError;
 use super::options::ScrapeOptionsBody;
 use super::{AppState, Authenticated, body, target};
 use crate::actors::map;
-use crate::crawl::scope::{self, ScopeOptions};
 use crate::model::crawl::{DEFAULT_MAP_LIMIT, MAX_MAP_LIMIT};
-use crate::model::{Code, JobId, MapOptions, SitemapMode};
+use crate::model::{Code, JobId, MapOptions};
 
 /// Default time budget of a map.
 const DEFAULT_MAP_TIMEOUT_MS: u64 = 60_000;
@@ -134,18 +134,12 @@ pub async fn map_site(
 
 impl MapBody {
     fn validate(self, auth: &Authenticated) -> Result<MapOptions, ApiError> {
-        if self.threat_protection.as_ref().is_some_and(|v| !v.is_null()) {
-            return Err(ApiError::not_available(
-                "threatProtection",
-                "threat scanning is a hosted-service feature",
-            ));
-        }
-        if self.use_mock.is_some() {
-            return Err(ApiError::not_available(
-                "useMock",
-                "mock fixtures are a hosted-service test feature",
-            ));
-        }
+        super::options::refuse_hosted(
+            self.threat_protection.as_ref(),
+            self.use_mock.as_deref(),
+            self.audit_metadata.as_ref(),
+            "",
+        )?;
         if self.delay.is_some() {
             return Err(ApiError::bad_request("`delay` applies to crawls; a map reads a single page"));
         }
@@ -165,24 +159,9 @@ impl MapBody {
         if !(1_000..=300_000).contains(&timeout_ms) {
             return Err(ApiError::bad_request("`timeout` must be between 1000 and 300000 milliseconds"));
         }
-        let sitemap = match self.sitemap.as_deref() {
-            None | Some("include") => SitemapMode::Include,
-            Some("skip") => SitemapMode::Skip,
-            Some("only") => SitemapMode::Only,
-            Some(other) => {
-                return Err(ApiError::bad_request(format!(
-                    "`sitemap` must be skip, include or only (got `{other}`)"
-                )));
-            }
-        };
-        let include_paths = self.include_paths.unwrap_or_default();
-        let exclude_paths = self.exclude_paths.unwrap_or_default();
-        scope::validate_patterns(&ScopeOptions {
-            include_paths: include_paths.clone(),
-            exclude_paths: exclude_paths.clone(),
-            ..Default::default()
-        })
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+        let sitemap = crawl_body::sitemap_mode(self.sitemap.as_deref())?;
+        let (include_paths, exclude_paths) =
+            crawl_body::path_patterns(self.include_paths, self.exclude_paths)?;
         let mut page = serde_json::Map::new();
         if let Some(location) = self.location {
             page.insert("location".into(), location);

@@ -140,15 +140,12 @@ impl ScrapeOptionsBody {
         if self.redact_pii.as_ref().is_some_and(|v| !matches!(v, Value::Null | Value::Bool(false))) {
             return Err(unavailable("redactPII", "PII redaction is a hosted-service feature"));
         }
-        if self.threat_protection.as_ref().is_some_and(|v| !v.is_null()) {
-            return Err(unavailable("threatProtection", "threat scanning is a hosted-service feature"));
-        }
-        if self.use_mock.is_some() {
-            return Err(unavailable("useMock", "mock fixtures are a hosted-service test feature"));
-        }
-        if let Some(audit) = &self.audit_metadata {
-            tracing::info!(audit = %audit, "audit metadata");
-        }
+        refuse_hosted(
+            self.threat_protection.as_ref(),
+            self.use_mock.as_deref(),
+            self.audit_metadata.as_ref(),
+            prefix,
+        )?;
 
         let timeout_ms = self.timeout.unwrap_or(crate::model::options::DEFAULT_TIMEOUT_MS);
         if !(MIN_TIMEOUT_MS..=MAX_TIMEOUT_MS).contains(&timeout_ms) {
@@ -230,6 +227,32 @@ impl ScrapeOptionsBody {
             pdf,
         })
     }
+}
+
+/// Refuses the hosted-service options (threat scanning, mock fixtures) and logs an audit
+/// label, for every endpoint that accepts them.
+pub fn refuse_hosted(
+    threat_protection: Option<&Value>,
+    use_mock: Option<&str>,
+    audit_metadata: Option<&Value>,
+    prefix: &str,
+) -> Result<(), ApiError> {
+    if threat_protection.is_some_and(|v| !v.is_null()) {
+        return Err(ApiError::not_available(
+            &format!("{prefix}threatProtection"),
+            "threat scanning is a hosted-service feature",
+        ));
+    }
+    if use_mock.is_some() {
+        return Err(ApiError::not_available(
+            &format!("{prefix}useMock"),
+            "mock fixtures are a hosted-service test feature",
+        ));
+    }
+    if let Some(audit) = audit_metadata {
+        tracing::info!(audit = %audit, "audit metadata");
+    }
+    Ok(())
 }
 
 fn selectors(list: Vec<String>, name: &str) -> Result<Vec<String>, ApiError> {

@@ -10,10 +10,9 @@ use std::io::Write;
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 
 /// Pages of the `/chain/N` sequence.
 pub const CHAIN_LEN: usize = 60;
@@ -31,8 +30,7 @@ pub struct CrawlSite {
     /// Port on 127.0.0.1.
     pub port: u16,
     state: Arc<State>,
-    handle: actix_web::dev::ServerHandle,
-    thread: Option<JoinHandle<()>>,
+    _server: super::ActixThread,
 }
 
 impl CrawlSite {
@@ -43,24 +41,10 @@ impl CrawlSite {
         let state = Arc::new(State::default());
         state.delay_ms.store(delay_ms, Ordering::SeqCst);
         let data = web::Data::from(Arc::clone(&state));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            actix_web::rt::System::new().block_on(async move {
-                let server = HttpServer::new(move || {
-                    App::new().app_data(data.clone()).default_service(web::to(handle))
-                })
-                .workers(2)
-                .disable_signals()
-                .shutdown_timeout(1)
-                .listen(listener)
-                .expect("listen")
-                .run();
-                tx.send(server.handle()).expect("handle");
-                let _ = server.await;
-            });
+        let server = super::ActixThread::spawn(listener, 2, move |cfg| {
+            cfg.app_data(data.clone()).default_service(web::to(handle));
         });
-        let handle = rx.recv().expect("handle");
-        Self { port, state, handle, thread: Some(thread) }
+        Self { port, state, _server: server }
     }
 
     /// `http://site.localhost:PORT{path}`
@@ -93,16 +77,6 @@ impl CrawlSite {
     /// The most requests served at the same time.
     pub fn max_in_flight(&self) -> usize {
         self.state.max_in_flight.load(Ordering::SeqCst)
-    }
-}
-
-impl Drop for CrawlSite {
-    fn drop(&mut self) {
-        let handle = self.handle.clone();
-        let _ = std::thread::spawn(move || actix_web::rt::System::new().block_on(handle.stop(false))).join();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 

@@ -242,6 +242,49 @@ impl TestServer {
     }
 }
 
+/// An actix-web fixture server on its own thread, stopped on drop.
+pub struct ActixThread {
+    handle: actix_web::dev::ServerHandle,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ActixThread {
+    /// Serves the routes `configure` registers on `listener` with `workers` threads.
+    pub fn spawn(
+        listener: TcpListener,
+        workers: usize,
+        configure: impl Fn(&mut actix_web::web::ServiceConfig) + Send + Clone + 'static,
+    ) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::spawn(move || {
+            actix_web::rt::System::new().block_on(async move {
+                let server =
+                    actix_web::HttpServer::new(move || actix_web::App::new().configure(configure.clone()))
+                        .workers(workers)
+                        .disable_signals()
+                        .shutdown_timeout(1)
+                        .listen(listener)
+                        .expect("listen")
+                        .run();
+                tx.send(server.handle()).expect("handle");
+                let _ = server.await;
+            });
+        });
+        let handle = rx.recv().expect("server handle");
+        Self { handle, thread: Some(thread) }
+    }
+}
+
+impl Drop for ActixThread {
+    fn drop(&mut self) {
+        let handle = self.handle.clone();
+        let _ = std::thread::spawn(move || actix_web::rt::System::new().block_on(handle.stop(false))).join();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// Reads a response as (status, JSON); a non-JSON body fails the test.
 pub async fn decode(resp: reqwest::Response) -> (u16, Value) {
     let status = resp.status().as_u16();

@@ -8,10 +8,9 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 
 /// The article page: main content surrounded by boilerplate.
 pub const ARTICLE: &str = r#"<!DOCTYPE html>
@@ -80,8 +79,7 @@ pub struct FixtureSite {
     /// Its port on 127.0.0.1.
     pub port: u16,
     state: Arc<State>,
-    handle: actix_web::dev::ServerHandle,
-    thread: Option<JoinHandle<()>>,
+    _server: super::ActixThread,
 }
 
 impl FixtureSite {
@@ -91,25 +89,10 @@ impl FixtureSite {
         let port = listener.local_addr().expect("addr").port();
         let state = Arc::new(State::default());
         let data = web::Data::from(Arc::clone(&state));
-        let (tx, rx) = std::sync::mpsc::channel();
-        let thread = std::thread::spawn(move || {
-            let sys = actix_web::rt::System::new();
-            sys.block_on(async move {
-                let server = HttpServer::new(move || {
-                    App::new().app_data(data.clone()).default_service(web::to(handle))
-                })
-                .workers(1)
-                .disable_signals()
-                .shutdown_timeout(1)
-                .listen(listener)
-                .expect("listen")
-                .run();
-                tx.send(server.handle()).expect("handle");
-                let _ = server.await;
-            });
+        let server = super::ActixThread::spawn(listener, 1, move |cfg| {
+            cfg.app_data(data.clone()).default_service(web::to(handle));
         });
-        let handle = rx.recv().expect("server handle");
-        Self { port, state, handle, thread: Some(thread) }
+        Self { port, state, _server: server }
     }
 
     /// `http://127.0.0.1:PORT{path}`
@@ -130,16 +113,6 @@ impl FixtureSite {
     /// Headers of the last request to `/echo`.
     pub fn last_headers(&self) -> Vec<(String, String)> {
         self.state.last_headers.lock().expect("lock").clone()
-    }
-}
-
-impl Drop for FixtureSite {
-    fn drop(&mut self) {
-        let handle = self.handle.clone();
-        let _ = std::thread::spawn(move || actix_web::rt::System::new().block_on(handle.stop(false))).join();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
