@@ -81,11 +81,12 @@ impl Builder {
                 .enable_all()
                 .build()
                 .expect("runtime");
-            runtime
-                .block_on(ferrocrawl::serve(listener, settings, async {
-                    let _ = rx.await;
-                }))
-                .expect("server ran");
+            let served = runtime.block_on(ferrocrawl::serve(listener, settings, async {
+                let _ = rx.await;
+            }));
+            if let Err(e) = served {
+                panic!("ferrocrawl::serve failed: {e} ({e:?})");
+            }
         });
         let server = TestServer {
             base,
