@@ -169,6 +169,10 @@ impl Actor for JobSupervisor {
         };
         let Some(err) = failure else {
             state.restarts.remove(&id);
+            // A job reopened (URLs appended) while its actor was finishing runs again.
+            if jobs.record(id)?.is_some_and(|r| r.status == JobStatus::Scraping) {
+                state.spawn(&myself, id, jobs).await;
+            }
             return Ok(());
         };
         let count = state.restarts.entry(id).or_insert(0);

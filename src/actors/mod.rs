@@ -148,6 +148,22 @@ impl Runtime {
         Ok(())
     }
 
+    /// Adds URLs to a batch (reopening it when it had finished) and makes sure it runs.
+    pub async fn append(&self, id: JobId, entries: &[NewEntry]) -> Result<usize, RuntimeError> {
+        let Some((jobs, _)) = self.services.find_job(id)? else { return Ok(0) };
+        let added = jobs.append(id, entries)?;
+        let volatile = self.services.store.jobs.record(id)?.is_none();
+        if !volatile {
+            jobs.flush().await?;
+        }
+        let supervisors = self.supervisors().await?;
+        supervisors
+            .jobs
+            .cast(jobs::JobsMsg::Start(id, volatile))
+            .map_err(|e| RuntimeError::Actors(e.to_string()))?;
+        Ok(added.len())
+    }
+
     /// Cancels a running job of `team`. Returns the record as it was before, or `None` when
     /// the team has no such job.
     pub async fn cancel(&self, id: JobId, team: &TeamId) -> Result<Option<JobRecord>, RuntimeError> {

@@ -9,7 +9,6 @@ use serde_json::json;
 use super::crawl_body::{self, CrawlBody};
 use super::error::ApiError;
 use super::job_view;
-use super::scrape::parse_job_id;
 use super::{AppState, Authenticated, body, target};
 use crate::actors::discovery::is_sitemap_url;
 use crate::crawl::keys::{self, KeyRules};
@@ -111,21 +110,6 @@ pub async fn start(
     Ok(HttpResponse::Ok().json(StartedJob { success: true, id: id.to_string(), url }))
 }
 
-/// The crawl of this team with `id`.
-fn find(
-    state: &AppState,
-    auth: &Authenticated,
-    id: &str,
-) -> Result<(JobId, crate::store::JobStore, JobRecord), ApiError> {
-    let id = parse_job_id(id)?;
-    match state.runtime.services().find_job(id)? {
-        Some((jobs, record)) if record.team == auth.team.as_str() && record.kind == JobKind::Crawl => {
-            Ok((id, jobs, record))
-        }
-        _ => Err(ApiError::job_not_found()),
-    }
-}
-
 /// Status of a crawl, with a page of results.
 #[utoipa::path(
     get,
@@ -144,9 +128,7 @@ pub async fn status(
     auth: Authenticated,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, jobs, record) = find(&state, &auth, &path)?;
-    let paging = job_view::paging(&req)?;
-    job_view::status(&req, &state, "crawl", id, &record, &jobs, paging)
+    job_view::status_of(&req, &state, &auth, &path, JobKind::Crawl)
 }
 
 /// Cancel a crawl.
@@ -155,26 +137,7 @@ pub async fn cancel(
     auth: Authenticated,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, _, record) = find(&state, &auth, &path)?;
-    match record.status {
-        JobStatus::Completed | JobStatus::Failed => {
-            Err(ApiError::new(Code::Conflict, "Crawl is already completed"))
-        }
-        _ => {
-            state.runtime.cancel(id, &auth.team).await?;
-            Ok(HttpResponse::Ok().json(json!({"success": true, "status": "cancelled"})))
-        }
-    }
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ErrorItem {
-    id: String,
-    timestamp: String,
-    url: String,
-    code: String,
-    error: String,
+    job_view::cancel_of(&state, &auth, &path, JobKind::Crawl).await
 }
 
 /// Pages of a crawl that failed, and URLs robots.txt kept it from.
@@ -183,19 +146,7 @@ pub async fn errors(
     auth: Authenticated,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, jobs, _) = find(&state, &auth, &path)?;
-    let (failed, blocked) = jobs.errors(id)?;
-    let errors: Vec<ErrorItem> = failed
-        .into_iter()
-        .map(|e| ErrorItem {
-            id: e.id,
-            timestamp: time::iso_ms(e.at_ms),
-            url: e.url,
-            code: e.code,
-            error: e.error,
-        })
-        .collect();
-    Ok(HttpResponse::Ok().json(json!({"success": true, "errors": errors, "robotsBlocked": blocked})))
+    job_view::errors_of(&state, &auth, &path, JobKind::Crawl)
 }
 
 /// The team's running crawls.

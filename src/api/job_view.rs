@@ -5,13 +5,98 @@
 
 use actix_web::{HttpRequest, HttpResponse};
 use serde::Serialize;
+use serde_json::json;
 use serde_json::value::RawValue;
 
-use super::AppState;
 use super::error::ApiError;
-use crate::model::{JobId, JobStatus, time};
+use super::scrape::parse_job_id;
+use super::{AppState, Authenticated};
+use crate::model::{Code, JobId, JobStatus, time};
 use crate::store::JobStore;
-use crate::store::jobs::JobRecord;
+use crate::store::jobs::{JobKind, JobRecord};
+
+/// Path segment and display name of a job kind.
+fn naming(kind: JobKind) -> (&'static str, &'static str) {
+    match kind {
+        JobKind::Crawl => ("crawl", "Crawl"),
+        JobKind::Batch => ("batch/scrape", "Batch scrape"),
+    }
+}
+
+/// The job of this team with `id` and `kind` (404 for any other).
+pub fn find(
+    state: &AppState,
+    auth: &Authenticated,
+    id: &str,
+    kind: JobKind,
+) -> Result<(JobId, JobStore, JobRecord), ApiError> {
+    let id = parse_job_id(id)?;
+    match state.runtime.services().find_job(id)? {
+        Some((jobs, record)) if record.team == auth.team.as_str() && record.kind == kind => {
+            Ok((id, jobs, record))
+        }
+        _ => Err(ApiError::job_not_found()),
+    }
+}
+
+/// `GET /v2/{crawl|batch/scrape}/{id}`.
+pub fn status_of(
+    req: &HttpRequest,
+    state: &AppState,
+    auth: &Authenticated,
+    id: &str,
+    kind: JobKind,
+) -> Result<HttpResponse, ApiError> {
+    let (id, jobs, record) = find(state, auth, id, kind)?;
+    let paging = paging(req)?;
+    status(req, state, naming(kind).0, id, &record, &jobs, paging)
+}
+
+/// `DELETE /v2/{crawl|batch/scrape}/{id}`: cancels; a finished job is a conflict.
+pub async fn cancel_of(
+    state: &AppState,
+    auth: &Authenticated,
+    id: &str,
+    kind: JobKind,
+) -> Result<HttpResponse, ApiError> {
+    let (id, _, record) = find(state, auth, id, kind)?;
+    if matches!(record.status, JobStatus::Completed | JobStatus::Failed) {
+        return Err(ApiError::new(Code::Conflict, format!("{} is already completed", naming(kind).1)));
+    }
+    state.runtime.cancel(id, &auth.team).await?;
+    Ok(HttpResponse::Ok().json(json!({"success": true, "status": "cancelled"})))
+}
+
+#[derive(Serialize)]
+struct ErrorItem {
+    id: String,
+    timestamp: String,
+    url: String,
+    code: String,
+    error: String,
+}
+
+/// `GET /v2/{crawl|batch/scrape}/{id}/errors`: failed pages and robots-blocked URLs.
+pub fn errors_of(
+    state: &AppState,
+    auth: &Authenticated,
+    id: &str,
+    kind: JobKind,
+) -> Result<HttpResponse, ApiError> {
+    let (id, jobs, _) = find(state, auth, id, kind)?;
+    let (failed, blocked) = jobs.errors(id)?;
+    let errors: Vec<ErrorItem> = failed
+        .into_iter()
+        .map(|e| ErrorItem {
+            id: e.id,
+            timestamp: time::iso_ms(e.at_ms),
+            url: e.url,
+            code: e.code,
+            error: e.error,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({"success": true, "errors": errors, "robotsBlocked": blocked})))
+}
 
 /// Default documents per status page.
 pub const DEFAULT_PAGE_SIZE: usize = 100;

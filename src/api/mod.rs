@@ -4,6 +4,7 @@
 //! module never touches storage directly.
 
 pub mod auth;
+pub mod batch;
 pub mod body;
 pub mod crawl;
 pub mod crawl_body;
@@ -70,6 +71,7 @@ pub fn create_app(
         .configure(openapi::configure)
         .configure(scrape::configure)
         .configure(crawl::configure)
+        .configure(batch::configure)
         .configure(map::configure)
         .default_service(web::to(not_found))
 }

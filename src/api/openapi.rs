@@ -6,6 +6,7 @@ use actix_web::{HttpResponse, web};
 use serde_json::{Value, json};
 use utoipa::OpenApi;
 
+use super::batch::{self, StartedBatch};
 use super::crawl::{self, StartedJob};
 use super::crawl_body::CrawlBody;
 use super::error::ErrorBody;
@@ -21,8 +22,8 @@ use super::scrape::{self, ScrapeResponse};
         description = "Self-hosted web content extraction speaking the Firecrawl v2 API.",
         version = env!("CARGO_PKG_VERSION")
     ),
-    paths(scrape::scrape, scrape::get_scrape, crawl::start, crawl::status, map::map_site, health::health),
-    components(schemas(ScrapeOptionsBody, LocationBody, ScrapeResponse, CrawlBody, MapBody, StartedJob, ErrorBody, Health))
+    paths(scrape::scrape, scrape::get_scrape, crawl::start, crawl::status, batch::start, map::map_site, health::health),
+    components(schemas(ScrapeOptionsBody, LocationBody, ScrapeResponse, CrawlBody, MapBody, StartedJob, StartedBatch, ErrorBody, Health))
 )]
 struct ApiDoc;
 
@@ -44,6 +45,7 @@ pub fn document() -> Value {
         "The URL to start from (http or https).",
     );
     request_schema(&mut doc, "MapOptions", "MapRequest", "/v2/map", "The site to map (http or https).");
+    batch_schema(&mut doc);
     doc["components"]["securitySchemes"] = json!({
         "bearer": {"type": "http", "scheme": "bearer", "description": "An API key: `ferrocrawl keys create`"}
     });
@@ -63,6 +65,25 @@ fn request_schema(doc: &mut Value, options: &str, request: &str, path: &str, url
     doc["paths"][path]["post"]["requestBody"] = json!({
         "required": true,
         "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{request}")}}}
+    });
+}
+
+/// `BatchScrapeRequest`: `urls` and the batch keys plus the scrape options (flat).
+fn batch_schema(doc: &mut Value) {
+    let mut schema = doc["components"]["schemas"]["ScrapeOptions"].clone();
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        props.insert("urls".into(), json!({"type": "array", "items": {"type": "string", "format": "uri"}, "minItems": 1, "description": "The pages to scrape."}));
+        props.insert("webhook".into(), json!({"type": "object", "description": "Where to send events: a URL or {url, headers, metadata, events}."}));
+        props.insert("maxConcurrency".into(), json!({"type": "integer", "minimum": 1, "description": "Most pages fetched at once for this batch."}));
+        props.insert("ignoreInvalidURLs".into(), json!({"type": "boolean", "description": "Skip invalid URLs and list them (default true) instead of failing."}));
+        props.insert("appendToId".into(), json!({"type": "string", "format": "uuid", "description": "Add the URLs to this batch of the team."}));
+    }
+    schema["required"] = json!(["urls"]);
+    schema["additionalProperties"] = json!(false);
+    doc["components"]["schemas"]["BatchScrapeRequest"] = schema;
+    doc["paths"]["/v2/batch/scrape"]["post"]["requestBody"] = json!({
+        "required": true,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BatchScrapeRequest"}}}
     });
 }
 
@@ -97,6 +118,7 @@ mod tests {
             ("ScrapeRequest", scrape::accepted_keys()),
             ("CrawlRequest", crawl::accepted_keys()),
             ("MapRequest", map::accepted_keys()),
+            ("BatchScrapeRequest", batch::accepted_keys()),
         ] {
             let props = doc["components"]["schemas"][schema]["properties"].as_object().expect("props");
             let mut documented: Vec<&str> = props.keys().map(String::as_str).collect();

@@ -322,6 +322,32 @@ impl JobStore {
         Ok(self.queue.range(key(id, 0)..key(id, u64::MAX)).next().transpose()?.is_some())
     }
 
+    /// Adds URLs to a batch, raising its limit by their number and reopening it if it had
+    /// finished — all in one step, so a job can never end with work queued.
+    pub fn append(&self, id: JobId, entries: &[NewEntry]) -> Result<Queued> {
+        unwrap_tx((&self.jobs, &self.counters, &self.seen, &self.queue).transaction(
+            |(jobs, counters, seen, queue)| {
+                let mut record: JobRecord = match jobs.get(id.as_bytes())? {
+                    Some(b) => codec::decode(&b).map_err(abort)?,
+                    None => return Ok(Vec::new()),
+                };
+                let mut c: Counters = match counters.get(id.as_bytes())? {
+                    Some(b) => codec::decode(&b).map_err(abort)?,
+                    None => return Ok(Vec::new()),
+                };
+                record.options.limit = record.options.limit.saturating_add(entries.len() as u64);
+                let added = enqueue_tx(id, &mut c, record.options.limit, entries, seen, queue)?;
+                if !added.is_empty() {
+                    record.status = JobStatus::Scraping;
+                    record.finished_ms = None;
+                }
+                jobs.insert(&id.as_bytes()[..], codec::encode(&record).map_err(abort)?)?;
+                counters.insert(&id.as_bytes()[..], codec::encode(&c).map_err(abort)?)?;
+                Ok(added)
+            },
+        ))
+    }
+
     /// Adds URLs (sitemap discoveries) outside a page completion.
     pub fn enqueue(&self, id: JobId, limit: u64, entries: &[NewEntry]) -> Result<Vec<(u64, QueueEntry)>> {
         unwrap_tx((&self.counters, &self.seen, &self.queue).transaction(|(counters, seen, queue)| {

@@ -1,5 +1,5 @@
-//! Accepted work survives `kill -9`: a crawl killed mid-way resumes when the server
-//! restarts and finishes with every reachable page exactly once.
+//! Accepted work survives `kill -9`: a crawl or batch killed mid-way resumes when the server
+//! restarts and finishes with every page exactly once.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -19,17 +19,17 @@ async fn get(base: &str, key: &str, path_or_url: &str) -> Value {
     body
 }
 
-#[tokio::test]
-async fn a_crawl_killed_mid_way_finishes_after_restart() {
+/// Starts a job with `body` at `endpoint`, kills the server with SIGKILL once 12 pages are
+/// done, restarts it, waits for the end and returns the final status and every document's
+/// source URL (checked to be unique).
+async fn killed_and_resumed(site: &CrawlSite, endpoint: &str, body: Value) -> (Value, Vec<String>) {
     ferrocrawl::scrape::engine::http::install_crypto_provider();
-    let site = CrawlSite::start(40);
     let dir = tempfile::tempdir().expect("tempdir");
     let server = Binary::serve(dir.path(), &[]);
     let key = std::fs::read_to_string(dir.path().join("api-key")).expect("key").trim().to_owned();
     let client = reqwest::Client::builder().no_proxy().build().expect("client");
-    let body = json!({"url": site.url("/chain/0"), "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 2});
     let resp = client
-        .post(format!("{}/v2/crawl", server.base))
+        .post(format!("{}{endpoint}", server.base))
         .bearer_auth(&key)
         .json(&body)
         .send()
@@ -37,15 +37,16 @@ async fn a_crawl_killed_mid_way_finishes_after_restart() {
         .expect("post");
     let (_, started) = decode(resp).await;
     let id = started["id"].as_str().expect("id").to_owned();
+    let status_path = format!("{endpoint}/{id}");
 
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let status = get(&server.base, &key, &format!("/v2/crawl/{id}")).await;
+        let status = get(&server.base, &key, &status_path).await;
         if status["completed"].as_u64().unwrap_or(0) >= 12 {
-            assert_eq!(status["status"], "scraping", "the crawl must still be running when killed");
+            assert_eq!(status["status"], "scraping", "the job must still be running when killed");
             break;
         }
-        assert!(Instant::now() < deadline, "crawl made no progress: {status}");
+        assert!(Instant::now() < deadline, "the job made no progress: {status}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     server.kill9();
@@ -54,11 +55,11 @@ async fn a_crawl_killed_mid_way_finishes_after_restart() {
     let server = Binary::serve(dir.path(), &[]);
     let deadline = Instant::now() + Duration::from_secs(60);
     let done = loop {
-        let status = get(&server.base, &key, &format!("/v2/crawl/{id}")).await;
+        let status = get(&server.base, &key, &status_path).await;
         if status["status"] != "scraping" {
             break status;
         }
-        assert!(Instant::now() < deadline, "resumed crawl did not finish: {status}");
+        assert!(Instant::now() < deadline, "the resumed job did not finish: {status}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_eq!(done["status"], "completed", "{done}");
@@ -74,9 +75,27 @@ async fn a_crawl_killed_mid_way_finishes_after_restart() {
         docs.iter().map(|d| d["metadata"]["sourceURL"].as_str().expect("source").to_owned()).collect();
     let unique: BTreeSet<&String> = sources.iter().collect();
     assert_eq!(unique.len(), sources.len(), "a page appears twice: {sources:?}");
+    (done, sources)
+}
+
+#[tokio::test]
+async fn a_crawl_killed_mid_way_finishes_after_restart() {
+    let site = CrawlSite::start(40);
+    let body = json!({"url": site.url("/chain/0"), "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 2});
+    let (done, sources) = killed_and_resumed(&site, "/v2/crawl", body).await;
     // /chain/0 .. /chain/CHAIN_LEN+1: the chain plus the two 404 pages past its end.
     let expected: BTreeSet<String> = (0..CHAIN_LEN + 2).map(|n| site.url(&format!("/chain/{n}"))).collect();
-    let got: BTreeSet<String> = sources.into_iter().collect();
-    assert_eq!(got, expected);
+    assert_eq!(sources.into_iter().collect::<BTreeSet<String>>(), expected);
     assert_eq!(done["completed"].as_u64(), Some(expected.len() as u64));
+}
+
+#[tokio::test]
+async fn a_batch_killed_mid_way_finishes_after_restart() {
+    let site = CrawlSite::start(40);
+    let urls: Vec<String> = (0..40).map(|n| site.url(&format!("/chain/{n}"))).collect();
+    let (done, sources) =
+        killed_and_resumed(&site, "/v2/batch/scrape", json!({"urls": urls, "maxConcurrency": 2})).await;
+    let expected: BTreeSet<String> = urls.into_iter().collect();
+    assert_eq!(sources.into_iter().collect::<BTreeSet<String>>(), expected);
+    assert_eq!(done["completed"].as_u64(), Some(40));
 }

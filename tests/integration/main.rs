@@ -5,6 +5,7 @@
 mod common;
 
 mod architecture;
+mod batch;
 mod cache;
 mod change;
 mod cli;

@@ -41,6 +41,17 @@ async fn document_matches_the_scrape_endpoint() {
     let msg = assert_error(&got, 400, "BAD_REQUEST");
     assert!(msg.contains("Unrecognized key") && msg.contains("notInTheDocument"), "{msg}");
 
+    // Batch: every documented key is accepted (the complaint is about the URL list only).
+    let documented =
+        doc["components"]["schemas"]["BatchScrapeRequest"]["properties"].as_object().expect("properties");
+    for name in documented.keys().filter(|k| *k != "urls") {
+        let body = json!({"urls": ["ftp://refused.example/"], name: null});
+        let (status, reply) = app.request(reqwest::Method::POST, "/v2/batch/scrape", Some(&body)).await;
+        let msg = reply["error"].as_str().unwrap_or_default();
+        assert_eq!(status, 400, "{name}: {reply}");
+        assert!(msg.contains("No valid URLs"), "batch: documented `{name}` was refused: {msg}");
+    }
+
     let timeout = &props["timeout"];
     let min = timeout["minimum"].as_u64().expect("minimum");
     let max = timeout["maximum"].as_u64().expect("maximum");

@@ -155,3 +155,23 @@ fn a_batch_settles_together_and_skips_duplicates() {
     let c = store.jobs.counters(id).expect("c");
     assert_eq!((c.completed, c.enqueued, c.credits), (2, 3, 2));
 }
+
+#[test]
+fn appending_reopens_a_finished_batch() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let id = JobId::new();
+    let mut batch = record(1);
+    batch.kind = JobKind::Batch;
+    store.jobs.create(id, &batch, &[entry("/a", 0)]).expect("create");
+    store
+        .jobs
+        .settle(id, 0, 1, Settlement { outcome: Outcome::Page { document: b"{}", credits: 1 }, links: &[] })
+        .expect("settle");
+    store.jobs.set_status(id, JobStatus::Completed, 5).expect("complete");
+    let added = store.jobs.append(id, &[entry("/a", 0), entry("/b", 0)]).expect("append");
+    assert_eq!(added.len(), 1, "a URL already in the batch is not added again");
+    let r = store.jobs.record(id).expect("r").expect("record");
+    assert_eq!((r.status, r.finished_ms, r.options.limit), (JobStatus::Scraping, None, 3));
+    assert_eq!(store.jobs.queued(id, 0, 10).expect("q")[0].1.url, "http://a.test/b");
+}
