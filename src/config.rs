@@ -32,6 +32,8 @@ pub struct Settings {
     pub crawl: CrawlSettings,
     /// Clean-up of expired data.
     pub janitor: JanitorSettings,
+    /// Webhook delivery.
+    pub webhooks: WebhookSettings,
     /// Proxies.
     pub proxy: ProxySettings,
     /// Logging.
@@ -121,6 +123,20 @@ pub struct JanitorSettings {
     pub cache_retention_secs: u64,
 }
 
+/// `[webhooks]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookSettings {
+    /// Per-attempt timeout (ms).
+    pub timeout_ms: u64,
+    /// Retry window (s).
+    pub retry_window_secs: u64,
+    /// Longest pause between attempts (s).
+    pub max_backoff_secs: u64,
+    /// Outbox polling period (ms).
+    pub poll_ms: u64,
+}
+
 /// `[proxy]`
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -150,13 +166,25 @@ pub enum LogFormat {
 }
 
 /// `[teams.NAME]`
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TeamSettings {
     /// Enterprise plan: robots.txt overrides.
     pub enterprise: bool,
     /// May send zero-data-retention requests.
     pub zero_data_retention: bool,
+    /// Key that signs webhook deliveries.
+    pub webhook_secret: Option<String>,
+}
+
+impl std::fmt::Debug for TeamSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TeamSettings")
+            .field("enterprise", &self.enterprise)
+            .field("zero_data_retention", &self.zero_data_retention)
+            .field("webhook_secret", &self.webhook_secret.as_ref().map(|_| "<set>"))
+            .finish()
+    }
 }
 
 /// Values given on the command line, applied last.
@@ -254,6 +282,10 @@ impl Settings {
         }
         if self.crawl.job_ttl_secs == 0 || self.janitor.interval_secs == 0 {
             return invalid("crawl.job_ttl_secs", "durations must be positive");
+        }
+        if self.webhooks.timeout_ms == 0 || self.webhooks.poll_ms == 0 || self.webhooks.max_backoff_secs == 0
+        {
+            return invalid("webhooks.timeout_ms", "webhook timings must be positive");
         }
         if self.crawl.robots_agent.trim().is_empty() {
             return invalid("crawl.robots_agent", "must not be empty");

@@ -86,6 +86,11 @@ enum Command {
         #[arg(long)]
         allow_private: bool,
     },
+    /// Manage teams (while the server is stopped).
+    Teams {
+        #[command(subcommand)]
+        command: TeamsCommand,
+    },
     /// Print the Markdown of a local HTML file, as a scrape of URL would produce it.
     Extract {
         /// The HTML file.
@@ -115,6 +120,22 @@ enum KeysCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+enum TeamsCommand {
+    /// Set the secret that signs a team's webhook deliveries and print it.
+    Secret {
+        /// The team.
+        #[arg(long)]
+        team: String,
+        /// Use this value instead of a generated secret.
+        #[arg(long)]
+        secret: Option<String>,
+        /// Data directory (overrides storage.data_dir).
+        #[arg(long)]
+        data: Option<PathBuf>,
+    },
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
@@ -138,6 +159,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             create_key(&settings.storage.data_dir, &team, key.as_deref())
         }
         Command::Extract { file, url, full } => extract_file(&file, &url, full),
+        Command::Teams { command: TeamsCommand::Secret { team, secret, data } } => {
+            let settings = Settings::load(cli.config.as_deref(), &Overrides { port: None, data_dir: data })?;
+            set_webhook_secret(&settings.storage.data_dir, &team, secret.as_deref())
+        }
         Command::Crawl {
             url,
             limit,
@@ -269,6 +294,21 @@ fn create_key(data_dir: &Path, team: &str, key: Option<&str>) -> anyhow::Result<
     store.flush()?;
     println!("{}", created.value);
     eprintln!("API key added for team `{}` in {}", created.team, data_dir.display());
+    Ok(())
+}
+
+fn set_webhook_secret(data_dir: &Path, team: &str, secret: Option<&str>) -> anyhow::Result<()> {
+    let team = TeamId::parse(team).map_err(anyhow::Error::msg)?;
+    if secret.is_some_and(|s| s.len() < 16) {
+        bail!("--secret must be at least 16 characters");
+    }
+    let secret = secret
+        .map_or_else(|| ferrocrawl::store::keys::generate_key().replacen("fc-", "whsec-", 1), str::to_owned);
+    let store = Store::open(data_dir).context("opening the data directory")?;
+    store.teams.set_webhook_secret(&team, &secret)?;
+    store.flush()?;
+    println!("{secret}");
+    eprintln!("webhook secret set for team `{team}` in {}", data_dir.display());
     Ok(())
 }
 

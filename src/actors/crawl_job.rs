@@ -19,7 +19,7 @@ use super::domains::{DomainsMsg, origin_of};
 use super::settle::{self, LinkMemo, Pending};
 use crate::crawl::keys::KeyRules;
 use crate::crawl::scope::{Scope, ScopeOptions};
-use crate::model::{CrawlOptions, JobId, JobStatus, SitemapMode, TeamId, time};
+use crate::model::{CrawlOptions, JobId, JobStatus, SitemapMode, TeamId};
 use crate::store::jobs::{JobKind, JobRecord, JobStore, NewEntry, QueueEntry};
 
 /// Messages of a [`CrawlJob`].
@@ -328,7 +328,9 @@ fn rules(state: &CrawlJobState) -> settle::Rules<'_> {
 
 /// Writes the buffered pages in one transaction.
 fn commit(state: &mut CrawlJobState) -> Result<(), ActorProcessingErr> {
-    settle::commit(&state.jobs, state.id, state.record.options.limit, &mut state.buffer)?;
+    if settle::commit(&state.jobs, state.id, &state.record, &mut state.buffer)? {
+        state.services.webhooks.notify_one();
+    }
     Ok(())
 }
 
@@ -346,7 +348,8 @@ fn finish(
     if status == JobStatus::Cancelled {
         let _ = state.domains.cast(DomainsMsg::CancelJob(state.id));
     }
-    let record = state.jobs.set_status(state.id, status, time::now_ms())?;
+    let record = super::events::end(&state.jobs, state.id, status, None)?;
+    state.services.webhooks.notify_one();
     if let Some(record) = record {
         tracing::info!(job = %state.id, status = record.status.as_str(), "job finished");
     }

@@ -101,7 +101,7 @@ pub fn sweep(
             }
             if !record.status.is_terminal() {
                 let _ = jobs.cast(JobsMsg::Cancel(id));
-                job_store.set_status(id, crate::model::JobStatus::Cancelled, now_ms)?;
+                super::events::end(&job_store, id, crate::model::JobStatus::Cancelled, None)?;
             }
             job_store.delete(id)?;
             swept.jobs += 1;

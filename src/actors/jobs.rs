@@ -10,7 +10,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, Supervi
 use super::Services;
 use super::crawl_job::{CrawlJob, CrawlJobArgs, CrawlJobMsg};
 use super::domains::DomainsMsg;
-use crate::model::{JobId, JobStatus, time};
+use crate::model::{JobId, JobStatus};
 use crate::store::JobStore;
 
 /// Restarts allowed per job before it is marked failed.
@@ -73,7 +73,9 @@ impl JobsState {
             }
             Err(e) => {
                 tracing::error!(job = %id, error = %e, "job could not start");
-                let _ = jobs.fail(id, &format!("the job could not start: {e}"), time::now_ms());
+                let error = format!("the job could not start: {e}");
+                let _ = super::events::end(&jobs, id, JobStatus::Failed, Some(&error));
+                self.services.webhooks.notify_one();
             }
         }
     }
@@ -179,7 +181,13 @@ impl Actor for JobSupervisor {
         *count += 1;
         if *count > MAX_RESTARTS {
             tracing::error!(job = %id, error = %err, "job failed repeatedly; giving up");
-            jobs.fail(id, &format!("the job failed repeatedly: {err}"), time::now_ms())?;
+            super::events::end(
+                &jobs,
+                id,
+                JobStatus::Failed,
+                Some(&format!("the job failed repeatedly: {err}")),
+            )?;
+            state.services.webhooks.notify_one();
             state.restarts.remove(&id);
             return Ok(());
         }

@@ -4,6 +4,7 @@
 //! Root
 //!  ├─ JobSupervisor ── CrawlJob(id) ...   one per running crawl or batch; resumed from the store
 //!  ├─ DomainSupervisor ── Domain(site) ... robots.txt, politeness, fetching; exits when idle
+//!  ├─ WebhookDispatcher                   signed, retried, in-order delivery from the outbox
 //!  └─ Janitor                             expiry of jobs, results and cached pages
 //! ```
 //!
@@ -15,11 +16,13 @@ pub mod crawl_job;
 pub mod discovery;
 pub mod domain;
 pub mod domains;
+pub mod events;
 pub mod janitor;
 pub mod jobs;
 pub mod map;
 pub mod root;
 mod settle;
+pub mod webhook;
 
 use std::sync::{Arc, OnceLock};
 
@@ -42,13 +45,21 @@ pub struct Services {
     pub store: Store,
     /// Settings.
     pub settings: Arc<Settings>,
+    /// Rung when webhook events were queued, so the dispatcher delivers at once.
+    pub webhooks: Arc<tokio::sync::Notify>,
     volatile: Arc<OnceLock<JobStore>>,
 }
 
 impl Services {
     /// Services over `store`.
     pub fn new(scraper: Scraper, store: Store, settings: Arc<Settings>) -> Self {
-        Self { scraper, store, settings, volatile: Arc::new(OnceLock::new()) }
+        Self {
+            scraper,
+            store,
+            settings,
+            webhooks: Arc::new(tokio::sync::Notify::new()),
+            volatile: Arc::new(OnceLock::new()),
+        }
     }
 
     /// The memory-only job store used by zero-data-retention jobs (opened on first use; it
@@ -136,7 +147,9 @@ impl Runtime {
         volatile: bool,
     ) -> Result<(), RuntimeError> {
         let jobs = if volatile { self.services.volatile_jobs()? } else { self.services.store.jobs.clone() };
-        jobs.create(id, record, first)?;
+        let started = events::started(&jobs, id, record)?;
+        jobs.create(id, record, first, started.as_ref())?;
+        self.services.webhooks.notify_one();
         if !volatile {
             jobs.flush().await?;
         }
@@ -174,7 +187,8 @@ impl Runtime {
             return Ok(None);
         }
         if !record.status.is_terminal() {
-            jobs.set_status(id, crate::model::JobStatus::Cancelled, crate::model::time::now_ms())?;
+            events::end(&jobs, id, crate::model::JobStatus::Cancelled, None)?;
+            self.services.webhooks.notify_one();
             let supervisors = self.supervisors().await?;
             let _ = supervisors.jobs.cast(jobs::JobsMsg::Cancel(id));
             let _ = supervisors.domains.cast(domains::DomainsMsg::CancelJob(id));

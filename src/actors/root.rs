@@ -7,6 +7,7 @@ use super::Services;
 use super::domains::{DomainSupervisor, DomainsMsg};
 use super::janitor::{Janitor, JanitorArgs, JanitorMsg};
 use super::jobs::{JobSupervisor, JobsArgs, JobsMsg};
+use super::webhook::{WebhookDispatcher, WebhookMsg};
 
 /// The supervisors' current references.
 #[derive(Debug, Clone)]
@@ -17,6 +18,8 @@ pub struct Supervisors {
     pub domains: ActorRef<DomainsMsg>,
     /// Clean-up.
     pub janitor: ActorRef<JanitorMsg>,
+    /// Webhook delivery.
+    pub webhooks: ActorRef<WebhookMsg>,
 }
 
 /// Messages of [`Root`].
@@ -62,6 +65,13 @@ async fn spawn_janitor(
     Ok(Actor::spawn_linked(None, Janitor, args, root.get_cell()).await?.0)
 }
 
+async fn spawn_webhooks(
+    root: &ActorRef<RootMsg>,
+    services: &Services,
+) -> Result<ActorRef<WebhookMsg>, ActorProcessingErr> {
+    Ok(Actor::spawn_linked(None, WebhookDispatcher, services.clone(), root.get_cell()).await?.0)
+}
+
 impl Actor for Root {
     type Msg = RootMsg;
     type State = RootState;
@@ -75,7 +85,8 @@ impl Actor for Root {
         let domains = spawn_domains(&myself, &services).await?;
         let jobs = spawn_jobs(&myself, &services, &domains).await?;
         let janitor = spawn_janitor(&myself, &services, &jobs).await?;
-        Ok(RootState { services, current: Supervisors { jobs, domains, janitor } })
+        let webhooks = spawn_webhooks(&myself, &services).await?;
+        Ok(RootState { services, current: Supervisors { jobs, domains, janitor, webhooks } })
     }
 
     async fn handle(
@@ -112,6 +123,9 @@ impl Actor for Root {
         } else if id == state.current.jobs.get_id() {
             tracing::error!(error = %err, "job supervisor failed; restarting it");
             state.current.jobs = spawn_jobs(&myself, &services, &state.current.domains).await?;
+        } else if id == state.current.webhooks.get_id() {
+            tracing::error!(error = %err, "webhook dispatcher failed; restarting it");
+            state.current.webhooks = spawn_webhooks(&myself, &services).await?;
         } else if id == state.current.janitor.get_id() {
             tracing::error!(error = %err, "janitor failed; restarting it");
             state.current.janitor = spawn_janitor(&myself, &services, &state.current.jobs).await?;

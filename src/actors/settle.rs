@@ -9,10 +9,11 @@ use std::time::Duration;
 use url::Url;
 
 use super::domain::FetchOutcome;
+use super::events::{self, PageReport};
 use crate::crawl::keys::{self, KeyRules};
 use crate::crawl::scope::{Rejection, Scope};
 use crate::model::{CrawlOptions, JobId, SitemapMode, time};
-use crate::store::jobs::{ErrorEntry, JobKind, NewEntry, Outcome, QueueEntry, Settlement};
+use crate::store::jobs::{ErrorEntry, JobKind, JobRecord, NewEntry, Outcome, QueueEntry, Settlement};
 use crate::store::{JobStore, StoreError};
 
 /// Most pages committed together.
@@ -125,15 +126,25 @@ pub(super) fn prepare(
     })
 }
 
-/// Commits and empties `buffer`.
+/// Commits and empties `buffer`, with a page event per finished page when the job's
+/// webhook wants them. Returns whether any event was queued.
 pub(super) fn commit(
     jobs: &JobStore,
     id: JobId,
-    limit: u64,
+    record: &JobRecord,
     buffer: &mut Vec<Pending>,
-) -> Result<(), StoreError> {
+) -> Result<bool, StoreError> {
     if buffer.is_empty() {
-        return Ok(());
+        return Ok(false);
+    }
+    let mut events = Vec::new();
+    for p in buffer.iter() {
+        let report = match &p.outcome {
+            Owned::Page { document, .. } => PageReport::Done(document),
+            Owned::Failed(entry) => PageReport::Failed { url: &entry.url, error: &entry.error },
+            Owned::Blocked(_) => continue,
+        };
+        events.extend(events::page(jobs, id, record, report)?);
     }
     let batch: Vec<(u64, Settlement<'_>)> = buffer
         .iter()
@@ -146,9 +157,9 @@ pub(super) fn commit(
             (p.seq, Settlement { outcome, links: &p.links })
         })
         .collect();
-    jobs.settle_batch(id, limit, &batch)?;
+    jobs.settle_batch(id, record.options.limit, &batch, &events)?;
     buffer.clear();
-    Ok(())
+    Ok(!events.is_empty())
 }
 
 /// Why a fetched page is not kept: the start page failing the include/exclude patterns, or a

@@ -131,8 +131,8 @@ async fn the_janitor_deletes_only_what_expired() {
     let mut current = expired.clone();
     current.expires_ms = now + 60_000;
     let entry = |u: &str| NewEntry { key: u.into(), entry: QueueEntry { url: u.into(), depth: 0 } };
-    services.store.jobs.create(old, &expired, &[entry("http://a.test/")]).expect("create");
-    services.store.jobs.create(fresh, &current, &[entry("http://a.test/")]).expect("create");
+    services.store.jobs.create(old, &expired, &[entry("http://a.test/")], None).expect("create");
+    services.store.jobs.create(fresh, &current, &[entry("http://a.test/")], None).expect("create");
     let team = TeamId::parse("t").expect("team");
     let doc = crate::model::Document::default();
     services.store.scrapes.put(JobId::new(), &team, &doc, 0).expect("put");

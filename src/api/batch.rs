@@ -6,7 +6,6 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::crawl_body::validate_webhook;
 use super::error::ApiError;
 use super::job_view;
 use super::options::ScrapeOptionsBody;
@@ -125,8 +124,11 @@ pub async fn start(
     body::reject_unknown(&mut map, &[BATCH_KEYS, body::field_names::<ScrapeOptionsBody>()], "")?;
     let urls = parse_urls(map.remove("urls"))?;
     let ignore_invalid = take_bool(&mut map, "ignoreInvalidURLs")?.unwrap_or(true);
-    let webhook_json =
-        map.remove("webhook").filter(|w| !w.is_null()).map(|w| validate_webhook(&w)).transpose()?;
+    let webhook =
+        map.remove("webhook").filter(|w| !w.is_null()).map(|w| super::webhook::parse(&w)).transpose()?;
+    if let Some(webhook) = &webhook {
+        super::webhook::check_allowed(webhook, state.scraper.engine().policy())?;
+    }
     let max_concurrency = match map.remove("maxConcurrency") {
         None | Some(Value::Null) => None,
         Some(v) => Some(
@@ -170,7 +172,7 @@ pub async fn start(
         sitemap: SitemapMode::Skip,
         max_concurrency,
         scrape,
-        webhook_json,
+        webhook,
         ..CrawlOptions::default()
     };
     let record = JobRecord {

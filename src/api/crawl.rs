@@ -68,6 +68,9 @@ pub async fn start(
     body::reject_unknown(&mut map, &[CRAWL_KEYS, body::field_names::<CrawlBody>()], "")?;
     let (url, _) = target::parse(map.remove("url"), "url")?;
     let options = crawl_body::parse(map, auth.caller())?;
+    if let Some(webhook) = &options.webhook {
+        super::webhook::check_allowed(webhook, state.scraper.engine().policy())?;
+    }
     let id = JobId::new();
     let idempotency_key = req.headers().get("x-idempotency-key").and_then(|v| v.to_str().ok());
     let store = &state.runtime.services().store;

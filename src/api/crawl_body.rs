@@ -135,7 +135,7 @@ impl CrawlBody {
             }
             Some(_) => return Err(ApiError::bad_request("`scrapeOptions` must be an object")),
         };
-        let webhook_json = self.webhook.filter(|w| !w.is_null()).map(|w| validate_webhook(&w)).transpose()?;
+        let webhook = self.webhook.filter(|w| !w.is_null()).map(|w| super::webhook::parse(&w)).transpose()?;
         let zero_data_retention = self.zero_data_retention.unwrap_or(false);
         if zero_data_retention && !caller.flags.zero_data_retention {
             return Err(ApiError::new(
@@ -162,7 +162,7 @@ impl CrawlBody {
             delay_ms,
             max_concurrency: self.max_concurrency,
             scrape,
-            webhook_json,
+            webhook,
         })
     }
 }
@@ -191,23 +191,6 @@ pub fn path_patterns(
     };
     scope::validate_patterns(&options).map_err(|e| ApiError::bad_request(e.to_string()))?;
     Ok((options.include_paths, options.exclude_paths))
-}
-
-/// Checks a webhook's shape (a URL, or an object with one) and keeps it as JSON text.
-pub fn validate_webhook(webhook: &Value) -> Result<String, ApiError> {
-    let url = match webhook {
-        Value::String(url) => url.as_str(),
-        Value::Object(obj) => obj
-            .get("url")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ApiError::bad_request("`webhook.url` is required"))?,
-        _ => {
-            return Err(ApiError::bad_request("`webhook` must be a URL or an object with a `url`"));
-        }
-    };
-    super::target::parse_str(url)
-        .map_err(|reason| ApiError::bad_request(format!("`webhook.url` {reason}")))?;
-    Ok(webhook.to_string())
 }
 
 #[cfg(test)]
@@ -262,7 +245,7 @@ mod tests {
 
     #[test]
     fn webhooks_are_checked() {
-        assert!(p(json!({"webhook": "http://hooks.example.com/x"})).expect("ok").webhook_json.is_some());
+        assert!(p(json!({"webhook": "http://hooks.example.com/x"})).expect("ok").webhook.is_some());
         assert!(p(json!({"webhook": {"url": "ftp://x"}})).unwrap_err().message().contains("`webhook.url`"));
     }
 }

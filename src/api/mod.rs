@@ -17,6 +17,7 @@ pub mod openapi;
 pub mod options;
 pub mod scrape;
 pub mod target;
+pub mod webhook;
 
 use std::sync::Arc;
 

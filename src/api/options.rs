@@ -364,7 +364,7 @@ mod tests {
     use serde_json::json;
 
     fn flags() -> TeamSettings {
-        TeamSettings { enterprise: false, zero_data_retention: false }
+        TeamSettings::default()
     }
 
     fn validate(v: Value) -> Result<ScrapeOptions, ApiError> {

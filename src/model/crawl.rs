@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::ScrapeOptions;
+use super::webhook::WebhookSpec;
 
 /// Default page limit of a crawl (spec §4.3).
 pub const DEFAULT_CRAWL_LIMIT: u64 = 10_000;
@@ -59,8 +60,8 @@ pub struct CrawlOptions {
     pub max_concurrency: Option<u32>,
     /// Options applied to every page.
     pub scrape: ScrapeOptions,
-    /// The webhook to notify, as sent (delivered by the webhook dispatcher).
-    pub webhook_json: Option<String>,
+    /// Where to send the job's events.
+    pub webhook: Option<WebhookSpec>,
 }
 
 impl Default for CrawlOptions {
@@ -82,7 +83,7 @@ impl Default for CrawlOptions {
             delay_ms: None,
             max_concurrency: None,
             scrape: ScrapeOptions::default(),
-            webhook_json: None,
+            webhook: None,
         }
     }
 }
@@ -158,7 +159,7 @@ mod tests {
             include_paths: vec!["^/blog".into()],
             max_discovery_depth: Some(2),
             delay_ms: Some(1500),
-            webhook_json: Some("{\"url\":\"http://h.test\"}".into()),
+            webhook: Some(WebhookSpec { url: "http://h.test".into(), ..Default::default() }),
             ..Default::default()
         };
         let bytes = postcard::to_allocvec(&o).expect("encode");

@@ -8,9 +8,11 @@ pub mod document;
 pub mod ids;
 pub mod options;
 pub mod time;
+pub mod webhook;
 
 pub use code::{Code, ErrorCode};
 pub use crawl::{CrawlOptions, JobStatus, MapOptions, SitemapMode};
 pub use document::{CacheState, ChangeTracking, Document, Metadata, ProxyUsed};
 pub use ids::{JobId, TeamId};
 pub use options::{ChangeTrackingSpec, Formats, Location, PdfParser, ProxyMode, ScrapeOptions};
+pub use webhook::{EventKind, WebhookSpec};

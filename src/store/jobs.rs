@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
 
+use super::outbox::{NewEvent, Outbox, push_tx};
 use super::{Result, StoreError, codec};
 use crate::model::{CrawlOptions, JobId, JobStatus, TeamId};
 
@@ -151,6 +152,7 @@ pub type Queued = Vec<(u64, QueueEntry)>;
 /// Typed access to the job trees.
 #[derive(Debug, Clone)]
 pub struct JobStore {
+    outbox: Outbox,
     jobs: sled::Tree,
     counters: sled::Tree,
     queue: sled::Tree,
@@ -227,6 +229,7 @@ impl JobStore {
     /// Opens the job trees of `db`.
     pub fn open(db: &sled::Db) -> Result<Self> {
         Ok(Self {
+            outbox: Outbox::open(db)?,
             jobs: db.open_tree(trees::JOBS)?,
             counters: db.open_tree(trees::COUNTERS)?,
             queue: db.open_tree(trees::QUEUE)?,
@@ -237,24 +240,61 @@ impl JobStore {
         })
     }
 
-    /// Creates a job with its first URLs (all in one step).
+    /// The outbox of this store's database (job events are written with job changes).
+    pub fn outbox(&self) -> &Outbox {
+        &self.outbox
+    }
+
+    /// Creates a job with its first URLs and its `started` event (all in one step).
     pub fn create(
         &self,
         id: JobId,
         record: &JobRecord,
         first: &[NewEntry],
+        started: Option<&NewEvent>,
     ) -> Result<Vec<(u64, QueueEntry)>> {
         let record_bytes = codec::encode(record)?;
         let limit = record.options.limit;
-        unwrap_tx((&self.jobs, &self.counters, &self.seen, &self.queue).transaction(
-            |(jobs, counters, seen, queue)| {
-                let mut c = Counters::default();
-                let added = enqueue_tx(id, &mut c, limit, first, seen, queue)?;
-                jobs.insert(&id.as_bytes()[..], record_bytes.clone())?;
-                counters.insert(&id.as_bytes()[..], codec::encode(&c).map_err(abort)?)?;
-                Ok(added)
-            },
-        ))
+        let trees =
+            (&self.jobs, &self.counters, &self.seen, &self.queue, &self.outbox.state, &self.outbox.bodies);
+        unwrap_tx(trees.transaction(|(jobs, counters, seen, queue, ob_state, ob_bodies)| {
+            let mut c = Counters::default();
+            let added = enqueue_tx(id, &mut c, limit, first, seen, queue)?;
+            jobs.insert(&id.as_bytes()[..], record_bytes.clone())?;
+            counters.insert(&id.as_bytes()[..], codec::encode(&c).map_err(abort)?)?;
+            if let Some(event) = started {
+                push_tx(ob_state, ob_bodies, event)?;
+            }
+            Ok(added)
+        }))
+    }
+
+    /// Ends a job: status (and error) set and its event queued in one step. A job already
+    /// ended keeps its first ending, and no second event is queued. Returns the record.
+    pub fn finish(
+        &self,
+        id: JobId,
+        status: JobStatus,
+        at_ms: u64,
+        error: Option<&str>,
+        event: Option<&NewEvent>,
+    ) -> Result<Option<JobRecord>> {
+        let trees = (&self.jobs, &self.outbox.state, &self.outbox.bodies);
+        unwrap_tx(trees.transaction(|(jobs, ob_state, ob_bodies)| {
+            let Some(bytes) = jobs.get(id.as_bytes())? else { return Ok(None) };
+            let mut record: JobRecord = codec::decode(&bytes).map_err(abort)?;
+            if record.status.is_terminal() {
+                return Ok(Some(record));
+            }
+            record.status = status;
+            record.finished_ms = Some(at_ms);
+            record.error = error.map(str::to_owned);
+            jobs.insert(&id.as_bytes()[..], codec::encode(&record).map_err(abort)?)?;
+            if let Some(event) = event {
+                push_tx(ob_state, ob_bodies, event)?;
+            }
+            Ok(Some(record))
+        }))
     }
 
     /// Makes everything written so far durable (an acknowledged job must survive a crash).
@@ -276,35 +316,6 @@ impl JobStore {
     /// The job's counters.
     pub fn counters(&self, id: JobId) -> Result<Counters> {
         Ok(self.counters.get(id.as_bytes())?.map(|b| codec::decode(&b)).transpose()?.unwrap_or_default())
-    }
-
-    /// Moves the job to `status`; a terminal status is never left (cancel wins over finish).
-    pub fn set_status(&self, id: JobId, status: JobStatus, at_ms: u64) -> Result<Option<JobRecord>> {
-        self.jobs.fetch_and_update(id.as_bytes(), |old| {
-            let mut record: JobRecord = codec::decode(old?).ok()?;
-            if !record.status.is_terminal() {
-                record.status = status;
-                if status.is_terminal() {
-                    record.finished_ms = Some(at_ms);
-                }
-            }
-            codec::encode(&record).ok()
-        })?;
-        self.record(id)
-    }
-
-    /// Records a start-up failure.
-    pub fn fail(&self, id: JobId, error: &str, at_ms: u64) -> Result<()> {
-        self.jobs.fetch_and_update(id.as_bytes(), |old| {
-            let mut record: JobRecord = codec::decode(old?).ok()?;
-            if !record.status.is_terminal() {
-                record.status = JobStatus::Failed;
-                record.finished_ms = Some(at_ms);
-                record.error = Some(error.to_owned());
-            }
-            codec::encode(&record).ok()
-        })?;
-        Ok(())
     }
 
     /// Up to `max` queued entries with sequence ≥ `from`, in order.
@@ -370,7 +381,7 @@ impl JobStore {
         limit: u64,
         settlement: Settlement<'_>,
     ) -> Result<Option<Vec<(u64, QueueEntry)>>> {
-        Ok(self.settle_batch(id, limit, &[(seq, settlement)])?.pop().flatten())
+        Ok(self.settle_batch(id, limit, &[(seq, settlement)], &[])?.pop().flatten())
     }
 
     /// Settles several queue entries in one transaction (group commit: every sled
@@ -381,39 +392,54 @@ impl JobStore {
         id: JobId,
         limit: u64,
         batch: &[(u64, Settlement<'_>)],
+        events: &[NewEvent],
     ) -> Result<Vec<Option<Queued>>> {
-        let trees = (&self.counters, &self.queue, &self.seen, &self.pages, &self.errors, &self.blocked);
-        unwrap_tx(trees.transaction(|(counters, queue, seen, pages, errors, blocked)| {
-            let mut c: Counters = match counters.get(id.as_bytes())? {
-                Some(b) => codec::decode(&b).map_err(abort)?,
-                None => return Ok(vec![None; batch.len()]),
-            };
-            let mut results = Vec::with_capacity(batch.len());
-            for (seq, settlement) in batch {
-                if queue.remove(&key(id, *seq)[..])?.is_none() {
-                    results.push(None);
-                    continue;
+        let trees = (
+            &self.counters,
+            &self.queue,
+            &self.seen,
+            &self.pages,
+            &self.errors,
+            &self.blocked,
+            &self.outbox.state,
+            &self.outbox.bodies,
+        );
+        unwrap_tx(trees.transaction(
+            |(counters, queue, seen, pages, errors, blocked, ob_state, ob_bodies)| {
+                let mut c: Counters = match counters.get(id.as_bytes())? {
+                    Some(b) => codec::decode(&b).map_err(abort)?,
+                    None => return Ok(vec![None; batch.len()]),
+                };
+                let mut results = Vec::with_capacity(batch.len());
+                for (seq, settlement) in batch {
+                    if queue.remove(&key(id, *seq)[..])?.is_none() {
+                        results.push(None);
+                        continue;
+                    }
+                    match settlement.outcome {
+                        Outcome::Page { document, credits } => {
+                            pages.insert(&key(id, c.completed)[..], document)?;
+                            c.completed += 1;
+                            c.credits += credits;
+                        }
+                        Outcome::Failed(entry) => {
+                            errors.insert(&key(id, c.failed)[..], codec::encode(entry).map_err(abort)?)?;
+                            c.failed += 1;
+                        }
+                        Outcome::Blocked(url) => {
+                            blocked.insert(&key(id, c.blocked)[..], url.as_bytes())?;
+                            c.blocked += 1;
+                        }
+                    }
+                    results.push(Some(enqueue_tx(id, &mut c, limit, settlement.links, seen, queue)?));
                 }
-                match settlement.outcome {
-                    Outcome::Page { document, credits } => {
-                        pages.insert(&key(id, c.completed)[..], document)?;
-                        c.completed += 1;
-                        c.credits += credits;
-                    }
-                    Outcome::Failed(entry) => {
-                        errors.insert(&key(id, c.failed)[..], codec::encode(entry).map_err(abort)?)?;
-                        c.failed += 1;
-                    }
-                    Outcome::Blocked(url) => {
-                        blocked.insert(&key(id, c.blocked)[..], url.as_bytes())?;
-                        c.blocked += 1;
-                    }
+                counters.insert(&id.as_bytes()[..], codec::encode(&c).map_err(abort)?)?;
+                for event in events {
+                    push_tx(ob_state, ob_bodies, event)?;
                 }
-                results.push(Some(enqueue_tx(id, &mut c, limit, settlement.links, seen, queue)?));
-            }
-            counters.insert(&id.as_bytes()[..], codec::encode(&c).map_err(abort)?)?;
-            Ok(results)
-        }))
+                Ok(results)
+            },
+        ))
     }
 
     /// Result documents from index `skip`: at most `max_items`, and stopping once

@@ -9,8 +9,10 @@ pub mod history;
 pub mod idempotency;
 pub mod jobs;
 pub mod keys;
+pub mod outbox;
 pub mod page_cache;
 pub mod scrapes;
+pub mod teams;
 
 use std::path::Path;
 
@@ -18,8 +20,10 @@ pub use history::{Baseline, HistoryStore};
 pub use idempotency::IdempotencyStore;
 pub use jobs::JobStore;
 pub use keys::{KeyStore, NewKey};
+pub use outbox::Outbox;
 pub use page_cache::{CachedPage, PageCache};
 pub use scrapes::{ScrapeRecord, ScrapeStore};
+pub use teams::TeamStore;
 
 /// Names of the sled trees, in one place.
 pub mod trees {
@@ -35,6 +39,8 @@ pub mod trees {
     pub const CHANGE_HISTORY: &str = "change_history";
     /// (team, key) → job id.
     pub const IDEMPOTENCY: &str = "idempotency";
+    /// Team name → team record.
+    pub const TEAMS: &str = "teams";
 }
 
 /// sled segment size: 8 MiB keeps the blob threshold (a quarter of it) above any node.
@@ -98,6 +104,10 @@ pub struct Store {
     pub jobs: JobStore,
     /// Claimed idempotency keys.
     pub idempotency: IdempotencyStore,
+    /// Webhook events waiting for delivery.
+    pub outbox: Outbox,
+    /// Team records.
+    pub teams: TeamStore,
 }
 
 impl Store {
@@ -125,6 +135,8 @@ impl Store {
             history: HistoryStore::new(db.open_tree(trees::CHANGE_HISTORY)?),
             jobs: JobStore::open(&db)?,
             idempotency: IdempotencyStore::new(db.open_tree(trees::IDEMPOTENCY)?),
+            outbox: Outbox::open(&db)?,
+            teams: TeamStore::new(db.open_tree(trees::TEAMS)?),
             db,
         })
     }

@@ -8,11 +8,13 @@
 pub mod crawlsite;
 pub mod process;
 pub mod proxy;
+pub mod receiver;
 pub mod site;
 pub mod tls;
 
 pub use crawlsite::CrawlSite;
 pub use proxy::ProxyServer;
+pub use receiver::Receiver;
 pub use site::FixtureSite;
 pub use tls::TlsSite;
 

@@ -18,3 +18,4 @@ mod scrape;
 mod sdk;
 mod security;
 mod validation;
+mod webhooks;

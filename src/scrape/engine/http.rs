@@ -212,6 +212,30 @@ impl HttpEngine {
         }
     }
 
+    /// POSTs `body` as JSON to `url` (webhook delivery): certificate checked, no redirect
+    /// followed, the address policy applied. Returns the status.
+    pub async fn post_json(
+        &self,
+        url: &Url,
+        headers: &[(String, String)],
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<u16, FetchError> {
+        self.check_target(url, false).await?;
+        let mut map = HeaderMap::new();
+        map.insert(header::USER_AGENT, self.user_agent.clone());
+        for (name, value) in headers {
+            if let (Ok(n), Ok(v)) = (HeaderName::from_bytes(name.as_bytes()), HeaderValue::from_str(value)) {
+                map.insert(n, v);
+            }
+        }
+        map.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let response =
+            self.direct.verify.post(url.clone()).headers(map).body(body).timeout(timeout).send().await;
+        let response = response.map_err(classify)?;
+        Ok(response.status().as_u16())
+    }
+
     /// Every hop: scheme, IP literals, and (through a proxy, which resolves names itself)
     /// an explicit resolution of the name.
     async fn check_target(&self, url: &Url, via_proxy: bool) -> Result<(), FetchError> {

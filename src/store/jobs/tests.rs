@@ -32,7 +32,7 @@ fn pages_settle_exactly_once_and_enqueue_their_links() {
     let store = Store::open(dir.path()).expect("open");
     let jobs = &store.jobs;
     let id = JobId::new();
-    let first = jobs.create(id, &record(10), &[entry("/", 0)]).expect("create");
+    let first = jobs.create(id, &record(10), &[entry("/", 0)], None).expect("create");
     assert_eq!(first, vec![(0, QueueEntry { url: "http://a.test/".into(), depth: 0 })]);
     let links = [entry("/a", 1), entry("/b", 1), entry("/", 1)];
     let done = Settlement {
@@ -53,7 +53,7 @@ fn the_limit_counts_unique_urls() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path()).expect("open");
     let id = JobId::new();
-    store.jobs.create(id, &record(2), &[entry("/", 0)]).expect("create");
+    store.jobs.create(id, &record(2), &[entry("/", 0)], None).expect("create");
     let links = [entry("/a", 1), entry("/b", 1), entry("/c", 1)];
     let done = Settlement { outcome: Outcome::Page { document: b"{}", credits: 1 }, links: &links };
     let added = store.jobs.settle(id, 0, 2, done).expect("ok");
@@ -66,7 +66,7 @@ fn failures_and_robots_blocks_are_listed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path()).expect("open");
     let id = JobId::new();
-    store.jobs.create(id, &record(10), &[entry("/", 0), entry("/private", 0)]).expect("create");
+    store.jobs.create(id, &record(10), &[entry("/", 0), entry("/private", 0)], None).expect("create");
     let err = ErrorEntry {
         id: "x".into(),
         at_ms: 1,
@@ -97,8 +97,8 @@ fn jobs_do_not_see_each_other_and_delete_cleanly() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path()).expect("open");
     let (a, b) = (JobId::new(), JobId::new());
-    store.jobs.create(a, &record(10), &[entry("/", 0)]).expect("a");
-    store.jobs.create(b, &record(10), &[entry("/", 0), entry("/x", 0)]).expect("b");
+    store.jobs.create(a, &record(10), &[entry("/", 0)], None).expect("a");
+    store.jobs.create(b, &record(10), &[entry("/", 0), entry("/x", 0)], None).expect("b");
     assert_eq!(store.jobs.queued(a, 0, 10).expect("q").len(), 1);
     store.jobs.delete(b).expect("delete");
     assert!(store.jobs.record(b).expect("r").is_none());
@@ -112,9 +112,9 @@ fn terminal_statuses_stick() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path()).expect("open");
     let id = JobId::new();
-    store.jobs.create(id, &record(10), &[]).expect("create");
-    store.jobs.set_status(id, JobStatus::Cancelled, 5).expect("cancel");
-    let r = store.jobs.set_status(id, JobStatus::Completed, 6).expect("complete").expect("record");
+    store.jobs.create(id, &record(10), &[], None).expect("create");
+    store.jobs.finish(id, JobStatus::Cancelled, 5, None, None).expect("cancel");
+    let r = store.jobs.finish(id, JobStatus::Completed, 6, None, None).expect("complete").expect("record");
     assert_eq!((r.status, r.finished_ms), (JobStatus::Cancelled, Some(5)));
 }
 
@@ -124,7 +124,7 @@ fn pages_are_cut_by_size() {
     let store = Store::open(dir.path()).expect("open");
     let id = JobId::new();
     let first: Vec<NewEntry> = (0..5).map(|i| entry(&format!("/{i}"), 0)).collect();
-    store.jobs.create(id, &record(10), &first).expect("create");
+    store.jobs.create(id, &record(10), &first, None).expect("create");
     for seq in 0..5 {
         let done = Settlement { outcome: Outcome::Page { document: &[b'x'; 100], credits: 1 }, links: &[] };
         store.jobs.settle(id, seq, 10, done).expect("settle");
@@ -139,7 +139,7 @@ fn a_batch_settles_together_and_skips_duplicates() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path()).expect("open");
     let id = JobId::new();
-    store.jobs.create(id, &record(10), &[entry("/", 0), entry("/a", 0)]).expect("create");
+    store.jobs.create(id, &record(10), &[entry("/", 0), entry("/a", 0)], None).expect("create");
     let page = Outcome::Page { document: b"{}", credits: 1 };
     let links = [entry("/b", 1)];
     let batch = [
@@ -147,7 +147,7 @@ fn a_batch_settles_together_and_skips_duplicates() {
         (1, Settlement { outcome: page, links: &links }),
         (0, Settlement { outcome: page, links: &[] }),
     ];
-    let results = store.jobs.settle_batch(id, 10, &batch).expect("batch");
+    let results = store.jobs.settle_batch(id, 10, &batch, &[]).expect("batch");
     assert_eq!(
         results.iter().map(|r| r.as_ref().map(Vec::len)).collect::<Vec<_>>(),
         vec![Some(1), Some(0), None]
@@ -163,12 +163,12 @@ fn appending_reopens_a_finished_batch() {
     let id = JobId::new();
     let mut batch = record(1);
     batch.kind = JobKind::Batch;
-    store.jobs.create(id, &batch, &[entry("/a", 0)]).expect("create");
+    store.jobs.create(id, &batch, &[entry("/a", 0)], None).expect("create");
     store
         .jobs
         .settle(id, 0, 1, Settlement { outcome: Outcome::Page { document: b"{}", credits: 1 }, links: &[] })
         .expect("settle");
-    store.jobs.set_status(id, JobStatus::Completed, 5).expect("complete");
+    store.jobs.finish(id, JobStatus::Completed, 5, None, None).expect("complete");
     let added = store.jobs.append(id, &[entry("/a", 0), entry("/b", 0)]).expect("append");
     assert_eq!(added.len(), 1, "a URL already in the batch is not added again");
     let r = store.jobs.record(id).expect("r").expect("record");

@@ -1,0 +1,57 @@
+//! Team records kept in the database (what the operator sets with the command line rather
+//! than in the configuration): today, the secret that signs webhook deliveries.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Result, codec};
+use crate::model::TeamId;
+
+/// What is stored for a team.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeamRecord {
+    /// HMAC-SHA256 key for webhook signatures.
+    pub webhook_secret: Option<String>,
+}
+
+/// Typed access to the `teams` tree.
+#[derive(Debug, Clone)]
+pub struct TeamStore {
+    tree: sled::Tree,
+}
+
+impl TeamStore {
+    pub(super) fn new(tree: sled::Tree) -> Self {
+        Self { tree }
+    }
+
+    /// The team's record (empty when none was stored).
+    pub fn get(&self, team: &TeamId) -> Result<TeamRecord> {
+        Ok(self.tree.get(team.as_str())?.map(|b| codec::decode(&b)).transpose()?.unwrap_or_default())
+    }
+
+    /// Sets the webhook secret.
+    pub fn set_webhook_secret(&self, team: &TeamId, secret: &str) -> Result<()> {
+        let mut record = self.get(team)?;
+        record.webhook_secret = Some(secret.to_owned());
+        self.tree.insert(team.as_str(), codec::encode(&record)?)?;
+        self.tree.flush()?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    #[test]
+    fn secrets_are_per_team() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let a = TeamId::parse("a").expect("team");
+        assert_eq!(store.teams.get(&a).expect("get").webhook_secret, None);
+        store.teams.set_webhook_secret(&a, "s3cret").expect("set");
+        assert_eq!(store.teams.get(&a).expect("get").webhook_secret.as_deref(), Some("s3cret"));
+        assert_eq!(store.teams.get(&TeamId::parse("b").expect("team")).expect("get"), TeamRecord::default());
+    }
+}
