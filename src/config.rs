@@ -34,6 +34,8 @@ pub struct Settings {
     pub janitor: JanitorSettings,
     /// Webhook delivery.
     pub webhooks: WebhookSettings,
+    /// Default team limits.
+    pub limits: LimitSettings,
     /// Proxies.
     pub proxy: ProxySettings,
     /// Logging.
@@ -137,6 +139,16 @@ pub struct WebhookSettings {
     pub poll_ms: u64,
 }
 
+/// `[limits]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitSettings {
+    /// Pages in flight per team.
+    pub team_concurrency: u32,
+    /// POST requests per minute per team (0: none).
+    pub requests_per_minute: u32,
+}
+
 /// `[proxy]`
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -173,6 +185,14 @@ pub struct TeamSettings {
     pub enterprise: bool,
     /// May send zero-data-retention requests.
     pub zero_data_retention: bool,
+    /// May use the search `enterprise` options.
+    pub search_enterprise: bool,
+    /// Credits per calendar month; unlimited when unset.
+    pub credits: Option<u64>,
+    /// Pages in flight at once (overrides `limits.team_concurrency`).
+    pub concurrency: Option<u32>,
+    /// POST requests per minute (overrides `limits.requests_per_minute`).
+    pub requests_per_minute: Option<u32>,
     /// Key that signs webhook deliveries.
     pub webhook_secret: Option<String>,
 }
@@ -182,6 +202,10 @@ impl std::fmt::Debug for TeamSettings {
         f.debug_struct("TeamSettings")
             .field("enterprise", &self.enterprise)
             .field("zero_data_retention", &self.zero_data_retention)
+            .field("search_enterprise", &self.search_enterprise)
+            .field("credits", &self.credits)
+            .field("concurrency", &self.concurrency)
+            .field("requests_per_minute", &self.requests_per_minute)
             .field("webhook_secret", &self.webhook_secret.as_ref().map(|_| "<set>"))
             .finish()
     }
@@ -286,6 +310,9 @@ impl Settings {
         if self.webhooks.timeout_ms == 0 || self.webhooks.poll_ms == 0 || self.webhooks.max_backoff_secs == 0
         {
             return invalid("webhooks.timeout_ms", "webhook timings must be positive");
+        }
+        if self.limits.team_concurrency == 0 || self.teams.values().any(|t| t.concurrency == Some(0)) {
+            return invalid("limits.team_concurrency", "team concurrency must be at least 1");
         }
         if self.crawl.robots_agent.trim().is_empty() {
             return invalid("crawl.robots_agent", "must not be empty");

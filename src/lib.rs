@@ -23,6 +23,7 @@ pub mod local;
 pub mod model;
 pub mod scrape;
 pub mod store;
+pub mod teams;
 pub mod telemetry;
 
 use std::future::Future;

@@ -276,11 +276,18 @@ fn dispatch(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState, seq: u64,
         respect_robots: state.record.kind == JobKind::Crawl && !options.ignore_robots_txt,
         robots_agent: options.robots_user_agent.clone(),
         discover: state.record.kind == JobKind::Crawl,
+        queued_ms: None,
     };
     let domains = state.domains.clone();
+    let teams = std::sync::Arc::clone(&state.services.teams);
     let myself = myself.clone();
     let handle = tokio::spawn(async move {
+        // The team's concurrency limit covers every page of every job of the team.
+        let mut task = task;
+        let admission = teams.admit(&task.team).await;
+        task.queued_ms = admission.waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
         let outcome = fetch_via_site(&domains, task).await;
+        drop(admission);
         let _ = myself.cast(CrawlJobMsg::Settled { seq, entry, outcome });
     });
     state.in_flight.insert(seq, handle);
@@ -328,9 +335,11 @@ fn rules(state: &CrawlJobState) -> settle::Rules<'_> {
 
 /// Writes the buffered pages in one transaction.
 fn commit(state: &mut CrawlJobState) -> Result<(), ActorProcessingErr> {
-    if settle::commit(&state.jobs, state.id, &state.record, &mut state.buffer)? {
+    let (events, credits) = settle::commit(&state.jobs, state.id, &state.record, &mut state.buffer)?;
+    if events {
         state.services.webhooks.notify_one();
     }
+    state.services.teams.charge(&state.team, credits)?;
     Ok(())
 }
 

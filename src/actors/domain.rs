@@ -38,6 +38,8 @@ pub struct FetchTask {
     pub robots_agent: Option<String>,
     /// Return the page's links (crawls do, batches do not).
     pub discover: bool,
+    /// How long the page waited for its team's concurrency limit, when it did (ms).
+    pub queued_ms: Option<u64>,
 }
 
 /// How a fetch ended.
@@ -357,6 +359,7 @@ async fn fetch(myself: ActorRef<DomainMsg>, services: Services, token: u64, wait
                 source_url: task.url.clone(),
                 url,
                 options: task.options.clone(),
+                queued_ms: task.queued_ms,
             };
             match services.scraper.scrape_page(&job, task.discover).await {
                 Ok(page) => {

@@ -39,7 +39,12 @@ pub struct Swept {
     pub scrapes: usize,
     /// Cached pages deleted.
     pub cached: usize,
+    /// Activity records deleted.
+    pub activity: usize,
 }
+
+/// Activity records are kept for a day (spec §4.11).
+const ACTIVITY_WINDOW_MS: u64 = 24 * 3_600_000;
 
 impl Actor for Janitor {
     type Msg = JanitorMsg;
@@ -108,6 +113,7 @@ pub fn sweep(
         }
     }
     swept.scrapes = store.scrapes.purge_expired(now_ms)?;
+    swept.activity = store.activity.purge_older_than(now_ms.saturating_sub(ACTIVITY_WINDOW_MS))?;
     let retention_ms = services.settings.janitor.cache_retention_secs.saturating_mul(1000);
     swept.cached = store.cache.purge_older_than(now_ms.saturating_sub(retention_ms))?;
     Ok(swept)

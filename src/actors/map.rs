@@ -135,6 +135,7 @@ async fn start_page(
         respect_robots: false,
         robots_agent: None,
         discover: true,
+        queued_ms: None,
     };
     match site.call(|r| DomainMsg::Fetch(Box::new(task), r), None).await {
         Ok(CallResult::Success(FetchOutcome::Page { document, links })) => {

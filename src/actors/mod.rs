@@ -47,17 +47,21 @@ pub struct Services {
     pub settings: Arc<Settings>,
     /// Rung when webhook events were queued, so the dispatcher delivers at once.
     pub webhooks: Arc<tokio::sync::Notify>,
+    /// Team plans, credits and limits.
+    pub teams: Arc<crate::teams::Teams>,
     volatile: Arc<OnceLock<JobStore>>,
 }
 
 impl Services {
     /// Services over `store`.
     pub fn new(scraper: Scraper, store: Store, settings: Arc<Settings>) -> Self {
+        let teams = Arc::new(crate::teams::Teams::new(Arc::clone(&settings), store.clone()));
         Self {
             scraper,
             store,
             settings,
             webhooks: Arc::new(tokio::sync::Notify::new()),
+            teams,
             volatile: Arc::new(OnceLock::new()),
         }
     }

@@ -127,15 +127,16 @@ pub(super) fn prepare(
 }
 
 /// Commits and empties `buffer`, with a page event per finished page when the job's
-/// webhook wants them. Returns whether any event was queued.
+/// webhook wants them. Returns whether any event was queued and the credits the stored
+/// pages cost.
 pub(super) fn commit(
     jobs: &JobStore,
     id: JobId,
     record: &JobRecord,
     buffer: &mut Vec<Pending>,
-) -> Result<bool, StoreError> {
+) -> Result<(bool, u64), StoreError> {
     if buffer.is_empty() {
-        return Ok(false);
+        return Ok((false, 0));
     }
     let mut events = Vec::new();
     for p in buffer.iter() {
@@ -157,9 +158,19 @@ pub(super) fn commit(
             (p.seq, Settlement { outcome, links: &p.links })
         })
         .collect();
-    jobs.settle_batch(id, record.options.limit, &batch, &events)?;
+    let results = jobs.settle_batch(id, record.options.limit, &batch, &events)?;
+    // Only entries settled now are billed (a duplicate completion after a restart is not).
+    let credits = buffer
+        .iter()
+        .zip(&results)
+        .filter(|(_, settled)| settled.is_some())
+        .map(|(p, _)| match p.outcome {
+            Owned::Page { credits, .. } => credits,
+            _ => 0,
+        })
+        .sum();
     buffer.clear();
-    Ok(!events.is_empty())
+    Ok((!events.is_empty(), credits))
 }
 
 /// Why a fetched page is not kept: the start page failing the include/exclude patterns, or a

@@ -56,6 +56,10 @@ fn authenticate(req: &HttpRequest) -> Result<Authenticated, ApiError> {
         .keys
         .team_of(token)?
         .ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Invalid token"))?;
+    // Job-creating requests count against the team's request rate.
+    if req.method() == actix_web::http::Method::POST {
+        state.runtime.services().teams.check_rate(&team).map_err(ApiError::rate_limited)?;
+    }
     let flags = state.settings.team(team.as_str());
     Ok(Authenticated { team, flags })
 }

@@ -152,6 +152,7 @@ pub async fn start(
     if urls.valid.is_empty() {
         return Err(ApiError::bad_request("No valid URLs provided"));
     }
+    state.runtime.services().teams.require(&auth.team, urls.valid.len() as u64)?;
     let invalid_urls = ignore_invalid.then(|| urls.invalid.iter().map(|(_, url, _)| url.clone()).collect());
     let base = job_view::public_base(&req, &state);
     if let Some(existing) = append_to {
@@ -188,6 +189,13 @@ pub async fn start(
     };
     let id = JobId::new();
     state.runtime.submit(id, &record, &urls.valid, volatile).await?;
+    super::team::note_activity(
+        &state,
+        &auth,
+        "batch_scrape",
+        id,
+        (!volatile).then_some(record.url.as_str()),
+    )?;
     tracing::info!(job = %id, urls = urls.valid.len(), "batch scrape started");
     let url = format!("{base}/v2/batch/scrape/{id}");
     Ok(HttpResponse::Ok().json(StartedBatch { success: true, id: id.to_string(), url, invalid_urls }))

@@ -67,7 +67,13 @@ pub async fn start(
     let mut map = body::object(&bytes)?;
     body::reject_unknown(&mut map, &[CRAWL_KEYS, body::field_names::<CrawlBody>()], "")?;
     let (url, _) = target::parse(map.remove("url"), "url")?;
-    let options = crawl_body::parse(map, auth.caller())?;
+    let mut options = crawl_body::parse(map, auth.caller())?;
+    // Out of credits: refused before any work; fewer credits than the limit: the limit shrinks.
+    let teams = &state.runtime.services().teams;
+    teams.require(&auth.team, 1)?;
+    if let Some(remaining) = teams.remaining(&auth.team)? {
+        options.limit = options.limit.min(remaining);
+    }
     if let Some(webhook) = &options.webhook {
         super::webhook::check_allowed(webhook, state.scraper.engine().policy())?;
     }
@@ -104,6 +110,7 @@ pub async fn start(
         error: None,
     };
     state.runtime.submit(id, &record, &first, volatile).await?;
+    super::team::note_activity(&state, &auth, "crawl", id, (!volatile).then_some(record.url.as_str()))?;
     if volatile {
         tracing::info!(job = %id, "crawl started (zero data retention)");
     } else {

@@ -19,6 +19,7 @@ use crate::model::{Code, ErrorCode};
 pub struct ApiError {
     code: Code,
     message: String,
+    retry_after_secs: Option<u64>,
 }
 
 /// The wire envelope of an error.
@@ -35,7 +36,17 @@ pub struct ErrorBody {
 impl ApiError {
     /// An error with `code` and `message`.
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self { code, message: message.into(), retry_after_secs: None }
+    }
+
+    /// 429 telling the client to come back after `wait`.
+    pub fn rate_limited(wait: std::time::Duration) -> Self {
+        let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
+        Self {
+            code: Code::RateLimited,
+            message: format!("Rate limit exceeded. Retry after {secs} seconds."),
+            retry_after_secs: Some(secs),
+        }
     }
 
     /// 400 naming a field.
@@ -76,7 +87,7 @@ impl<E: std::error::Error + ErrorCode> From<E> for ApiError {
         if code.status() >= 500 {
             tracing::error!(error = %err, code = code.as_str(), "request failed");
         }
-        Self { code, message: err.to_string() }
+        Self { code, message: err.to_string(), retry_after_secs: None }
     }
 }
 
@@ -86,7 +97,11 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse<BoxBody> {
-        HttpResponse::build(self.status_code()).json(ErrorBody {
+        let mut response = HttpResponse::build(self.status_code());
+        if let Some(secs) = self.retry_after_secs {
+            response.insert_header((header::RETRY_AFTER, secs.to_string()));
+        }
+        response.json(ErrorBody {
             success: false,
             error: self.message.clone(),
             code: self.code.as_str().to_owned(),

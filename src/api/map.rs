@@ -119,13 +119,17 @@ pub async fn map_site(
     let (url, _) = target::parse(map.remove("url"), "url")?;
     let body: MapBody = body::typed(Value::Object(map), "")?;
     let options = body.validate(&auth)?;
+    let teams = &state.runtime.services().teams;
+    teams.require(&auth.team, 1)?;
     let links = map::map(&state.runtime, &auth.team, &url, &options).await?;
+    teams.charge(&auth.team, 1)?;
+    let id = JobId::new();
+    super::team::note_activity(&state, &auth, "map", id, Some(url.as_str()))?;
     let warning = (links.len() <= 1).then(|| {
         "Few links found: try the site's home page, or set filterByPath false to map the whole domain"
             .to_owned()
     });
-    let mut reply =
-        json!({"success": true, "id": JobId::new().to_string(), "links": links, "creditsUsed": 1});
+    let mut reply = json!({"success": true, "id": id.to_string(), "links": links, "creditsUsed": 1});
     if let Some(w) = warning {
         reply["warning"] = Value::String(w);
     }

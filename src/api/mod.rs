@@ -17,6 +17,7 @@ pub mod openapi;
 pub mod options;
 pub mod scrape;
 pub mod target;
+pub mod team;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -74,6 +75,7 @@ pub fn create_app(
         .configure(crawl::configure)
         .configure(batch::configure)
         .configure(map::configure)
+        .configure(team::configure)
         .default_service(web::to(not_found))
 }
 

@@ -47,6 +47,10 @@ codes! {
     InvalidJobId => (400, "BAD_REQUEST"),
     /// Missing or unknown API key.
     Unauthorized => (401, "UNAUTHORIZED"),
+    /// The team has too few credits left.
+    PaymentRequired => (402, "INSUFFICIENT_CREDITS"),
+    /// The team's request rate is exceeded.
+    RateLimited => (429, "RATE_LIMITED"),
     /// The team lacks a permission the request needs.
     Forbidden => (403, "FORBIDDEN"),
     /// No such route or resource for this team.

@@ -38,6 +38,13 @@ impl Default for JobId {
     }
 }
 
+impl JobId {
+    /// The smallest id (all zero bits), a range bound.
+    pub fn nil() -> Self {
+        Self(Uuid::nil())
+    }
+}
+
 impl fmt::Display for JobId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         self.0.hyphenated().fmt(f)

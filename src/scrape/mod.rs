@@ -35,6 +35,8 @@ pub struct ScrapeJob {
     pub source_url: String,
     /// Validated options.
     pub options: ScrapeOptions,
+    /// How long the request waited for the team's concurrency limit, when it did (ms).
+    pub queued_ms: Option<u64>,
 }
 
 /// Why a scrape produced no document.
@@ -213,6 +215,8 @@ impl Scraper {
         meta.cache_state = cache_state;
         meta.cached_at = cached_at;
         meta.credits_used = credits::for_page(options, proxy_used);
+        meta.concurrency_limited = job.queued_ms.is_some();
+        meta.concurrency_queue_duration_ms = job.queued_ms;
         if !warnings.is_empty() {
             doc.warning = Some(warnings.join(" "));
         }

@@ -4,11 +4,13 @@
 //! Point reads and writes are fast enough to call from async code; scans over many
 //! records belong in `spawn_blocking`.
 
+pub mod activity;
 mod codec;
 pub mod history;
 pub mod idempotency;
 pub mod jobs;
 pub mod keys;
+pub mod ledger;
 pub mod outbox;
 pub mod page_cache;
 pub mod scrapes;
@@ -16,10 +18,12 @@ pub mod teams;
 
 use std::path::Path;
 
+pub use activity::ActivityLog;
 pub use history::{Baseline, HistoryStore};
 pub use idempotency::IdempotencyStore;
 pub use jobs::JobStore;
 pub use keys::{KeyStore, NewKey};
+pub use ledger::Ledger;
 pub use outbox::Outbox;
 pub use page_cache::{CachedPage, PageCache};
 pub use scrapes::{ScrapeRecord, ScrapeStore};
@@ -41,6 +45,10 @@ pub mod trees {
     pub const IDEMPOTENCY: &str = "idempotency";
     /// Team name → team record.
     pub const TEAMS: &str = "teams";
+    /// (team, month) → credits used.
+    pub const LEDGER: &str = "credit_ledger";
+    /// (team, time, id) → activity record.
+    pub const ACTIVITY: &str = "activity";
 }
 
 /// sled segment size: 8 MiB keeps the blob threshold (a quarter of it) above any node.
@@ -108,6 +116,10 @@ pub struct Store {
     pub outbox: Outbox,
     /// Team records.
     pub teams: TeamStore,
+    /// Credits used.
+    pub ledger: Ledger,
+    /// What teams started, for a day.
+    pub activity: ActivityLog,
 }
 
 impl Store {
@@ -137,6 +149,8 @@ impl Store {
             idempotency: IdempotencyStore::new(db.open_tree(trees::IDEMPOTENCY)?),
             outbox: Outbox::open(&db)?,
             teams: TeamStore::new(db.open_tree(trees::TEAMS)?),
+            ledger: Ledger::new(db.open_tree(trees::LEDGER)?),
+            activity: ActivityLog::new(db.open_tree(trees::ACTIVITY)?),
             db,
         })
     }

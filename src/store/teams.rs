@@ -1,5 +1,6 @@
 //! Team records kept in the database (what the operator sets with the command line rather
-//! than in the configuration): today, the secret that signs webhook deliveries.
+//! than in the configuration): the secret that signs webhook deliveries and the monthly
+//! credit plan.
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +12,8 @@ use crate::model::TeamId;
 pub struct TeamRecord {
     /// HMAC-SHA256 key for webhook signatures.
     pub webhook_secret: Option<String>,
+    /// Monthly credits: `None` = as configured, `Some(None)` = unlimited, `Some(Some(n))` = n.
+    pub credits: Option<Option<u64>>,
 }
 
 /// Typed access to the `teams` tree.
@@ -27,6 +30,15 @@ impl TeamStore {
     /// The team's record (empty when none was stored).
     pub fn get(&self, team: &TeamId) -> Result<TeamRecord> {
         Ok(self.tree.get(team.as_str())?.map(|b| codec::decode(&b)).transpose()?.unwrap_or_default())
+    }
+
+    /// Sets the monthly credit plan (`None`: unlimited).
+    pub fn set_credits(&self, team: &TeamId, credits: Option<u64>) -> Result<()> {
+        let mut record = self.get(team)?;
+        record.credits = Some(credits);
+        self.tree.insert(team.as_str(), codec::encode(&record)?)?;
+        self.tree.flush()?;
+        Ok(())
     }
 
     /// Sets the webhook secret.

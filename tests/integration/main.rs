@@ -17,5 +17,6 @@ mod openapi;
 mod scrape;
 mod sdk;
 mod security;
+mod teams;
 mod validation;
 mod webhooks;

@@ -1,0 +1,258 @@
+//! Team policy at run time: each team's plan (monthly credits, concurrency, request rate)
+//! from the configuration and the store, the credit check before work and the charge after
+//! it, the concurrency gate every page fetch passes (scrapes, crawl and batch pages share
+//! it; waiters are served in arrival order, so jobs take turns), and the request rate
+//! limiter.
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use crate::config::Settings;
+use crate::model::{Code, ErrorCode, TeamId, time};
+use crate::store::ledger::{self, Month};
+use crate::store::{Store, StoreError};
+
+/// A team's plan as it applies now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// Credits per calendar month; `None` is unlimited.
+    pub credits: Option<u64>,
+    /// Pages in flight at once.
+    pub concurrency: u32,
+    /// POST requests per minute (0: no limit).
+    pub requests_per_minute: u32,
+}
+
+/// Not enough credits.
+#[derive(Debug, thiserror::Error)]
+pub enum CreditError {
+    /// The team has fewer credits than the request needs.
+    #[error(
+        "Insufficient credits to perform this request: {needed} needed, {remaining} remaining this month"
+    )]
+    Insufficient {
+        /// Credits needed.
+        needed: u64,
+        /// Credits left.
+        remaining: u64,
+    },
+    /// The ledger could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl ErrorCode for CreditError {
+    fn code(&self) -> Code {
+        match self {
+            Self::Insufficient { .. } => Code::PaymentRequired,
+            Self::Store(e) => e.code(),
+        }
+    }
+}
+
+/// Permission to fetch one page; dropping it frees the slot.
+#[derive(Debug)]
+pub struct Admission {
+    _permit: OwnedSemaphorePermit,
+    /// How long the request waited for a slot, when it had to.
+    pub waited: Option<Duration>,
+}
+
+#[derive(Debug)]
+struct Gate {
+    slots: Arc<Semaphore>,
+    size: u32,
+    waiting: AtomicUsize,
+}
+
+/// Run-time team policy.
+#[derive(Debug)]
+pub struct Teams {
+    settings: Arc<Settings>,
+    store: Store,
+    gates: Mutex<HashMap<String, Arc<Gate>>>,
+    limiters: Mutex<HashMap<String, Arc<DefaultDirectRateLimiter>>>,
+    last_success: Mutex<HashMap<String, u64>>,
+}
+
+impl Teams {
+    /// Team policy over `store` and `settings`.
+    pub fn new(settings: Arc<Settings>, store: Store) -> Self {
+        Self {
+            settings,
+            store,
+            gates: Mutex::new(HashMap::new()),
+            limiters: Mutex::new(HashMap::new()),
+            last_success: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The team's plan.
+    pub fn plan(&self, team: &TeamId) -> Plan {
+        let configured = self.settings.team(team.as_str());
+        let stored = self.store.teams.get(team).ok().and_then(|r| r.credits);
+        Plan {
+            credits: stored.unwrap_or(configured.credits),
+            concurrency: configured.concurrency.unwrap_or(self.settings.limits.team_concurrency).max(1),
+            requests_per_minute: configured
+                .requests_per_minute
+                .unwrap_or(self.settings.limits.requests_per_minute),
+        }
+    }
+
+    /// Credits used this month.
+    pub fn used(&self, team: &TeamId, month: Month) -> Result<u64, StoreError> {
+        self.store.ledger.used(team, month)
+    }
+
+    /// Credits left this month; `None` is unlimited.
+    pub fn remaining(&self, team: &TeamId) -> Result<Option<u64>, StoreError> {
+        let Some(plan) = self.plan(team).credits else { return Ok(None) };
+        let used = self.used(team, ledger::month_of(time::now_ms()))?;
+        Ok(Some(plan.saturating_sub(used)))
+    }
+
+    /// Fails with 402 unless `needed` credits are left.
+    pub fn require(&self, team: &TeamId, needed: u64) -> Result<(), CreditError> {
+        match self.remaining(team)? {
+            Some(remaining) if remaining < needed => Err(CreditError::Insufficient { needed, remaining }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Records `credits` used now (work that cost credits succeeded).
+    pub fn charge(&self, team: &TeamId, credits: u64) -> Result<(), StoreError> {
+        if credits > 0 {
+            let mut last = self.last_success.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            last.insert(team.as_str().to_owned(), time::now_ms());
+        }
+        self.store.ledger.charge(team, credits, time::now_ms())
+    }
+
+    /// When work of the team last succeeded (since this process started).
+    pub fn last_success_ms(&self, team: &TeamId) -> Option<u64> {
+        let last = self.last_success.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        last.get(team.as_str()).copied()
+    }
+
+    fn gate(&self, team: &TeamId) -> Arc<Gate> {
+        let size = self.plan(team).concurrency;
+        let mut gates = self.gates.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let gate = gates.entry(team.as_str().to_owned()).or_insert_with(|| {
+            Arc::new(Gate {
+                slots: Arc::new(Semaphore::new(size as usize)),
+                size,
+                waiting: AtomicUsize::new(0),
+            })
+        });
+        Arc::clone(gate)
+    }
+
+    /// Waits for one of the team's slots.
+    pub async fn admit(&self, team: &TeamId) -> Admission {
+        let gate = self.gate(team);
+        if let Ok(permit) = Arc::clone(&gate.slots).try_acquire_owned() {
+            return Admission { _permit: permit, waited: None };
+        }
+        let started = Instant::now();
+        gate.waiting.fetch_add(1, Ordering::SeqCst);
+        let permit = Arc::clone(&gate.slots).acquire_owned().await;
+        gate.waiting.fetch_sub(1, Ordering::SeqCst);
+        // The semaphore is never closed.
+        let permit = permit.expect("team gates are never closed");
+        Admission { _permit: permit, waited: Some(started.elapsed()) }
+    }
+
+    /// (pages in flight, pages waiting, limit) for the team.
+    pub fn load(&self, team: &TeamId) -> (u32, u32, u32) {
+        let gate = self.gate(team);
+        let active = gate.size.saturating_sub(gate.slots.available_permits() as u32);
+        (active, gate.waiting.load(Ordering::SeqCst) as u32, gate.size)
+    }
+
+    /// Counts one POST request; `Err` is how long to wait when over the team's rate.
+    pub fn check_rate(&self, team: &TeamId) -> Result<(), Duration> {
+        let Some(per_minute) = NonZeroU32::new(self.plan(team).requests_per_minute) else { return Ok(()) };
+        let limiter = {
+            let mut limiters = self.limiters.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            Arc::clone(
+                limiters
+                    .entry(team.as_str().to_owned())
+                    .or_insert_with(|| Arc::new(RateLimiter::direct(Quota::per_minute(per_minute)))),
+            )
+        };
+        limiter.check().map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TeamSettings;
+
+    fn teams(configure: impl FnOnce(&mut Settings)) -> (tempfile::TempDir, Teams) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut settings = Settings::defaults_with_data_dir(dir.path());
+        configure(&mut settings);
+        let store = Store::open(dir.path()).expect("store");
+        (dir, Teams::new(Arc::new(settings), store))
+    }
+
+    #[test]
+    fn credits_are_checked_and_charged() {
+        let (_dir, teams) = teams(|s| {
+            s.teams.insert("small".into(), TeamSettings { credits: Some(3), ..Default::default() });
+        });
+        let small = TeamId::parse("small").expect("team");
+        assert_eq!(teams.remaining(&small).expect("r"), Some(3));
+        teams.require(&small, 3).expect("enough");
+        teams.charge(&small, 2).expect("charge");
+        assert!(matches!(
+            teams.require(&small, 2),
+            Err(CreditError::Insufficient { needed: 2, remaining: 1 })
+        ));
+        let default = TeamId::parse("default").expect("team");
+        assert_eq!(teams.remaining(&default).expect("r"), None, "unlimited by default");
+        teams.store.teams.set_credits(&small, None).expect("set");
+        assert_eq!(teams.remaining(&small).expect("r"), None, "the stored plan wins");
+    }
+
+    #[tokio::test]
+    async fn the_gate_admits_up_to_the_limit() {
+        let (_dir, teams) = teams(|s| s.limits.team_concurrency = 2);
+        let team = TeamId::parse("t").expect("team");
+        let a = teams.admit(&team).await;
+        let b = teams.admit(&team).await;
+        assert!(a.waited.is_none() && b.waited.is_none());
+        assert_eq!(teams.load(&team), (2, 0, 2));
+        let teams = Arc::new(teams);
+        let waiter = {
+            let teams = Arc::clone(&teams);
+            let team = team.clone();
+            tokio::spawn(async move { teams.admit(&team).await.waited })
+        };
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(teams.load(&team), (2, 1, 2));
+        drop(a);
+        let waited = waiter.await.expect("join").expect("it waited");
+        assert!(waited >= Duration::from_millis(40), "{waited:?}");
+        drop(b);
+    }
+
+    #[test]
+    fn the_request_rate_is_limited_per_team() {
+        let (_dir, teams) = teams(|s| s.limits.requests_per_minute = 2);
+        let (a, b) = (TeamId::parse("a").expect("t"), TeamId::parse("b").expect("t"));
+        assert!(teams.check_rate(&a).is_ok() && teams.check_rate(&a).is_ok());
+        let wait = teams.check_rate(&a).unwrap_err();
+        assert!(wait > Duration::from_secs(1) && wait <= Duration::from_secs(30), "{wait:?}");
+        assert!(teams.check_rate(&b).is_ok(), "teams do not share a budget");
+    }
+}
