@@ -134,6 +134,18 @@ enum TeamsCommand {
         #[arg(long)]
         data: Option<PathBuf>,
     },
+    /// Set a team's monthly credit plan (overrides teams.<name>.credits in the config).
+    Credits {
+        /// The team.
+        #[arg(long)]
+        team: String,
+        /// Credits per month, or `unlimited`.
+        #[arg(long)]
+        plan: String,
+        /// Data directory (overrides storage.data_dir).
+        #[arg(long)]
+        data: Option<PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -155,13 +167,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             serve(settings)
         }
         Command::Keys { command: KeysCommand::Create { team, key, data } } => {
-            let settings = Settings::load(cli.config.as_deref(), &Overrides { port: None, data_dir: data })?;
-            create_key(&settings.storage.data_dir, &team, key.as_deref())
+            create_key(&data_dir(cli.config.as_deref(), data)?, &team, key.as_deref())
         }
         Command::Extract { file, url, full } => extract_file(&file, &url, full),
         Command::Teams { command: TeamsCommand::Secret { team, secret, data } } => {
-            let settings = Settings::load(cli.config.as_deref(), &Overrides { port: None, data_dir: data })?;
-            set_webhook_secret(&settings.storage.data_dir, &team, secret.as_deref())
+            set_webhook_secret(&data_dir(cli.config.as_deref(), data)?, &team, secret.as_deref())
+        }
+        Command::Teams { command: TeamsCommand::Credits { team, plan, data } } => {
+            set_credit_plan(&data_dir(cli.config.as_deref(), data)?, &team, &plan)
         }
         Command::Crawl {
             url,
@@ -208,9 +221,11 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// The async runtime. Extraction runs on the blocking pool; a small pool (a few threads
-/// per core) keeps CPU-bound work from fanning out into hundreds of threads, each with its
-/// own allocator arenas.
+/// The data directory of the config, or `data` when given.
+fn data_dir(config: Option<&Path>, data: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    Ok(Settings::load(config, &Overrides { port: None, data_dir: data })?.storage.data_dir)
+}
+
 /// Settings for an in-process job: a temporary data directory unless one is given, quiet
 /// logs, and private targets when asked for.
 fn local_settings(
@@ -226,6 +241,9 @@ fn local_settings(
     Ok((settings, temp))
 }
 
+/// The async runtime. Extraction runs on the blocking pool; a small pool (a few threads
+/// per core) keeps CPU-bound work from fanning out into hundreds of threads, each with its
+/// own allocator arenas.
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().max_blocking_threads(cores * 2).build()?)
@@ -309,6 +327,19 @@ fn set_webhook_secret(data_dir: &Path, team: &str, secret: Option<&str>) -> anyh
     store.flush()?;
     println!("{secret}");
     eprintln!("webhook secret set for team `{team}` in {}", data_dir.display());
+    Ok(())
+}
+
+fn set_credit_plan(data_dir: &Path, team: &str, plan: &str) -> anyhow::Result<()> {
+    let team = TeamId::parse(team).map_err(anyhow::Error::msg)?;
+    let credits = match plan {
+        "unlimited" => None,
+        n => Some(n.parse::<u64>().context("--plan must be a whole number of credits or `unlimited`")?),
+    };
+    let store = Store::open(data_dir).context("opening the data directory")?;
+    store.teams.set_credits(&team, credits)?;
+    store.flush()?;
+    eprintln!("credit plan of team `{team}` set to {plan} in {}", data_dir.display());
     Ok(())
 }
 

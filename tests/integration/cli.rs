@@ -1,5 +1,5 @@
 //! The real binary: first-start key bootstrap, `keys create`, configuration errors and
-//! environment overrides, graceful shutdown with data flushed, quiet logs for lockdown and
+//! `teams credits` and `teams secret`, environment overrides, graceful shutdown with data flushed, quiet logs for lockdown and
 //! zero-data-retention requests, and `extract`.
 
 use std::os::unix::fs::PermissionsExt;
@@ -60,6 +60,12 @@ async fn keys_create_adds_team_keys_while_the_server_is_stopped() {
     let out = run(&["keys", "create", "--team", "bad team", "--data", data], &[]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("team name"));
+    let out = run(&["teams", "credits", "--team", "ops", "--plan", "3", "--data", data], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = run(&["teams", "credits", "--team", "ops", "--plan", "lots", "--data", data], &[]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--plan"), "the bad flag is named");
+    let out = run(&["teams", "secret", "--team", "ops", "--data", data], &[]);
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("whsec-"));
 
     let server = Binary::serve(dir.path(), &[]);
     assert!(!dir.path().join("api-key").exists(), "keys existed, so no bootstrap key");
@@ -67,6 +73,15 @@ async fn keys_create_adds_team_keys_while_the_server_is_stopped() {
         let (status, _) = call(&server.base, key, reqwest::Method::GET, SOME_ID, None).await;
         assert_eq!(status, 404, "{key} authenticates");
     }
+    let (_, usage) =
+        call(&server.base, "ops-secret-123", reqwest::Method::GET, "/v2/team/credit-usage", None).await;
+    assert_eq!(
+        (usage["data"]["remainingCredits"].as_u64(), usage["data"]["planCredits"].as_u64()),
+        (Some(3), Some(3))
+    );
+    let (_, usage) =
+        call(&server.base, &generated, reqwest::Method::GET, "/v2/team/credit-usage", None).await;
+    assert_eq!(usage["data"]["planCredits"], Value::Null, "other teams keep their plan: {usage}");
     let out = run(&["keys", "create", "--team", "late", "--data", data], &[]);
     assert!(!out.status.success(), "the data directory is locked while serving");
     assert!(
