@@ -3,7 +3,8 @@
 //! else (or no answer) schedules a retry after a pause that doubles from one second, with
 //! jitter, up to `webhooks.max_backoff_secs`, until `webhooks.retry_window_secs` has passed.
 //! Deliveries are signed with the team's secret (`X-Service-Signature`, and the same value
-//! in `X-Firecrawl-Signature`), go through the outbound address policy, and survive
+//! in `X-Firecrawl-Signature`), carry the moment the event happened in `X-Service-Event-Time`
+//! (epoch milliseconds; a receiver can measure its lag, or order retried deliveries), go through the outbound address policy, and survive
 //! restarts because the outbox is in the store.
 
 use std::collections::HashSet;
@@ -18,6 +19,9 @@ use super::Services;
 use crate::model::{JobId, TeamId, time};
 use crate::store::outbox::{Delivery, EventKey};
 use crate::store::{Outbox, StoreError};
+
+/// Header with the epoch milliseconds at which the delivered event happened.
+pub const EVENT_TIME_HEADER: &str = "X-Service-Event-Time";
 
 /// Messages of the [`WebhookDispatcher`].
 #[derive(Debug)]
@@ -113,6 +117,7 @@ impl WebhookState {
         body: Vec<u8>,
     ) {
         let mut headers = delivery.headers.clone();
+        headers.push((EVENT_TIME_HEADER.into(), delivery.created_ms.to_string()));
         if let Some(secret) = self.secret_of(&delivery.team) {
             let signed = signature(&secret, &body);
             headers.push(("X-Service-Signature".into(), signed.clone()));

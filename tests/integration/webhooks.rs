@@ -42,6 +42,7 @@ async fn a_batch_reports_every_event_signed_and_in_order() {
         .request(reqwest::Method::POST, "/v2/batch/scrape", Some(&json!({"urls": urls, "webhook": webhook})))
         .await;
     assert_eq!(status, 200, "{started}");
+    let posted_ms = ferrocrawl::model::time::now_ms();
     let id = started["id"].as_str().expect("id");
     let events = hooks.wait_for(5, WAIT).await;
     let kinds = types(&events);
@@ -61,6 +62,9 @@ async fn a_batch_reports_every_event_signed_and_in_order() {
         let expected = hmac_hex(SECRET, &event.raw);
         assert_eq!(event.header("x-service-signature"), Some(expected.as_str()), "signature of the raw body");
         assert_eq!(event.header("x-firecrawl-signature"), Some(expected.as_str()));
+        let happened: u64 =
+            event.header("x-service-event-time").and_then(|t| t.parse().ok()).expect("event time");
+        assert!(happened + 60_000 > posted_ms && happened <= ferrocrawl::model::time::now_ms());
     }
     let completed = events.last().expect("completed");
     assert_eq!((&completed.body["success"], &completed.body["data"]), (&json!(true), &json!([])));
