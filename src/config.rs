@@ -38,6 +38,8 @@ pub struct Settings {
     pub limits: LimitSettings,
     /// Proxies.
     pub proxy: ProxySettings,
+    /// The Chromium engine and interact sessions.
+    pub browser: BrowserSettings,
     /// Logging.
     pub log: LogSettings,
     /// Plan flags per team name.
@@ -99,7 +101,7 @@ pub struct ScrapeSettings {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CrawlSettings {
-    /// Fetches in flight per job by default.
+    /// Fetches in flight per job by default (0: the team's concurrency limit).
     pub max_concurrency: u32,
     /// Fetches in flight per site.
     pub domain_concurrency: u32,
@@ -113,6 +115,31 @@ pub struct CrawlSettings {
     pub max_attempts: u32,
     /// Idle lifetime of a site actor (s).
     pub domain_idle_secs: u64,
+}
+
+/// `[browser]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrowserSettings {
+    /// Chromium executable; empty: `chromium` on the PATH.
+    pub executable: String,
+    /// Chromium processes in the pool.
+    pub pool_size: usize,
+    /// Pages open at once per process.
+    pub tabs_per_browser: usize,
+    /// Time allowed for Chromium to start (ms).
+    pub launch_timeout_ms: u64,
+    /// Longest smart wait for network idle and a quiet DOM (ms).
+    pub smart_wait_max_ms: u64,
+    /// Render pages whose HTML looks built by JavaScript in the browser.
+    pub auto_render: bool,
+    /// Interact sessions open at once on this server.
+    pub max_sessions: usize,
+    /// Idle time after which an interact session closes (s).
+    pub session_idle_secs: u64,
+    /// Languages interact `code` may use (`node` runs in the page; `python` and `bash` run
+    /// as processes of this server).
+    pub code_languages: Vec<String>,
 }
 
 /// `[janitor]`
@@ -298,8 +325,8 @@ impl Settings {
         if self.scrape.user_agent.trim().is_empty() || self.scrape.mobile_user_agent.trim().is_empty() {
             return invalid("scrape.user_agent", "user agents must not be empty");
         }
-        if self.crawl.max_concurrency == 0 || self.crawl.domain_concurrency == 0 {
-            return invalid("crawl.max_concurrency", "concurrency limits must be at least 1");
+        if self.crawl.domain_concurrency == 0 {
+            return invalid("crawl.domain_concurrency", "must be at least 1");
         }
         if self.crawl.max_attempts == 0 {
             return invalid("crawl.max_attempts", "must be at least 1");
@@ -316,6 +343,20 @@ impl Settings {
         }
         if self.crawl.robots_agent.trim().is_empty() {
             return invalid("crawl.robots_agent", "must not be empty");
+        }
+        let b = &self.browser;
+        if b.pool_size == 0 || b.tabs_per_browser == 0 || b.max_sessions == 0 {
+            return invalid("browser.pool_size", "browser pool size, tabs and sessions must be at least 1");
+        }
+        if b.launch_timeout_ms == 0 || b.session_idle_secs == 0 {
+            return invalid("browser.launch_timeout_ms", "browser timings must be positive");
+        }
+        if let Some(bad) = b.code_languages.iter().find(|l| !matches!(l.as_str(), "node" | "python" | "bash"))
+        {
+            return Err(ConfigError::Invalid {
+                key: "browser.code_languages",
+                reason: format!("`{bad}` is not one of node, python, bash"),
+            });
         }
         let proxy = self.proxy.enhanced_url.trim();
         if !proxy.is_empty() {

@@ -85,7 +85,16 @@ pub async fn serve(
             settings.storage.data_dir.join(API_KEY_FILE).display()
         );
     }
-    let scraper = scrape::Scraper::new(store.clone(), Arc::clone(&settings)).map_err(StartupError::Engine)?;
+    let address = listener.local_addr()?;
+    let reachable = match address.ip() {
+        ip if ip.is_unspecified() => {
+            std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), address.port())
+        }
+        _ => address,
+    };
+    let scraper = scrape::Scraper::new(store.clone(), Arc::clone(&settings))
+        .map_err(StartupError::Engine)?
+        .with_public_base(&format!("http://{reachable}"));
     let services = actors::Services::new(scraper.clone(), store.clone(), Arc::clone(&settings));
     let runtime = actors::Runtime::start(services).await?;
     let state = web::Data::new(api::AppState {
@@ -99,7 +108,6 @@ pub async fn serve(
         0 => std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
         n => n,
     };
-    let address = listener.local_addr()?;
     let server = HttpServer::new(move || api::create_app(state.clone(), openapi.clone()))
         .workers(workers)
         .disable_signals()

@@ -73,6 +73,7 @@ pub async fn crawl(mut settings: Settings, cmd: CrawlCommand) -> anyhow::Result<
     if let Some(n) = cmd.concurrency {
         settings.crawl.max_concurrency = n.max(1);
         settings.crawl.domain_concurrency = n.max(1);
+        settings.limits.team_concurrency = n.max(1);
     }
     scope::validate_patterns(&ScopeOptions {
         include_paths: cmd.include.clone(),

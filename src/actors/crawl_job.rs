@@ -106,8 +106,10 @@ impl Actor for CrawlJob {
         let delay = options.delay_ms.filter(|d| *d > 0).map(Duration::from_millis);
         let max_in_flight = match delay {
             Some(_) => 1,
-            None => options.max_concurrency.unwrap_or(args.services.settings.crawl.max_concurrency).max(1)
-                as usize,
+            None => {
+                options.max_concurrency.unwrap_or_else(|| default_concurrency(&args.services, &team)).max(1)
+                    as usize
+            }
         };
         let start = Url::parse(&record.url)?;
         let scope = match record.kind {
@@ -324,6 +326,14 @@ async fn fetch_via_site(domains: &ActorRef<DomainsMsg>, task: FetchTask) -> Fetc
 }
 
 /// The crawl's rules for settling pages.
+/// Fetches in flight for a job whose request set no `maxConcurrency`.
+fn default_concurrency(services: &Services, team: &TeamId) -> u32 {
+    match services.settings.crawl.max_concurrency {
+        0 => services.teams.plan(team).concurrency,
+        n => n,
+    }
+}
+
 fn rules(state: &CrawlJobState) -> settle::Rules<'_> {
     settle::Rules {
         scope: state.scope.as_ref(),

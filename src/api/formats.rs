@@ -1,6 +1,6 @@
 //! The `formats` list: names or `{type, ...}` objects (contract §4.2), turned into
 //! [`Formats`]. Unknown names are a 400 listing the known ones; formats that need a
-//! capability this build lacks (browser, language model, media services) are refused with
+//! capability this build lacks (language model, media services) are refused with
 //! `FEATURE_NOT_AVAILABLE`.
 
 use serde_json::{Map, Value};
@@ -10,13 +10,21 @@ use crate::extract;
 use crate::model::{ChangeTrackingSpec, Formats};
 
 /// Formats this build produces.
-pub const SUPPORTED: &[&str] =
-    &["markdown", "html", "rawHtml", "rawBase64", "links", "images", "changeTracking", "attributes"];
+pub const SUPPORTED: &[&str] = &[
+    "markdown",
+    "html",
+    "rawHtml",
+    "rawBase64",
+    "links",
+    "images",
+    "changeTracking",
+    "attributes",
+    "screenshot",
+    "branding",
+];
 
 /// Formats of the API that need something this build lacks, with the reason.
 const UNAVAILABLE: &[(&str, &str)] = &[
-    ("screenshot", "screenshots need the browser engine"),
-    ("branding", "branding needs the browser engine"),
     ("json", "structured extraction needs a language model, which is not configured"),
     ("deterministicJson", "structured extraction needs a language model, which is not configured"),
     ("summary", "summaries need a language model, which is not configured"),
@@ -68,6 +76,16 @@ pub fn parse(entries: Vec<Value>, prefix: &str) -> Result<Formats, ApiError> {
                 formats.attributes.extend(attributes(&object, &at)?);
                 continue;
             }
+            "screenshot" => {
+                if formats.screenshot.is_some() {
+                    return Err(ApiError::bad_request(format!(
+                        "`{at}`: only one screenshot format is allowed"
+                    )));
+                }
+                formats.screenshot = Some(super::actions::screenshot(&object, &at)?);
+                continue;
+            }
+            "branding" => formats.branding = true,
             other => {
                 return Err(ApiError::bad_request(format!(
                     "`{at}` is an unknown format `{other}`; known formats: {}",
@@ -95,7 +113,9 @@ pub fn parse(entries: Vec<Value>, prefix: &str) -> Result<Formats, ApiError> {
         || formats.links
         || formats.images
         || formats.change_tracking.is_some()
-        || !formats.attributes.is_empty();
+        || !formats.attributes.is_empty()
+        || formats.screenshot.is_some()
+        || formats.branding;
     if formats.raw_base64 && others {
         return Err(ApiError::bad_request(format!("`{prefix}formats`: rawBase64 must be the only format")));
     }
@@ -211,7 +231,21 @@ mod tests {
         let err = p(json!([{"type": "json", "prompt": "x"}])).unwrap_err();
         assert_eq!(err.code(), Code::FeatureNotAvailable);
         assert!(err.message().contains("formats[0] (json)"), "{}", err.message());
-        assert_eq!(p(json!(["screenshot"])).unwrap_err().code(), Code::FeatureNotAvailable);
+        assert_eq!(p(json!(["audio"])).unwrap_err().code(), Code::FeatureNotAvailable);
+    }
+
+    #[test]
+    fn screenshot_settings_are_checked() {
+        let f =
+            p(json!([{"type": "screenshot", "fullPage": true, "viewport": {"width": 800, "height": 600}}]))
+                .expect("ok");
+        let spec = f.screenshot.expect("screenshot");
+        assert!(spec.full_page);
+        assert_eq!(spec.viewport, Some((800, 600)));
+        assert!(p(json!(["screenshot", "screenshot"])).unwrap_err().message().contains("only one"));
+        let err = p(json!([{"type": "screenshot", "viewport": {"width": 9000, "height": 10}}])).unwrap_err();
+        assert!(err.message().contains("formats[0].viewport.width"), "{}", err.message());
+        assert!(p(json!(["branding"])).expect("ok").branding);
     }
 
     #[test]

@@ -3,12 +3,14 @@
 //! thin: parse and validate, make one call into the service layer, answer its view. This
 //! module never touches storage directly.
 
+pub mod actions;
 pub mod auth;
 pub mod batch;
 pub mod body;
 pub mod crawl;
 pub mod crawl_body;
 pub mod error;
+pub mod files;
 pub mod formats;
 pub mod health;
 pub mod job_view;
@@ -76,6 +78,7 @@ pub fn create_app(
         .configure(batch::configure)
         .configure(map::configure)
         .configure(team::configure)
+        .configure(files::configure)
         .default_service(web::to(not_found))
 }
 

@@ -43,7 +43,7 @@ pub struct ScrapeOptionsBody {
     pub min_age: Option<u64>,
     /// Headers sent to the target (disables the shared cache for this request).
     pub headers: Option<BTreeMap<String, String>>,
-    /// Extra wait before capture (ms); needs the browser engine.
+    /// Extra wait before capture (ms), after the smart wait; renders in the browser.
     #[schema(minimum = 0, maximum = 60000)]
     pub wait_for: Option<u64>,
     /// Fetch as a mobile device.
@@ -56,7 +56,7 @@ pub struct ScrapeOptionsBody {
     /// File handling: `["pdf"]` (default) or `[]`.
     #[schema(value_type = Vec<Object>)]
     pub parsers: Option<Vec<Value>>,
-    /// Page actions (need the browser engine).
+    /// Page actions run in the browser before capture.
     #[schema(value_type = Vec<Object>)]
     pub actions: Option<Vec<Value>>,
     /// Emulated location.
@@ -73,7 +73,7 @@ pub struct ScrapeOptionsBody {
     pub store_in_cache: Option<bool>,
     /// Serve from cache only, never contacting the target.
     pub lockdown: Option<bool>,
-    /// Persistent browser profile (needs the browser engine).
+    /// Persistent browser profile `{name, saveChanges}` shared with interact sessions.
     #[schema(value_type = Object)]
     pub profile: Option<Value>,
     /// Write nothing to disk (team permission required).
@@ -131,12 +131,6 @@ impl ScrapeOptionsBody {
                 "it needs a language model, which is not configured",
             ));
         }
-        if self.actions.as_ref().is_some_and(|a| !a.is_empty()) {
-            return Err(unavailable("actions", "page actions need the browser engine"));
-        }
-        if self.profile.as_ref().is_some_and(|p| !p.is_null()) {
-            return Err(unavailable("profile", "browser profiles need the browser engine"));
-        }
         if self.redact_pii.as_ref().is_some_and(|v| !matches!(v, Value::Null | Value::Bool(false))) {
             return Err(unavailable("redactPII", "PII redaction is a hosted-service feature"));
         }
@@ -168,10 +162,10 @@ impl ScrapeOptionsBody {
                     field("timeout")
                 )));
             }
-            if wait > 0 {
-                return Err(unavailable("waitFor", "waiting for rendering needs the browser engine"));
-            }
         }
+        let wait_for_ms = self.wait_for.unwrap_or(0);
+        let actions = super::actions::parse(self.actions.unwrap_or_default(), wait_for_ms, prefix)?;
+        let profile = super::actions::profile(self.profile.unwrap_or(Value::Null), prefix)?;
 
         let formats = formats::parse(self.formats.unwrap_or_else(|| vec![Value::from("markdown")]), prefix)?;
         let include_tags = selectors(self.include_tags.unwrap_or_default(), &field("includeTags"))?;
@@ -225,6 +219,9 @@ impl ScrapeOptionsBody {
             // Lockdown requests are handled as zero data retention (spec §2.1).
             zero_data_retention: zero_data_retention || lockdown,
             pdf,
+            wait_for_ms,
+            actions,
+            profile,
         })
     }
 }
@@ -393,17 +390,21 @@ mod tests {
 
     #[test]
     fn unbuilt_capabilities_are_refused_by_name() {
-        for (body, name) in [
-            (json!({"actions": [{"type": "wait", "milliseconds": 10}]}), "actions"),
-            (json!({"onlyCleanContent": true}), "onlyCleanContent"),
-            (json!({"profile": {"name": "p"}}), "profile"),
-            (json!({"waitFor": 1000}), "waitFor"),
-        ] {
-            let err = validate(body).unwrap_err();
-            assert_eq!(err.code(), Code::FeatureNotAvailable, "{name}");
-            assert!(err.message().contains(&format!("`{name}`")), "{}", err.message());
-        }
+        let err = validate(json!({"onlyCleanContent": true})).unwrap_err();
+        assert_eq!(err.code(), Code::FeatureNotAvailable);
+        assert!(err.message().contains("`onlyCleanContent`"), "{}", err.message());
         assert!(validate(json!({"actions": [], "onlyCleanContent": false})).is_ok());
+    }
+
+    #[test]
+    fn browser_options_are_validated() {
+        let o = validate(json!({"waitFor": 1000, "actions": [{"type": "scrape"}], "profile": {"name": "p"}}))
+            .expect("ok");
+        assert_eq!((o.wait_for_ms, o.actions.len()), (1000, 1));
+        assert!(o.profile.is_some() && o.prefers_browser() && !o.may_write_cache());
+        let err = validate(json!({"waitFor": 40000, "actions": [{"type": "wait", "milliseconds": 30000}], "timeout": 100000}))
+            .unwrap_err();
+        assert!(err.message().contains("actions"), "{}", err.message());
     }
 
     #[test]

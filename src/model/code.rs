@@ -81,6 +81,18 @@ codes! {
     ScrapeSslError => (502, "SCRAPE_SSL_ERROR"),
     /// The server is shutting down or a dependency is unavailable.
     Unavailable => (503, "SERVICE_UNAVAILABLE"),
+    /// A page action failed (no such element, script error); the message names the action.
+    ScrapeActionError => (400, "SCRAPE_ACTION_ERROR"),
+    /// The request needs a browser and this server has no Chromium.
+    BrowserUnavailable => (503, "BROWSER_UNAVAILABLE"),
+    /// The browser failed while doing the work.
+    BrowserFailed => (502, "BROWSER_ERROR"),
+    /// The scrape's page state cannot be recreated (zero data retention, or expired).
+    ReplayUnavailable => (409, "REPLAY_CONTEXT_UNAVAILABLE"),
+    /// The interact session of this scrape was already destroyed.
+    SessionDestroyed => (410, "SESSION_DESTROYED"),
+    /// The server's maximum of interact sessions is reached.
+    SessionLimit => (429, "TOO_MANY_SESSIONS"),
 }
 
 #[cfg(test)]
@@ -93,7 +105,12 @@ mod tests {
             let status = code.status();
             let server_side = matches!(
                 code,
-                Code::Unknown | Code::ScrapeSiteError | Code::ScrapeSslError | Code::Unavailable
+                Code::Unknown
+                    | Code::ScrapeSiteError
+                    | Code::ScrapeSslError
+                    | Code::Unavailable
+                    | Code::BrowserUnavailable
+                    | Code::BrowserFailed
             );
             assert_eq!(status >= 500, server_side, "{code:?} has status {status}");
         }

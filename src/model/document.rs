@@ -35,11 +35,63 @@ pub struct Document {
     /// Comparison with the previous scrape of the same URL.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub change_tracking: Option<ChangeTracking>,
+    /// Screenshot URL (a `data:` URL for zero-data-retention requests).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub screenshot: Option<String>,
+    /// Outputs of page actions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actions: Option<ActionResults>,
+    /// The page's brand identity (colours, fonts, typography, components, images).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branding: Option<Value>,
     /// Something the caller should know about this result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
     /// Page and request metadata.
     pub metadata: Metadata,
+}
+
+/// What page actions produced, in action order within each list.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionResults {
+    /// Screenshot URLs.
+    pub screenshots: Vec<String>,
+    /// HTML snapshots.
+    pub scrapes: Vec<PageSnapshot>,
+    /// Values of `executeJavascript` actions.
+    pub javascript_returns: Vec<ScriptValue>,
+    /// PDF URLs.
+    pub pdfs: Vec<String>,
+}
+
+/// The HTML of the page at one moment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PageSnapshot {
+    /// The page's URL then.
+    pub url: String,
+    /// Its HTML then.
+    pub html: String,
+}
+
+/// A script's completion value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptValue {
+    /// JavaScript type (`string`, `number`, `object`, `undefined`, ...).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The value as JSON (`null` for undefined and values JSON cannot hold).
+    pub value: Value,
+}
+
+/// Which engine produced the page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// A plain HTTP fetch.
+    Http,
+    /// Rendered by Chromium.
+    Chromium,
 }
 
 /// Values found for one requested (selector, attribute) pair.
@@ -117,6 +169,9 @@ pub struct Metadata {
     pub content_type: Option<String>,
     /// Direct or enhanced proxy.
     pub proxy_used: ProxyUsed,
+    /// The engine that produced the page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engine: Option<Engine>,
     /// Cache hit or miss, when the cache was consulted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_state: Option<CacheState>,

@@ -2,6 +2,7 @@
 //! scrape options every layer passes around, the result document as the wire shows it,
 //! and the error-code table that fixes each error's HTTP status and code string.
 
+pub mod actions;
 pub mod code;
 pub mod crawl;
 pub mod document;
@@ -10,9 +11,10 @@ pub mod options;
 pub mod time;
 pub mod webhook;
 
+pub use actions::{Action, PaperFormat, Profile, ScreenshotSpec};
 pub use code::{Code, ErrorCode};
 pub use crawl::{CrawlOptions, JobStatus, MapOptions, SitemapMode};
-pub use document::{CacheState, ChangeTracking, Document, Metadata, ProxyUsed};
+pub use document::{ActionResults, CacheState, ChangeTracking, Document, Engine, Metadata, ProxyUsed};
 pub use ids::{JobId, TeamId};
 pub use options::{ChangeTrackingSpec, Formats, Location, PdfParser, ProxyMode, ScrapeOptions};
 pub use webhook::{EventKind, WebhookSpec};

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::actions::{Action, Profile, ScreenshotSpec};
+
 /// Default request timeout (spec §2.1).
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
 /// Smallest accepted timeout.
@@ -64,6 +66,10 @@ pub struct Formats {
     pub change_tracking: Option<ChangeTrackingSpec>,
     /// `attributes`: (selector, attribute) pairs
     pub attributes: Vec<(String, String)>,
+    /// `screenshot`
+    pub screenshot: Option<ScreenshotSpec>,
+    /// `branding`
+    pub branding: bool,
 }
 
 /// How PDFs are handled (`parsers`).
@@ -120,6 +126,12 @@ pub struct ScrapeOptions {
     pub zero_data_retention: bool,
     /// PDF handling.
     pub pdf: PdfParser,
+    /// Extra wait before capture, after the smart wait (ms).
+    pub wait_for_ms: u64,
+    /// Page actions run before capture.
+    pub actions: Vec<Action>,
+    /// Persistent browser profile.
+    pub profile: Option<Profile>,
 }
 
 impl Default for ScrapeOptions {
@@ -143,6 +155,9 @@ impl Default for ScrapeOptions {
             lockdown: false,
             zero_data_retention: false,
             pdf: PdfParser::default(),
+            wait_for_ms: 0,
+            actions: Vec::new(),
+            profile: None,
         }
     }
 }
@@ -151,12 +166,32 @@ impl ScrapeOptions {
     /// Whether the request may be answered from the page cache at all.
     ///
     /// Requests that send their own headers are personal (cookies, auth) and are never
-    /// served from or written to the shared cache; change tracking needs a fresh copy.
+    /// served from or written to the shared cache; change tracking needs a fresh copy, and
+    /// browser output (actions, screenshots, branding) exists only in a live page.
     pub fn may_read_cache(&self) -> bool {
         if self.lockdown || self.min_age_ms.is_some() {
             return true;
         }
-        self.max_age_ms > 0 && self.headers.is_empty() && self.formats.change_tracking.is_none()
+        self.max_age_ms > 0
+            && self.headers.is_empty()
+            && self.formats.change_tracking.is_none()
+            && !self.wants_browser_output()
+            && !self.is_personal()
+    }
+
+    /// Whether only a browser can serve the request (nothing else produces its output).
+    pub fn wants_browser_output(&self) -> bool {
+        !self.actions.is_empty() || self.formats.screenshot.is_some() || self.formats.branding
+    }
+
+    /// Whether the browser should render the page even though HTTP could fetch it.
+    pub fn prefers_browser(&self) -> bool {
+        self.wants_browser_output() || self.wait_for_ms > 0 || self.mobile || self.profile.is_some()
+    }
+
+    /// Sensitive requests (actions, a profile) are never written to the shared cache.
+    fn is_personal(&self) -> bool {
+        !self.actions.is_empty() || self.profile.is_some()
     }
 
     /// Whether only the cache may be used (never the target).
@@ -166,7 +201,11 @@ impl ScrapeOptions {
 
     /// Whether a freshly fetched page may be written to the cache.
     pub fn may_write_cache(&self) -> bool {
-        self.store_in_cache && self.headers.is_empty() && !self.zero_data_retention && !self.lockdown
+        self.store_in_cache
+            && self.headers.is_empty()
+            && !self.zero_data_retention
+            && !self.lockdown
+            && !self.is_personal()
     }
 }
 

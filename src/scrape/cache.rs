@@ -30,7 +30,10 @@ fn variant(options: &ScrapeOptions) -> String {
     // A caller who asks for certificate verification must not get a page that was
     // fetched without it.
     let tls = if options.skip_tls_verification { "any-tls" } else { "verified-tls" };
-    format!("v1|{device}|{country}|{languages}|{tls}")
+    // A page rendered on request (with its own wait) differs from one fetched over HTTP.
+    let engine =
+        if options.prefers_browser() { format!("browser-{}", options.wait_for_ms) } else { "auto".into() };
+    format!("v1|{device}|{country}|{languages}|{tls}|{engine}")
 }
 
 /// Whether `page`, fetched at `page.fetched_ms`, may answer a request made at `now_ms`.
@@ -56,6 +59,7 @@ mod tests {
             body: Vec::new(),
             fetched_ms,
             via_proxy: false,
+            rendered: false,
         }
     }
 

@@ -8,6 +8,7 @@ pub mod change;
 pub mod credits;
 pub mod document;
 pub mod engine;
+mod rendering;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,9 +17,10 @@ use url::Url;
 
 use crate::config::Settings;
 use crate::model::{
-    CacheState, Code, Document, ErrorCode, JobId, ProxyMode, ProxyUsed, ScrapeOptions, TeamId, time,
+    CacheState, Code, Document, Engine, ErrorCode, JobId, ProxyMode, ProxyUsed, ScrapeOptions, TeamId, time,
 };
 use crate::store::{CachedPage, Store, StoreError};
+use engine::browser::{BrowserError, BrowserPool};
 use engine::http::is_refusal_status;
 use engine::{FetchError, FetchRequest, HttpEngine};
 
@@ -61,6 +63,9 @@ pub enum ScrapeError {
     /// The target served a file type this build cannot convert.
     #[error("the target served {0}, which this server cannot convert")]
     UnsupportedFile(String),
+    /// The browser could not serve the request.
+    #[error(transparent)]
+    Browser(BrowserError),
     /// Storage failed.
     #[error("storage error: {0}")]
     Store(#[from] StoreError),
@@ -80,6 +85,14 @@ impl ErrorCode for ScrapeError {
             Self::Fetch(FetchError::Tls(_)) => Code::ScrapeSslError,
             Self::Fetch(_) => Code::ScrapeSiteError,
             Self::UnsupportedFile(_) => Code::ScrapeUnsupportedFile,
+            Self::Browser(e) => match e {
+                BrowserError::Unavailable(_) => Code::BrowserUnavailable,
+                BrowserError::Blocked { .. } => Code::UrlBlocked,
+                BrowserError::Dns { .. } => Code::ScrapeDnsResolution,
+                BrowserError::Action { .. } => Code::ScrapeActionError,
+                BrowserError::Navigation(_) => Code::ScrapeSiteError,
+                _ => Code::BrowserFailed,
+            },
             Self::Store(_) | Self::Internal(_) => Code::Unknown,
         }
     }
@@ -89,8 +102,10 @@ impl ErrorCode for ScrapeError {
 #[derive(Debug, Clone)]
 pub struct Scraper {
     engine: HttpEngine,
+    browser: BrowserPool,
     store: Store,
     settings: Arc<Settings>,
+    public_base: Arc<str>,
 }
 
 /// A page and where it came from.
@@ -100,6 +115,7 @@ struct Sourced {
     cache_state: Option<CacheState>,
     cached_at: Option<String>,
     retry_after: Option<Duration>,
+    output: Option<rendering::BrowserOutput>,
 }
 
 /// A page scraped for a crawl or batch: its document, the links it reveals, and the
@@ -116,13 +132,36 @@ pub struct PageResult {
 
 impl Scraper {
     /// A scraper over `store` with `settings`.
+    /// Files it stores are linked under `settings.server.public_url`, or the configured
+    /// address until [`Scraper::with_public_base`] says where the server listens.
     pub fn new(store: Store, settings: Arc<Settings>) -> Result<Self, String> {
-        Ok(Self { engine: HttpEngine::new(&settings)?, store, settings })
+        let engine = HttpEngine::new(&settings)?;
+        let browser = BrowserPool::new(&settings, engine.shared_policy());
+        let public_base = match settings.public_url() {
+            Some(base) => base.into(),
+            None => format!("http://{}:{}", settings.server.host, settings.server.port).into(),
+        };
+        Ok(Self { engine, browser, store, settings, public_base })
+    }
+
+    /// Links stored files under `base` (the address the server listens on), unless a
+    /// public URL is configured.
+    #[must_use]
+    pub fn with_public_base(mut self, base: &str) -> Self {
+        if self.settings.public_url().is_none() {
+            self.public_base = base.trim_end_matches('/').into();
+        }
+        self
     }
 
     /// The HTTP engine (for its address policy).
     pub fn engine(&self) -> &HttpEngine {
         &self.engine
+    }
+
+    /// The browser pool.
+    pub fn browser(&self) -> &BrowserPool {
+        &self.browser
     }
 
     /// Scrapes one page within its time budget and stores the result.
@@ -133,6 +172,15 @@ impl Scraper {
             self.store.scrapes.put(job.id, &job.team, &document, ttl_ms)?;
         }
         Ok(document)
+    }
+
+    /// A stored file (screenshot, PDF) of `team`.
+    pub fn stored_file(
+        &self,
+        id: JobId,
+        team: &TeamId,
+    ) -> Result<Option<crate::store::files::StoredFile>, StoreError> {
+        Ok(self.store.files.get(id)?.filter(|f| f.team == team.as_str()))
     }
 
     /// A stored result of `team`.
@@ -169,8 +217,10 @@ impl Scraper {
     async fn produce(&self, job: &ScrapeJob, discover: bool) -> Result<PageResult, ScrapeError> {
         let options = &job.options;
         let mut warnings = Vec::new();
-        let sourced = self.source(job, &mut warnings).await?;
+        let mut sourced = self.source(job, &mut warnings).await?;
         let retry_after = sourced.retry_after;
+        let output = sourced.output.take();
+        let engine = if sourced.page.rendered { Engine::Chromium } else { Engine::Http };
         let proxy_used = if sourced.page.via_proxy { ProxyUsed::Stealth } else { ProxyUsed::Basic };
         let status = sourced.page.status;
         let built = {
@@ -209,7 +259,11 @@ impl Scraper {
             )?;
             doc.change_tracking = Some(tracked);
         }
+        if let Some(output) = output {
+            self.attach(job, &mut doc, output)?;
+        }
         let meta = &mut doc.metadata;
+        meta.engine = Some(engine);
         meta.scrape_id = Some(job.id.to_string());
         meta.proxy_used = proxy_used;
         meta.cache_state = cache_state;
@@ -238,6 +292,7 @@ impl Scraper {
                     cache_state: Some(CacheState::Hit),
                     cached_at,
                     retry_after: None,
+                    output: None,
                 });
             }
             if options.lockdown {
@@ -247,7 +302,7 @@ impl Scraper {
                 return Err(ScrapeError::NoCachedData);
             }
         }
-        let fetched = self.fetch(job, warnings).await?;
+        let rendering::FetchedPage { fetched, engine, output } = self.fetch_page(job, warnings).await?;
         let retry_after = fetched.retry_after;
         let page = CachedPage {
             final_url: fetched.final_url.to_string(),
@@ -256,16 +311,17 @@ impl Scraper {
             body: fetched.body,
             fetched_ms: time::now_ms(),
             via_proxy: fetched.via_proxy,
+            rendered: engine == Engine::Chromium,
         };
         // Error pages are not cached: the next request should try again.
         if options.may_write_cache() && (200..300).contains(&page.status) {
             self.store.cache.put(key, &page)?;
         }
         let cache_state = options.may_read_cache().then_some(CacheState::Miss);
-        Ok(Sourced { page, final_url: fetched.final_url, cache_state, cached_at: None, retry_after })
+        Ok(Sourced { page, final_url: fetched.final_url, cache_state, cached_at: None, retry_after, output })
     }
 
-    /// Fetches according to the proxy mode.
+    /// Fetches over HTTP according to the proxy mode.
     async fn fetch(
         &self,
         job: &ScrapeJob,

@@ -6,6 +6,7 @@
 
 pub mod activity;
 mod codec;
+pub mod files;
 pub mod history;
 pub mod idempotency;
 pub mod jobs;
@@ -13,6 +14,7 @@ pub mod keys;
 pub mod ledger;
 pub mod outbox;
 pub mod page_cache;
+pub mod profiles;
 pub mod scrapes;
 pub mod teams;
 
@@ -49,6 +51,10 @@ pub mod trees {
     pub const LEDGER: &str = "credit_ledger";
     /// (team, time, id) → activity record.
     pub const ACTIVITY: &str = "activity";
+    /// File id → screenshot or PDF.
+    pub const FILES: &str = "files";
+    /// (team, name) → saved browser profile.
+    pub const PROFILES: &str = "browser_profiles";
 }
 
 /// sled segment size: 8 MiB keeps the blob threshold (a quarter of it) above any node.
@@ -120,6 +126,10 @@ pub struct Store {
     pub ledger: Ledger,
     /// What teams started, for a day.
     pub activity: ActivityLog,
+    /// Screenshots and PDFs.
+    pub files: files::FileStore,
+    /// Saved browser profiles.
+    pub profiles: profiles::ProfileStore,
 }
 
 impl Store {
@@ -151,6 +161,8 @@ impl Store {
             teams: TeamStore::new(db.open_tree(trees::TEAMS)?),
             ledger: Ledger::new(db.open_tree(trees::LEDGER)?),
             activity: ActivityLog::new(db.open_tree(trees::ACTIVITY)?),
+            files: files::FileStore::new(db.open_tree(trees::FILES)?),
+            profiles: profiles::ProfileStore::new(db.open_tree(trees::PROFILES)?),
             db,
         })
     }

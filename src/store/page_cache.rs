@@ -22,6 +22,8 @@ pub struct CachedPage {
     pub fetched_ms: u64,
     /// Whether the enhanced proxy fetched it.
     pub via_proxy: bool,
+    /// Whether the body is the DOM of a page Chromium rendered.
+    pub rendered: bool,
 }
 
 /// Identity of a cache entry.
@@ -86,6 +88,7 @@ mod tests {
             body: b"<p>x</p>".to_vec(),
             fetched_ms: 1,
             via_proxy: false,
+            rendered: false,
         };
         let desktop = PageCache::key("http://a.test/", "desktop");
         let mobile = PageCache::key("http://a.test/", "mobile");

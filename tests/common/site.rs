@@ -123,6 +123,9 @@ fn html(body: impl Into<String>) -> HttpResponse {
 async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
     let path = req.path().to_owned();
     *state.hits.lock().expect("lock").entry(path.clone()).or_insert(0) += 1;
+    if let Some((content_type, body)) = super::jspages::page(&path) {
+        return HttpResponse::Ok().content_type(content_type).body(body);
+    }
     let port = req.app_config().local_addr().port();
     match path.as_str() {
         "/article" => html(ARTICLE),

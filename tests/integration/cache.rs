@@ -110,7 +110,7 @@ async fn device_variants_are_cached_separately() {
     let (_, body) = app.scrape(json!({"url": site.url("/article"), "mobile": true})).await;
     assert_eq!(body["data"]["metadata"]["cacheState"], "miss");
     let (_, body) = app.scrape(json!({"url": site.url("/article"), "mobile": true})).await;
-    assert_eq!(body["data"]["metadata"]["cacheState"], "hit");
+    assert_eq!(body["data"]["metadata"]["cacheState"], "hit", "{body}");
     assert_eq!(site.hits("/article"), 2);
 }
 

@@ -6,6 +6,7 @@ mod common;
 
 mod architecture;
 mod batch;
+mod browser;
 mod cache;
 mod change;
 mod cli;

@@ -57,18 +57,13 @@ async fn unbuilt_capabilities_answer_feature_not_available() {
     let app = TestServer::start().await;
     let url = "http://a.example.com/";
     for (body, option) in [
-        (json!({"url": url, "formats": ["screenshot"]}), "screenshot"),
         (json!({"url": url, "formats": [{"type": "json", "prompt": "x"}]}), "json"),
         (json!({"url": url, "formats": ["summary"]}), "summary"),
-        (json!({"url": url, "formats": ["branding"]}), "branding"),
         (json!({"url": url, "formats": ["audio"]}), "audio"),
         (json!({"url": url, "formats": ["video"]}), "video"),
         (json!({"url": url, "formats": [{"type": "question", "question": "q"}]}), "question"),
         (json!({"url": url, "formats": [{"type": "highlights", "query": "q"}]}), "highlights"),
-        (json!({"url": url, "actions": [{"type": "wait", "milliseconds": 5}]}), "actions"),
         (json!({"url": url, "onlyCleanContent": true}), "onlyCleanContent"),
-        (json!({"url": url, "profile": {"name": "p", "saveChanges": true}}), "profile"),
-        (json!({"url": url, "waitFor": 500}), "waitFor"),
     ] {
         let got = app.scrape(body.clone()).await;
         let msg = assert_error(&got, 400, "FEATURE_NOT_AVAILABLE");

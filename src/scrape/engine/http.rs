@@ -170,6 +170,11 @@ impl HttpEngine {
         self.proxied.is_some()
     }
 
+    /// The address policy in force, shared (for the browser engine's proxy).
+    pub fn shared_policy(&self) -> Arc<AddressPolicy> {
+        Arc::clone(&self.policy)
+    }
+
     /// The address policy in force.
     pub fn policy(&self) -> &AddressPolicy {
         &self.policy

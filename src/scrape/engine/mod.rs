@@ -1,9 +1,11 @@
-//! Engines that fetch a page. Today: the HTTP engine (reqwest) with the address policy
-//! enforced on every hop; the browser engine joins it later, chosen per request.
+//! Engines that fetch a page: the HTTP engine (reqwest) with the address policy enforced on
+//! every hop, and the browser engine (a Chromium pool) for pages that need one.
 
+pub mod browser;
 pub mod charset;
 pub mod guard;
 pub mod http;
+pub mod js_shell;
 
 pub use guard::AddressPolicy;
 pub use http::{FetchError, FetchRequest, Fetched, HttpEngine};

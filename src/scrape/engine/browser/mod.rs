@@ -1,0 +1,203 @@
+//! The browser engine: a pool of Chromium processes (the system's `chromium`), started on
+//! first use and restarted when one dies, handing out tabs, each in a fresh incognito
+//! context whose only way out is the address-checking [`proxy`]. [`render`] loads a page
+//! in a tab (emulation, smart wait, actions, screenshot, branding); interact sessions keep
+//! a tab open. The `BrowserSupervisor` actor owns the pool's lifecycle.
+
+pub mod actions;
+pub mod adblock;
+pub mod branding;
+pub mod launch;
+pub mod proxy;
+pub mod render;
+pub mod tab;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{Mutex, OnceCell, Semaphore};
+
+use super::guard::AddressPolicy;
+use crate::config::Settings;
+use launch::Instance;
+use proxy::GuardProxy;
+pub use render::{RenderRequest, Rendered, Shot};
+pub use tab::Tab;
+
+/// Why the browser could not serve a request.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum BrowserError {
+    /// No Chromium on this server.
+    #[error("{0}")]
+    Unavailable(String),
+    /// The browser or the DevTools connection failed.
+    #[error("the browser failed: {0}")]
+    Failed(String),
+    /// The target address is not allowed.
+    #[error("{host} resolves to an address that is not allowed")]
+    Blocked {
+        /// The refused host.
+        host: String,
+    },
+    /// The target's name does not resolve.
+    #[error("could not resolve {host}")]
+    Dns {
+        /// The host.
+        host: String,
+    },
+    /// Loading the page failed (connection refused, TLS, ...).
+    #[error("loading the page failed: {0}")]
+    Navigation(String),
+    /// A page action failed.
+    #[error("actions[{index}] ({kind}): {message}")]
+    Action {
+        /// Position of the action in the request.
+        index: usize,
+        /// Its type.
+        kind: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl From<chromiumoxide::error::CdpError> for BrowserError {
+    fn from(e: chromiumoxide::error::CdpError) -> Self {
+        Self::Failed(e.to_string())
+    }
+}
+
+/// The pool; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct BrowserPool {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    executable: Result<PathBuf, String>,
+    launch_timeout: Duration,
+    profiles: PathBuf,
+    policy: Arc<AddressPolicy>,
+    proxy: OnceCell<GuardProxy>,
+    slots: Vec<Mutex<Option<Arc<Instance>>>>,
+    permits: Arc<Semaphore>,
+    launches: AtomicU64,
+}
+
+impl BrowserPool {
+    /// A pool per `settings.browser`, checking addresses with `policy`. Nothing starts yet;
+    /// profile directories left by a process that was killed are removed.
+    pub fn new(settings: &Settings, policy: Arc<AddressPolicy>) -> Self {
+        let b = &settings.browser;
+        let _ = std::fs::remove_dir_all(settings.storage.data_dir.join("chromium"));
+        let inner = Inner {
+            executable: launch::find_executable(&b.executable),
+            launch_timeout: Duration::from_millis(b.launch_timeout_ms),
+            profiles: settings.storage.data_dir.join("chromium"),
+            policy,
+            proxy: OnceCell::new(),
+            slots: (0..b.pool_size).map(|_| Mutex::new(None)).collect(),
+            permits: Arc::new(Semaphore::new(b.pool_size * b.tabs_per_browser)),
+            launches: AtomicU64::new(0),
+        };
+        Self { inner: Arc::new(inner) }
+    }
+
+    /// Whether Chromium is installed; the error names the package.
+    pub fn available(&self) -> Result<(), BrowserError> {
+        self.inner.executable.as_ref().map(|_| ()).map_err(|e| BrowserError::Unavailable(e.clone()))
+    }
+
+    /// The outbound address policy pages are held to.
+    pub fn policy(&self) -> &AddressPolicy {
+        &self.inner.policy
+    }
+
+    /// Opens a tab in a fresh incognito context, waiting for a free place in the pool.
+    pub async fn open_tab(&self) -> Result<Tab, BrowserError> {
+        let executable = self.inner.executable.as_ref().map_err(|e| BrowserError::Unavailable(e.clone()))?;
+        let permit = Arc::clone(&self.inner.permits)
+            .acquire_owned()
+            .await
+            .map_err(|_| BrowserError::Failed("the browser pool is closed".into()))?;
+        let instance = self.instance(executable).await?;
+        let proxy = self
+            .inner
+            .proxy
+            .get_or_try_init(|| GuardProxy::start(Arc::clone(&self.inner.policy)))
+            .await
+            .map_err(|e| BrowserError::Failed(format!("starting the browser proxy: {e}")))?;
+        Tab::open(instance, &proxy.server(), permit).await
+    }
+
+    /// The least busy live browser, starting one in an empty or dead slot when needed.
+    async fn instance(&self, executable: &std::path::Path) -> Result<Arc<Instance>, BrowserError> {
+        let mut best: Option<(usize, usize)> = None;
+        for (i, slot) in self.inner.slots.iter().enumerate() {
+            let load = match &*slot.lock().await {
+                Some(instance) if instance.is_alive() => instance.tabs.load(Ordering::SeqCst),
+                // An empty or dead slot is filled by the next caller that picks it.
+                _ => 0,
+            };
+            if best.is_none_or(|(_, l)| load < l) {
+                best = Some((i, load));
+            }
+        }
+        let (index, _) = best.ok_or_else(|| BrowserError::Failed("the browser pool is empty".into()))?;
+        let mut slot = self.inner.slots[index].lock().await;
+        if let Some(instance) = slot.as_ref().filter(|i| i.is_alive()) {
+            instance.tabs.fetch_add(1, Ordering::SeqCst);
+            return Ok(Arc::clone(instance));
+        }
+        if slot.is_some() {
+            tracing::warn!(slot = index, "a Chromium process died; starting a new one");
+        }
+        let instance = Arc::new(
+            Instance::launch(executable, self.inner.launch_timeout, &self.inner.profiles)
+                .await
+                .map_err(BrowserError::Failed)?,
+        );
+        self.inner.launches.fetch_add(1, Ordering::SeqCst);
+        tracing::info!(slot = index, pid = ?instance.pid(), "Chromium started");
+        instance.tabs.fetch_add(1, Ordering::SeqCst);
+        *slot = Some(Arc::clone(&instance));
+        Ok(instance)
+    }
+
+    /// Process ids of the running browsers.
+    pub async fn pids(&self) -> Vec<u32> {
+        let mut pids = Vec::new();
+        for slot in &self.inner.slots {
+            if let Some(pid) = slot.lock().await.as_ref().filter(|i| i.is_alive()).and_then(|i| i.pid()) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
+    /// How many Chromium processes were started so far.
+    pub fn launches(&self) -> u64 {
+        self.inner.launches.load(Ordering::SeqCst)
+    }
+
+    /// Replaces dead browsers now instead of on the next request (called periodically).
+    pub async fn heal(&self) {
+        for slot in &self.inner.slots {
+            let mut slot = slot.lock().await;
+            if slot.as_ref().is_some_and(|i| !i.is_alive()) {
+                tracing::warn!("a Chromium process died; it will be restarted on next use");
+                *slot = None;
+            }
+        }
+    }
+
+    /// Stops every browser.
+    pub async fn shutdown(&self) {
+        for slot in &self.inner.slots {
+            slot.lock().await.take();
+        }
+    }
+}

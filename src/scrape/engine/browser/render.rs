@@ -1,0 +1,352 @@
+//! Rendering one page: set the tab up, navigate, wait smartly (network idle and a quiet DOM,
+//! bounded), add `waitFor`, run the actions, then capture the HTML, the screenshot and the
+//! branding. A browser that dies mid-way gets the work retried once on a fresh one.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chromiumoxide::cdp::browser_protocol::network::{
+    EventLoadingFailed, EventLoadingFinished, EventRequestWillBeSent, EventResponseReceived, ResourceType,
+};
+use futures::StreamExt;
+use tokio::time::Instant;
+use url::Url;
+
+use super::proxy::BLOCKED_HEADER;
+use super::tab::{Presentation, Tab};
+use super::{BrowserError, BrowserPool, actions, adblock, branding};
+use crate::model::actions::ScreenshotSpec;
+use crate::model::document::{PageSnapshot, ScriptValue};
+use crate::model::{Action, Location};
+use crate::scrape::engine::guard::ResolveError;
+use crate::store::profiles::ProfileState;
+
+/// The network must be idle this long to count as settled.
+const NETWORK_QUIET: Duration = Duration::from_millis(300);
+/// The DOM must be unchanged this long (ms) to count as settled.
+const DOM_QUIET_MS: f64 = 300.0;
+/// Poll interval of the smart wait.
+const POLL: Duration = Duration::from_millis(50);
+
+/// Records when the DOM last changed, for the smart wait.
+const MUTATION_SCRIPT: &str = "(() => { window.__fcLastMutation = performance.now(); \
+    new MutationObserver(() => { window.__fcLastMutation = performance.now(); })\
+    .observe(document, { subtree: true, childList: true, attributes: true, characterData: true }); })();";
+
+/// What to render and how.
+#[derive(Debug, Clone)]
+pub struct RenderRequest<'a> {
+    /// The page.
+    pub url: &'a Url,
+    /// Request headers (a `Cookie` header becomes cookies).
+    pub headers: &'a [(String, String)],
+    /// Emulate a phone.
+    pub mobile: bool,
+    /// Locale and time zone.
+    pub location: Option<&'a Location>,
+    /// Block ads and hide cookie banners.
+    pub block_ads: bool,
+    /// Extra wait after the smart wait (ms).
+    pub wait_for_ms: u64,
+    /// Actions to run before capture.
+    pub actions: &'a [Action],
+    /// Screenshot of the final page.
+    pub screenshot: Option<ScreenshotSpec>,
+    /// Compute the branding.
+    pub branding: bool,
+    /// User agent to present.
+    pub user_agent: &'a str,
+    /// Saved profile to start from.
+    pub profile: Option<&'a ProfileState>,
+    /// Return the profile state afterwards (to save it).
+    pub save_profile: bool,
+    /// Longest smart wait.
+    pub smart_wait_max: Duration,
+    /// When the whole render must be done.
+    pub deadline: Instant,
+}
+
+/// An encoded image.
+#[derive(Debug, Clone)]
+pub struct Shot {
+    /// The bytes.
+    pub bytes: Vec<u8>,
+    /// `image/png` or `image/jpeg`.
+    pub mime: &'static str,
+}
+
+/// Action outputs before files are stored.
+#[derive(Debug, Clone, Default)]
+pub struct RawActionResults {
+    /// Screenshots.
+    pub screenshots: Vec<Shot>,
+    /// HTML snapshots.
+    pub scrapes: Vec<PageSnapshot>,
+    /// Script values.
+    pub javascript_returns: Vec<ScriptValue>,
+    /// PDFs.
+    pub pdfs: Vec<Vec<u8>>,
+}
+
+/// A rendered page.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// URL after redirects (and actions).
+    pub final_url: Url,
+    /// Status of the main document.
+    pub status: u16,
+    /// Its content type.
+    pub content_type: Option<String>,
+    /// Whether the main document is not HTML (the caller should fetch it over HTTP instead).
+    pub not_html: bool,
+    /// The DOM as HTML.
+    pub html: String,
+    /// The screenshot format's image.
+    pub screenshot: Option<Shot>,
+    /// Action outputs.
+    pub actions: RawActionResults,
+    /// Branding, when asked for.
+    pub branding: Option<serde_json::Value>,
+    /// Profile state to save, when asked for.
+    pub profile: Option<ProfileState>,
+}
+
+impl BrowserPool {
+    /// Renders a page; retried once on a fresh browser when the browser died during the work.
+    pub async fn render(&self, request: &RenderRequest<'_>) -> Result<Rendered, BrowserError> {
+        self.check_target(request.url).await?;
+        let tab = self.open_tab().await?;
+        match render_in(&tab, request).await {
+            Err(BrowserError::Failed(first)) if !tab.browser_alive() => {
+                tab.close().await;
+                tracing::warn!(error = %first, "the browser died while rendering; retrying once");
+                let tab = self.open_tab().await?;
+                let result = render_in(&tab, request).await;
+                tab.close().await;
+                result
+            }
+            result => {
+                tab.close().await;
+                result
+            }
+        }
+    }
+
+    /// Refuses targets the address policy forbids, before any browser work.
+    pub async fn check_target(&self, url: &Url) -> Result<(), BrowserError> {
+        let host = url.host_str().unwrap_or_default();
+        let port = url.port_or_known_default().unwrap_or(80);
+        match self.policy().resolve(host, port).await {
+            Ok(_) => Ok(()),
+            Err(ResolveError::Blocked { host }) => Err(BrowserError::Blocked { host }),
+            Err(ResolveError::NotFound { host, .. }) => Err(BrowserError::Dns { host }),
+        }
+    }
+}
+
+/// The whole render in one tab.
+async fn render_in(tab: &Tab, request: &RenderRequest<'_>) -> Result<Rendered, BrowserError> {
+    tab.present(&Presentation {
+        user_agent: request.user_agent,
+        mobile: request.mobile,
+        location: request.location,
+        headers: request.headers,
+        block_ads: request.block_ads,
+        url: Some(request.url),
+        profile: request.profile,
+    })
+    .await?;
+    tab.add_script(MUTATION_SCRIPT).await?;
+    let (status, content_type, blocked) =
+        navigate(tab, request.url, request.smart_wait_max, request.deadline).await?;
+    if blocked {
+        return Err(BrowserError::Blocked { host: request.url.host_str().unwrap_or_default().to_owned() });
+    }
+    let not_html = content_type.as_deref().is_some_and(|t| !is_markup(t));
+    if request.wait_for_ms > 0 {
+        tokio::time::sleep_until(
+            (Instant::now() + Duration::from_millis(request.wait_for_ms)).min(request.deadline),
+        )
+        .await;
+    }
+    let page = tab.page();
+    let actions = actions::run(tab, request.actions, request.smart_wait_max, request.deadline).await?;
+    if request.block_ads {
+        let _ = page.evaluate(adblock::remove_banners_script()).await;
+    }
+    let screenshot = match request.screenshot {
+        Some(spec) => Some(actions::screenshot(page, spec).await?),
+        None => None,
+    };
+    let branding = if request.branding { Some(branding::compute(page).await?) } else { None };
+    let html = page.content().await?;
+    let final_url =
+        page.url().await?.and_then(|u| Url::parse(&u).ok()).unwrap_or_else(|| request.url.clone());
+    let profile =
+        if request.save_profile { Some(tab.snapshot_profile(request.profile).await?) } else { None };
+    Ok(Rendered { final_url, status, content_type, not_html, html, screenshot, actions, branding, profile })
+}
+
+fn is_markup(content_type: &str) -> bool {
+    let t = content_type.to_ascii_lowercase();
+    t.contains("html") || t.contains("xml") || t.starts_with("text/")
+}
+
+/// Loads `url` and waits for it to settle; returns the main document's status and type,
+/// and whether the proxy refused it.
+pub async fn navigate(
+    tab: &Tab,
+    url: &Url,
+    smart_wait_max: Duration,
+    deadline: Instant,
+) -> Result<(u16, Option<String>, bool), BrowserError> {
+    let page = tab.page();
+    let network = NetworkWatch::start(page).await?;
+    let outcome = tokio::time::timeout_at(deadline, page.goto(url.as_str())).await;
+    match outcome {
+        Err(_) => {
+            network.stop();
+            return Err(BrowserError::Navigation("the page did not load in time".into()));
+        }
+        Ok(Err(e)) => {
+            network.stop();
+            let text = e.to_string();
+            return Err(if text.contains("ERR_NAME_NOT_RESOLVED") {
+                BrowserError::Dns { host: url.host_str().unwrap_or_default().to_owned() }
+            } else {
+                BrowserError::Navigation(text)
+            });
+        }
+        Ok(Ok(_)) => {}
+    }
+    let main_frame = page.mainframe().await?;
+    settle(tab, &network, smart_wait_max, deadline).await;
+    network.stop();
+    let document = main_frame.and_then(|frame| network.document_of(frame.inner()));
+    let Some(document) = document else { return Ok((200, None, false)) };
+    Ok((document.status, Some(document.mime_type), document.blocked))
+}
+
+/// Waits until the network is idle and the DOM quiet, or `smart_wait_max` passes.
+pub async fn settle(tab: &Tab, network: &NetworkWatch, smart_wait_max: Duration, deadline: Instant) {
+    let until = (Instant::now() + smart_wait_max).min(deadline);
+    loop {
+        let dom_quiet = tab
+            .page()
+            .evaluate("performance.now() - (window.__fcLastMutation || 0)")
+            .await
+            .ok()
+            .and_then(|v| v.into_value::<f64>().ok())
+            .is_none_or(|quiet| quiet >= DOM_QUIET_MS);
+        if network.idle_for() >= NETWORK_QUIET && dom_quiet {
+            return;
+        }
+        if Instant::now() + POLL >= until {
+            return;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The response that delivered a frame's document.
+#[derive(Debug, Clone)]
+pub struct DocumentResponse {
+    frame: String,
+    status: u16,
+    mime_type: String,
+    blocked: bool,
+}
+
+/// What the network watch has seen.
+#[derive(Debug)]
+struct Traffic {
+    in_flight: HashSet<String>,
+    changed: Instant,
+    documents: Vec<DocumentResponse>,
+}
+
+/// Counts the page's requests in flight from DevTools network events, and keeps the
+/// responses that delivered documents (the page's status code and type).
+#[derive(Debug)]
+pub struct NetworkWatch {
+    state: Arc<Mutex<Traffic>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl NetworkWatch {
+    /// Starts watching `page`.
+    pub async fn start(page: &chromiumoxide::Page) -> Result<Self, BrowserError> {
+        let mut sent = page.event_listener::<EventRequestWillBeSent>().await?;
+        let mut finished = page.event_listener::<EventLoadingFinished>().await?;
+        let mut failed = page.event_listener::<EventLoadingFailed>().await?;
+        let mut responses = page.event_listener::<EventResponseReceived>().await?;
+        let traffic = Traffic { in_flight: HashSet::new(), changed: Instant::now(), documents: Vec::new() };
+        let state = Arc::new(Mutex::new(traffic));
+        let shared = Arc::clone(&state);
+        let task = tokio::spawn(async move {
+            loop {
+                let (id, starts) = tokio::select! {
+                    Some(e) = responses.next() => {
+                        if e.r#type == ResourceType::Document {
+                            let headers = e.response.headers.inner();
+                            let blocked = headers
+                                .as_object()
+                                .is_some_and(|m| m.keys().any(|k| k.eq_ignore_ascii_case(BLOCKED_HEADER)));
+                            let document = DocumentResponse {
+                                frame: e.frame_id.as_ref().map(|f| f.inner().clone()).unwrap_or_default(),
+                                status: u16::try_from(e.response.status).unwrap_or(200),
+                                mime_type: e.response.mime_type.clone(),
+                                blocked,
+                            };
+                            let mut guard = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                            guard.documents.push(document);
+                        }
+                        continue;
+                    }
+                    Some(e) = sent.next() => {
+                        // Long-lived connections never finish; they do not keep a page busy.
+                        if matches!(e.r#type, Some(ResourceType::WebSocket | ResourceType::EventSource)) {
+                            continue;
+                        }
+                        (e.request_id.inner().clone(), true)
+                    }
+                    Some(e) = finished.next() => (e.request_id.inner().clone(), false),
+                    Some(e) = failed.next() => (e.request_id.inner().clone(), false),
+                    else => break,
+                };
+                let mut guard = shared.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                if starts {
+                    guard.in_flight.insert(id);
+                } else {
+                    guard.in_flight.remove(&id);
+                }
+                guard.changed = Instant::now();
+            }
+        });
+        Ok(Self { state, task })
+    }
+
+    /// How long no request has been in flight (zero while one is).
+    pub fn idle_for(&self) -> Duration {
+        let guard = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if guard.in_flight.is_empty() { guard.changed.elapsed() } else { Duration::ZERO }
+    }
+
+    /// The last response that delivered `frame`'s document.
+    pub fn document_of(&self, frame: &str) -> Option<DocumentResponse> {
+        let guard = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        guard.documents.iter().rev().find(|d| d.frame == frame).cloned()
+    }
+
+    /// Stops watching.
+    pub fn stop(&self) {
+        self.task.abort();
+    }
+}
+
+impl Drop for NetworkWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

@@ -1,0 +1,183 @@
+//! The browser side of the pipeline: which engine serves a scrape (Chromium when the request
+//! needs it, or when the HTTP result looks built by JavaScript), and how browser output
+//! (screenshots, action results, branding, a saved profile) becomes part of the document.
+//! Images and PDFs are stored as files of ours under `/v2/files/`, or inlined as `data:`
+//! URLs for zero-data-retention requests, which write nothing.
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use tokio::time::Instant;
+
+use super::engine::Fetched;
+use super::engine::browser::render::RawActionResults;
+use super::engine::browser::{RenderRequest, Shot};
+use super::engine::js_shell::looks_js_rendered;
+use super::{ScrapeError, ScrapeJob, Scraper};
+use crate::model::document::ActionResults;
+use crate::model::{Document, Engine, ProxyMode};
+
+/// Time kept back from the scrape's budget so a slow page ends with a clear error.
+const DEADLINE_MARGIN: Duration = Duration::from_millis(250);
+
+/// What the browser produced besides the page.
+#[derive(Debug, Default)]
+pub(super) struct BrowserOutput {
+    screenshot: Option<Shot>,
+    actions: RawActionResults,
+    branding: Option<serde_json::Value>,
+}
+
+/// A fetched page, the engine that produced it and the browser's extra output.
+pub(super) struct FetchedPage {
+    pub(super) fetched: Fetched,
+    pub(super) engine: Engine,
+    pub(super) output: Option<BrowserOutput>,
+}
+
+impl Scraper {
+    /// Fetches the page: in the browser when the request needs one, over HTTP otherwise
+    /// (rendered afterwards when it looks built by JavaScript).
+    pub(super) async fn fetch_page(
+        &self,
+        job: &ScrapeJob,
+        warnings: &mut Vec<String>,
+    ) -> Result<FetchedPage, ScrapeError> {
+        let options = &job.options;
+        if options.prefers_browser() {
+            match self.browser.available() {
+                Ok(()) => return self.render(job, warnings).await,
+                Err(e) if options.wants_browser_output() => return Err(ScrapeError::Browser(e)),
+                Err(_) => warnings.push(
+                    "This server has no Chromium (Debian package `chromium`), so the page was fetched over HTTP without browser emulation, waitFor or profile."
+                        .to_owned(),
+                ),
+            }
+        }
+        let fetched = self.fetch(job, warnings).await?;
+        let shell = looks_js_rendered(fetched.content_type.as_deref(), &fetched.body);
+        if shell && self.settings.browser.auto_render && self.browser.available().is_ok() {
+            match self.render(job, warnings).await {
+                Ok(rendered) => return Ok(rendered),
+                Err(e) => warnings.push(format!(
+                    "The page looks built by JavaScript but rendering it failed ({e}); this is the HTML as served."
+                )),
+            }
+        }
+        Ok(FetchedPage { fetched, engine: Engine::Http, output: None })
+    }
+
+    /// Renders the page in Chromium.
+    async fn render(&self, job: &ScrapeJob, warnings: &mut Vec<String>) -> Result<FetchedPage, ScrapeError> {
+        let options = &job.options;
+        let profile = match &options.profile {
+            Some(p) => self.store.profiles.get(&job.team, &p.name)?,
+            None => None,
+        };
+        if options.proxy == ProxyMode::Enhanced && self.engine.has_proxy() {
+            warnings.push(
+                "The browser connects directly; the enhanced proxy serves HTTP fetches only.".to_owned(),
+            );
+        }
+        let scrape = &self.settings.scrape;
+        let budget = Duration::from_millis(options.timeout_ms).saturating_sub(DEADLINE_MARGIN);
+        let request = RenderRequest {
+            url: &job.url,
+            headers: &options.headers,
+            mobile: options.mobile,
+            location: options.location.as_ref(),
+            block_ads: options.block_ads,
+            wait_for_ms: options.wait_for_ms,
+            actions: &options.actions,
+            screenshot: options.formats.screenshot,
+            branding: options.formats.branding,
+            user_agent: if options.mobile { &scrape.mobile_user_agent } else { &scrape.user_agent },
+            profile: profile.as_ref(),
+            save_profile: options.profile.as_ref().is_some_and(|p| p.save_changes),
+            smart_wait_max: Duration::from_millis(self.settings.browser.smart_wait_max_ms),
+            deadline: Instant::now() + budget,
+        };
+        let rendered = self.browser.render(&request).await.map_err(ScrapeError::Browser)?;
+        if let (Some(state), Some(p)) = (&rendered.profile, &options.profile) {
+            if options.zero_data_retention {
+                warnings.push("Profiles are not saved for zero-data-retention requests.".to_owned());
+            } else {
+                self.store.profiles.put(&job.team, &p.name, state)?;
+            }
+        }
+        let output = BrowserOutput {
+            screenshot: rendered.screenshot,
+            actions: rendered.actions,
+            branding: rendered.branding,
+        };
+        if rendered.not_html {
+            // A PDF or other file: its bytes come from a plain fetch.
+            let fetched = self.fetch(job, warnings).await?;
+            return Ok(FetchedPage { fetched, engine: Engine::Http, output: Some(output) });
+        }
+        let fetched = Fetched {
+            final_url: rendered.final_url,
+            status: rendered.status,
+            content_type: Some("text/html; charset=utf-8".to_owned()),
+            body: rendered.html.into_bytes(),
+            via_proxy: false,
+            retry_after: None,
+        };
+        Ok(FetchedPage { fetched, engine: Engine::Chromium, output: Some(output) })
+    }
+
+    /// Puts browser output into the document.
+    pub(super) fn attach(
+        &self,
+        job: &ScrapeJob,
+        doc: &mut Document,
+        output: BrowserOutput,
+    ) -> Result<(), ScrapeError> {
+        if let Some(shot) = output.screenshot {
+            doc.screenshot = Some(self.file_url(job, shot.mime, shot.bytes)?);
+        }
+        if job.options.formats.branding {
+            doc.branding = output.branding;
+        }
+        let raw = output.actions;
+        let results = ActionResults {
+            screenshots: raw
+                .screenshots
+                .into_iter()
+                .map(|s| self.file_url(job, s.mime, s.bytes))
+                .collect::<Result<_, _>>()?,
+            scrapes: raw.scrapes,
+            javascript_returns: raw.javascript_returns,
+            pdfs: raw
+                .pdfs
+                .into_iter()
+                .map(|p| self.file_url(job, "application/pdf", p))
+                .collect::<Result<_, _>>()?,
+        };
+        let any = !(results.screenshots.is_empty()
+            && results.scrapes.is_empty()
+            && results.javascript_returns.is_empty()
+            && results.pdfs.is_empty());
+        if any {
+            doc.actions = Some(results);
+        }
+        Ok(())
+    }
+
+    /// A URL for `bytes`: a file of ours, or a `data:` URL when nothing may be stored.
+    fn file_url(&self, job: &ScrapeJob, mime: &str, bytes: Vec<u8>) -> Result<String, ScrapeError> {
+        if job.options.zero_data_retention {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            return Ok(format!("data:{mime};base64,{encoded}"));
+        }
+        let ttl_secs = self.settings.storage.result_ttl_secs.max(self.settings.crawl.job_ttl_secs);
+        let id = self.store.files.put(&job.team, mime, bytes, ttl_secs.saturating_mul(1000))?;
+        let extension = match mime {
+            "image/png" => "png",
+            "image/jpeg" => "jpg",
+            "application/pdf" => "pdf",
+            _ => "bin",
+        };
+        Ok(format!("{}/v2/files/{id}.{extension}", self.public_base))
+    }
+}

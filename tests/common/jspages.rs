@@ -1,0 +1,121 @@
+//! Pages of the fixture site that only a browser shows correctly: content written by
+//! scripts (late, after a fetch, in an app shell), an interactive page for actions, a
+//! page that reports what the browser emulates, ad and cookie pages, and a styled page
+//! for branding.
+
+/// A static page whose news appears 300 ms after load, written by a script.
+pub const JS_LATE: &str = r#"<!DOCTYPE html><html><head><title>Late page</title></head><body>
+<h1>Village notices</h1>
+<p>The village hall is open on weekdays from nine until five. Bookings for the spring fair,
+the allotment society and the choir are taken at the front desk or by telephone. Parking is
+free behind the church, and the bus stops outside the post office every half hour.</p>
+<div id="news"></div>
+<script>
+setTimeout(() => {
+  document.getElementById('news').innerHTML = '<h1>Rendered by script</h1><p>The harvest festival starts on Saturday with music and cider.</p>';
+}, 300);
+</script></body></html>"#;
+
+/// An app shell: the HTML holds nothing; the content comes from /api/content.
+pub const APP_SHELL: &str = r#"<!DOCTYPE html><html><head><title>Shell</title></head><body>
+<noscript>You need to enable JavaScript to run this app.</noscript>
+<div id="root"></div>
+<script>
+fetch('/api/content').then((r) => r.json()).then((data) => {
+  document.getElementById('root').innerHTML = '<article><h1>' + data.title + '</h1><p>' + data.body + '</p></article>';
+});
+</script></body></html>"#;
+
+/// JSON behind the app shell.
+pub const APP_CONTENT: &str =
+    r#"{"title": "Fetched headline", "body": "Seedlings need sixteen hours of light a day."}"#;
+
+/// An interactive page for actions.
+pub const INTERACTIVE: &str = r#"<!DOCTYPE html><html><head><title>Interactive</title>
+<style>body { margin: 0; } .tall { height: 3000px; background: linear-gradient(#fff, #9cf); }</style></head><body>
+<h1 id="title">Interactive page</h1>
+<button id="more" onclick="document.getElementById('list').insertAdjacentHTML('beforeend', '<li>Loaded item ' + (document.querySelectorAll('#list li').length + 1) + '</li>')">Load more</button>
+<button class="tick" onclick="this.textContent='ticked'">tick</button><button class="tick" onclick="this.textContent='ticked'">tick</button>
+<ul id="list"></ul>
+<input id="search" type="text" onkeydown="if (event.key === 'Enter') document.getElementById('result').textContent = 'Searched for ' + this.value">
+<p id="result"></p>
+<div id="scrolled"></div>
+<div class="tall"></div>
+<script>
+window.addEventListener('scroll', () => { document.getElementById('scrolled').textContent = 'Scrolled to ' + Math.round(window.scrollY); });
+setTimeout(() => document.body.insertAdjacentHTML('beforeend', '<div id="late">Late element</div>'), 500);
+</script></body></html>"#;
+
+/// Reports what the browser emulates.
+pub const PROBE: &str = r#"<!DOCTYPE html><html><head><title>Probe</title></head><body>
+<p id="out"></p>
+<script>
+document.getElementById('out').textContent = [
+  'lang=' + navigator.language,
+  'tz=' + Intl.DateTimeFormat().resolvedOptions().timeZone,
+  'width=' + window.innerWidth,
+  'touch=' + navigator.maxTouchPoints,
+  'mobileua=' + /Mobile/.test(navigator.userAgent),
+  'cookie=' + document.cookie,
+].join(' ');
+</script></body></html>"#;
+
+/// Loads an "ad" from an ad-script path and shows a consent banner.
+pub const ADS: &str = r#"<!DOCTYPE html><html><head><title>Ads</title></head><body>
+<div id="onetrust-banner-sdk">We value your privacy. Accept cookies to continue.</div>
+<main><h1>Weather today</h1><p>Sunny with a light breeze from the west all afternoon.</p></main>
+<div id="ad-slot"></div>
+<script src="/pagead/show_ads.js"></script>
+</body></html>"#;
+
+/// The "ad" script.
+pub const AD_SCRIPT: &str = "document.getElementById('ad-slot').innerHTML = '<p>BUY CHEAP WIDGETS NOW</p>';";
+
+/// Sets a cookie and local storage the first time, shows them afterwards.
+pub const MEMORY: &str = r#"<!DOCTYPE html><html><head><title>Memory</title></head><body>
+<p id="out"></p>
+<script>
+const seen = document.cookie.includes('visited=yes');
+const stored = localStorage.getItem('theme');
+document.getElementById('out').textContent = seen ? ('returning visitor, theme ' + stored) : 'first visit';
+document.cookie = 'visited=yes; max-age=86400; path=/';
+localStorage.setItem('theme', 'dark');
+</script></body></html>"#;
+
+/// A page with a distinct brand identity.
+pub const STYLED: &str = r##"<!DOCTYPE html><html><head><title>Acme Seeds | Home</title>
+<meta property="og:site_name" content="Acme Seeds">
+<meta property="og:image" content="/img/og-acme.png">
+<link rel="icon" href="/favicon-acme.png">
+<style>
+:root { --color-primary: #2E7D32; --color-accent: #FFB300; --color-error: #C62828; }
+body { background: #FAFAF5; color: #212121; font-family: "Georgia", serif; font-size: 18px; line-height: 1.6; margin: 0; }
+h1 { font-family: "Trebuchet MS", sans-serif; font-size: 48px; font-weight: 800; line-height: 1.1; }
+h2 { font-size: 32px; }
+code { font-family: "Courier New", monospace; }
+a { color: #1565C0; }
+.btn-primary { background: #2E7D32; color: #FFFFFF; border-radius: 8px; padding: 12px 24px; border: none; }
+.btn-secondary { background: transparent; color: #2E7D32; border: 2px solid #2E7D32; border-radius: 8px; padding: 12px 24px; }
+header { height: 64px; }
+</style></head><body>
+<header><img class="logo" src="/img/acme-logo.png" alt="Acme logo" width="120" height="40"></header>
+<main><h1>Seeds that grow</h1><h2>Our range</h2><p>Heirloom varieties, tested in <a href="/trials">our trials</a>. Use <code>ACME10</code> for ten percent off.</p>
+<button class="btn-primary">Shop now</button> <button class="btn-secondary">Learn more</button></main>
+</body></html>"##;
+
+/// The page for `path`, if it is one of these.
+pub fn page(path: &str) -> Option<(&'static str, &'static str)> {
+    let html = "text/html; charset=utf-8";
+    Some(match path {
+        "/js/late" => (html, JS_LATE),
+        "/js/shell" => (html, APP_SHELL),
+        "/api/content" => ("application/json", APP_CONTENT),
+        "/js/interactive" => (html, INTERACTIVE),
+        "/js/probe" => (html, PROBE),
+        "/js/ads" => (html, ADS),
+        "/pagead/show_ads.js" => ("application/javascript", AD_SCRIPT),
+        "/js/memory" => (html, MEMORY),
+        "/js/styled" => (html, STYLED),
+        _ => return None,
+    })
+}
