@@ -137,6 +137,8 @@ pub struct BrowserSettings {
     pub max_sessions: usize,
     /// Idle time after which an interact session closes (s).
     pub session_idle_secs: u64,
+    /// Longest life of an interact session, in seconds.
+    pub session_max_secs: u64,
     /// Languages interact `code` may use (`node` runs in the page; `python` and `bash` run
     /// as processes of this server).
     pub code_languages: Vec<String>,
@@ -348,7 +350,7 @@ impl Settings {
         if b.pool_size == 0 || b.tabs_per_browser == 0 || b.max_sessions == 0 {
             return invalid("browser.pool_size", "browser pool size, tabs and sessions must be at least 1");
         }
-        if b.launch_timeout_ms == 0 || b.session_idle_secs == 0 {
+        if b.launch_timeout_ms == 0 || b.session_idle_secs == 0 || b.session_max_secs == 0 {
             return invalid("browser.launch_timeout_ms", "browser timings must be positive");
         }
         if let Some(bad) = b.code_languages.iter().find(|l| !matches!(l.as_str(), "node" | "python" | "bash"))

@@ -22,6 +22,7 @@ pub mod extract;
 pub mod local;
 pub mod model;
 pub mod scrape;
+pub mod sessions;
 pub mod store;
 pub mod teams;
 pub mod telemetry;

@@ -41,6 +41,10 @@ pub struct Swept {
     pub cached: usize,
     /// Activity records deleted.
     pub activity: usize,
+    /// Scrape replay contexts deleted.
+    pub replays: usize,
+    /// Screenshots and PDFs deleted.
+    pub files: usize,
 }
 
 /// Activity records are kept for a day (spec §4.11).
@@ -78,6 +82,7 @@ impl Actor for Janitor {
                         jobs = swept.jobs,
                         scrapes = swept.scrapes,
                         cached = swept.cached,
+                        files = swept.files,
                         "expired data deleted"
                     );
                 }
@@ -113,6 +118,8 @@ pub fn sweep(
         }
     }
     swept.scrapes = store.scrapes.purge_expired(now_ms)?;
+    swept.replays = store.replays.purge_expired(now_ms)?;
+    swept.files = store.files.purge_expired(now_ms)?;
     swept.activity = store.activity.purge_older_than(now_ms.saturating_sub(ACTIVITY_WINDOW_MS))?;
     let retention_ms = services.settings.janitor.cache_retention_secs.saturating_mul(1000);
     swept.cached = store.cache.purge_older_than(now_ms.saturating_sub(retention_ms))?;

@@ -5,13 +5,15 @@
 //!  ├─ JobSupervisor ── CrawlJob(id) ...   one per running crawl or batch; resumed from the store
 //!  ├─ DomainSupervisor ── Domain(site) ... robots.txt, politeness, fetching; exits when idle
 //!  ├─ WebhookDispatcher                   signed, retried, in-order delivery from the outbox
-//!  └─ Janitor                             expiry of jobs, results and cached pages
+//!  ├─ BrowserSupervisor ── BrowserSession(scrape) ...  Chromium pool upkeep; interact sessions
+//!  └─ Janitor                             expiry of jobs, results, files and cached pages
 //! ```
 //!
 //! The root restarts a supervisor that fails; supervisors restart their children. Job state
 //! lives in the store, so a restarted actor (or a restarted server) resumes where the last
 //! one stopped. [`Runtime`] is the handle the API and the CLI use.
 
+pub mod browser;
 pub mod crawl_job;
 pub mod discovery;
 pub mod domain;
@@ -207,6 +209,28 @@ impl Runtime {
             Ok(CallResult::Success(ids)) => Ok(ids),
             other => Err(RuntimeError::Actors(format!("job supervisor unreachable: {other:?}"))),
         }
+    }
+
+    /// Sends `msg` (built around a reply port) to the browser supervisor and waits.
+    pub async fn browser_call<T: Send + 'static>(
+        &self,
+        msg: impl FnOnce(ractor::RpcReplyPort<T>) -> browser::BrowserMsg,
+    ) -> Result<T, RuntimeError> {
+        let supervisors = self.supervisors().await?;
+        match supervisors.browser.call(msg, None).await {
+            Ok(CallResult::Success(value)) => Ok(value),
+            Ok(CallResult::Timeout) => Err(RuntimeError::Actors("browser supervisor timed out".into())),
+            Ok(CallResult::SenderError) => {
+                Err(RuntimeError::Actors("browser supervisor dropped the call".into()))
+            }
+            Err(e) => Err(RuntimeError::Actors(format!("browser supervisor unreachable: {e}"))),
+        }
+    }
+
+    /// Tells the browser supervisor something.
+    pub async fn browser_cast(&self, msg: browser::BrowserMsg) -> Result<(), RuntimeError> {
+        let supervisors = self.supervisors().await?;
+        supervisors.browser.cast(msg).map_err(|e| RuntimeError::Actors(e.to_string()))
     }
 
     /// Stops every actor (running jobs resume on the next start).

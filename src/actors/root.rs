@@ -4,6 +4,7 @@
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
 use super::Services;
+use super::browser::{BrowserMsg, BrowserSupervisor};
 use super::domains::{DomainSupervisor, DomainsMsg};
 use super::janitor::{Janitor, JanitorArgs, JanitorMsg};
 use super::jobs::{JobSupervisor, JobsArgs, JobsMsg};
@@ -20,6 +21,8 @@ pub struct Supervisors {
     pub janitor: ActorRef<JanitorMsg>,
     /// Webhook delivery.
     pub webhooks: ActorRef<WebhookMsg>,
+    /// The browser pool and interact sessions.
+    pub browser: ActorRef<BrowserMsg>,
 }
 
 /// Messages of [`Root`].
@@ -72,6 +75,13 @@ async fn spawn_webhooks(
     Ok(Actor::spawn_linked(None, WebhookDispatcher, services.clone(), root.get_cell()).await?.0)
 }
 
+async fn spawn_browser(
+    root: &ActorRef<RootMsg>,
+    services: &Services,
+) -> Result<ActorRef<BrowserMsg>, ActorProcessingErr> {
+    Ok(Actor::spawn_linked(None, BrowserSupervisor, services.clone(), root.get_cell()).await?.0)
+}
+
 impl Actor for Root {
     type Msg = RootMsg;
     type State = RootState;
@@ -86,7 +96,8 @@ impl Actor for Root {
         let jobs = spawn_jobs(&myself, &services, &domains).await?;
         let janitor = spawn_janitor(&myself, &services, &jobs).await?;
         let webhooks = spawn_webhooks(&myself, &services).await?;
-        Ok(RootState { services, current: Supervisors { jobs, domains, janitor, webhooks } })
+        let browser = spawn_browser(&myself, &services).await?;
+        Ok(RootState { services, current: Supervisors { jobs, domains, janitor, webhooks, browser } })
     }
 
     async fn handle(
@@ -126,6 +137,9 @@ impl Actor for Root {
         } else if id == state.current.webhooks.get_id() {
             tracing::error!(error = %err, "webhook dispatcher failed; restarting it");
             state.current.webhooks = spawn_webhooks(&myself, &services).await?;
+        } else if id == state.current.browser.get_id() {
+            tracing::error!(error = %err, "browser supervisor failed; restarting it (its sessions are lost)");
+            state.current.browser = spawn_browser(&myself, &services).await?;
         } else if id == state.current.janitor.get_id() {
             tracing::error!(error = %err, "janitor failed; restarting it");
             state.current.janitor = spawn_janitor(&myself, &services, &state.current.jobs).await?;

@@ -13,6 +13,7 @@ pub mod error;
 pub mod files;
 pub mod formats;
 pub mod health;
+pub mod interact;
 pub mod job_view;
 pub mod map;
 pub mod openapi;
@@ -79,6 +80,7 @@ pub fn create_app(
         .configure(map::configure)
         .configure(team::configure)
         .configure(files::configure)
+        .configure(interact::configure)
         .default_service(web::to(not_found))
 }
 

@@ -11,6 +11,7 @@ use super::crawl::{self, StartedJob};
 use super::crawl_body::CrawlBody;
 use super::error::ErrorBody;
 use super::health::{self, Health};
+use super::interact;
 use super::map::{self, MapBody};
 use super::options::{LocationBody, ScrapeOptionsBody};
 use super::scrape::{self, ScrapeResponse};
@@ -22,7 +23,18 @@ use super::scrape::{self, ScrapeResponse};
         description = "Self-hosted web content extraction speaking the Firecrawl v2 API.",
         version = env!("CARGO_PKG_VERSION")
     ),
-    paths(scrape::scrape, scrape::get_scrape, crawl::start, crawl::status, batch::start, map::map_site, health::health),
+    paths(
+        scrape::scrape,
+        scrape::get_scrape,
+        interact::interact,
+        interact::stop_interact,
+        interact::delete_session,
+        crawl::start,
+        crawl::status,
+        batch::start,
+        map::map_site,
+        health::health
+    ),
     components(schemas(ScrapeOptionsBody, LocationBody, ScrapeResponse, CrawlBody, MapBody, StartedJob, StartedBatch, ErrorBody, Health))
 )]
 struct ApiDoc;

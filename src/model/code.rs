@@ -93,6 +93,8 @@ codes! {
     SessionDestroyed => (410, "SESSION_DESTROYED"),
     /// The server's maximum of interact sessions is reached.
     SessionLimit => (429, "TOO_MANY_SESSIONS"),
+    /// Interact with a `prompt` needs a language model, which this server does not have yet.
+    AgentUnavailable => (503, "FEATURE_NOT_AVAILABLE"),
 }
 
 #[cfg(test)]
@@ -111,6 +113,7 @@ mod tests {
                     | Code::Unavailable
                     | Code::BrowserUnavailable
                     | Code::BrowserFailed
+                    | Code::AgentUnavailable
             );
             assert_eq!(status >= 500, server_side, "{code:?} has status {status}");
         }

@@ -30,10 +30,12 @@ fn variant(options: &ScrapeOptions) -> String {
     // A caller who asks for certificate verification must not get a page that was
     // fetched without it.
     let tls = if options.skip_tls_verification { "any-tls" } else { "verified-tls" };
-    // A page rendered on request (with its own wait) differs from one fetched over HTTP.
+    // A page rendered on request (with its own wait) differs from one fetched over HTTP, and
+    // a rendered page's DOM differs with ad blocking (blocked scripts never ran).
     let engine =
         if options.prefers_browser() { format!("browser-{}", options.wait_for_ms) } else { "auto".into() };
-    format!("v1|{device}|{country}|{languages}|{tls}|{engine}")
+    let ads = if options.block_ads { "no-ads" } else { "ads" };
+    format!("v1|{device}|{country}|{languages}|{tls}|{engine}|{ads}")
 }
 
 /// Whether `page`, fetched at `page.fetched_ms`, may answer a request made at `now_ms`.

@@ -19,6 +19,7 @@ use crate::config::Settings;
 use crate::model::{
     CacheState, Code, Document, Engine, ErrorCode, JobId, ProxyMode, ProxyUsed, ScrapeOptions, TeamId, time,
 };
+use crate::store::replays::UnreplayableIds;
 use crate::store::{CachedPage, Store, StoreError};
 use engine::browser::{BrowserError, BrowserPool};
 use engine::http::is_refusal_status;
@@ -106,6 +107,21 @@ pub struct Scraper {
     store: Store,
     settings: Arc<Settings>,
     public_base: Arc<str>,
+    unreplayable: Arc<UnreplayableIds>,
+}
+
+/// Where an interact session can find a scrape's page state.
+#[derive(Debug, Clone)]
+pub enum ReplayLookup {
+    /// No such scrape (or it expired).
+    Unknown,
+    /// The scrape exists but kept no context (zero data retention); `team` owns it.
+    Unavailable {
+        /// Owner.
+        team: String,
+    },
+    /// The context.
+    Found(Box<crate::store::replays::Replay>),
 }
 
 /// A page and where it came from.
@@ -141,7 +157,7 @@ impl Scraper {
             Some(base) => base.into(),
             None => format!("http://{}:{}", settings.server.host, settings.server.port).into(),
         };
-        Ok(Self { engine, browser, store, settings, public_base })
+        Ok(Self { engine, browser, store, settings, public_base, unreplayable: Arc::default() })
     }
 
     /// Links stored files under `base` (the address the server listens on), unless a
@@ -167,11 +183,30 @@ impl Scraper {
     /// Scrapes one page within its time budget and stores the result.
     pub async fn scrape(&self, job: &ScrapeJob) -> Result<Document, ScrapeError> {
         let document = self.scrape_page(job, false).await?.document;
-        if !job.options.zero_data_retention {
+        if job.options.zero_data_retention {
+            self.unreplayable.remember(job.id, &job.team);
+        } else {
             let ttl_ms = self.settings.storage.result_ttl_secs.saturating_mul(1000);
             self.store.scrapes.put(job.id, &job.team, &document, ttl_ms)?;
+            self.store.replays.put(job.id, &job.team, job.url.as_str(), &job.options, ttl_ms)?;
         }
         Ok(document)
+    }
+
+    /// The replay context of scrape `id`, for an interact session.
+    pub fn replay_context(&self, id: JobId) -> Result<ReplayLookup, StoreError> {
+        if let Some(replay) = self.store.replays.get(id)? {
+            return Ok(ReplayLookup::Found(Box::new(replay)));
+        }
+        Ok(match self.unreplayable.team_of(id) {
+            Some(team) => ReplayLookup::Unavailable { team },
+            None => ReplayLookup::Unknown,
+        })
+    }
+
+    /// The base of the URLs of our own pages and files.
+    pub fn public_base(&self) -> &str {
+        &self.public_base
     }
 
     /// A stored file (screenshot, PDF) of `team`.

@@ -11,11 +11,14 @@ use tokio::time::Instant;
 
 use super::engine::Fetched;
 use super::engine::browser::render::RawActionResults;
-use super::engine::browser::{RenderRequest, Shot};
+use super::engine::browser::{BrowserError, RenderRequest, Shot, Tab};
 use super::engine::js_shell::looks_js_rendered;
 use super::{ScrapeError, ScrapeJob, Scraper};
 use crate::model::document::ActionResults;
-use crate::model::{Document, Engine, ProxyMode};
+use crate::model::{Document, Engine, ProxyMode, ScrapeOptions, TeamId};
+use crate::store::profiles::ProfileState;
+use crate::store::replays::Replay;
+use url::Url;
 
 /// Time kept back from the scrape's budget so a slow page ends with a clear error.
 const DEADLINE_MARGIN: Duration = Duration::from_millis(250);
@@ -79,24 +82,8 @@ impl Scraper {
                 "The browser connects directly; the enhanced proxy serves HTTP fetches only.".to_owned(),
             );
         }
-        let scrape = &self.settings.scrape;
         let budget = Duration::from_millis(options.timeout_ms).saturating_sub(DEADLINE_MARGIN);
-        let request = RenderRequest {
-            url: &job.url,
-            headers: &options.headers,
-            mobile: options.mobile,
-            location: options.location.as_ref(),
-            block_ads: options.block_ads,
-            wait_for_ms: options.wait_for_ms,
-            actions: &options.actions,
-            screenshot: options.formats.screenshot,
-            branding: options.formats.branding,
-            user_agent: if options.mobile { &scrape.mobile_user_agent } else { &scrape.user_agent },
-            profile: profile.as_ref(),
-            save_profile: options.profile.as_ref().is_some_and(|p| p.save_changes),
-            smart_wait_max: Duration::from_millis(self.settings.browser.smart_wait_max_ms),
-            deadline: Instant::now() + budget,
-        };
+        let request = self.render_request(&job.url, options, profile.as_ref(), Instant::now() + budget);
         let rendered = self.browser.render(&request).await.map_err(ScrapeError::Browser)?;
         if let (Some(state), Some(p)) = (&rendered.profile, &options.profile) {
             if options.zero_data_retention {
@@ -124,6 +111,48 @@ impl Scraper {
             retry_after: None,
         };
         Ok(FetchedPage { fetched, engine: Engine::Chromium, output: Some(output) })
+    }
+
+    /// How Chromium should render `url` with `options`, starting from `profile`.
+    fn render_request<'a>(
+        &'a self,
+        url: &'a Url,
+        options: &'a ScrapeOptions,
+        profile: Option<&'a ProfileState>,
+        deadline: Instant,
+    ) -> RenderRequest<'a> {
+        let scrape = &self.settings.scrape;
+        RenderRequest {
+            url,
+            headers: &options.headers,
+            mobile: options.mobile,
+            location: options.location.as_ref(),
+            block_ads: options.block_ads,
+            wait_for_ms: options.wait_for_ms,
+            actions: &options.actions,
+            screenshot: options.formats.screenshot,
+            branding: options.formats.branding,
+            user_agent: if options.mobile { &scrape.mobile_user_agent } else { &scrape.user_agent },
+            profile,
+            save_profile: options.profile.as_ref().is_some_and(|p| p.save_changes),
+            smart_wait_max: Duration::from_millis(self.settings.browser.smart_wait_max_ms),
+            deadline,
+        }
+    }
+
+    /// Opens a tab in the state scrape `replay` left its page (for an interact session):
+    /// the same emulation, profile, navigation, wait and actions.
+    pub async fn open_replay(&self, replay: &Replay, team: &TeamId) -> Result<Tab, ScrapeError> {
+        let url = Url::parse(&replay.url)
+            .map_err(|e| ScrapeError::Browser(BrowserError::Navigation(format!("stored URL: {e}"))))?;
+        let options = &replay.options;
+        let profile = match &options.profile {
+            Some(p) => self.store.profiles.get(team, &p.name)?,
+            None => None,
+        };
+        let budget = Duration::from_millis(options.timeout_ms).saturating_sub(DEADLINE_MARGIN);
+        let request = self.render_request(&url, options, profile.as_ref(), Instant::now() + budget);
+        self.browser.replay(&request).await.map_err(ScrapeError::Browser)
     }
 
     /// Puts browser output into the document.

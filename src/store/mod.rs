@@ -15,6 +15,7 @@ pub mod ledger;
 pub mod outbox;
 pub mod page_cache;
 pub mod profiles;
+pub mod replays;
 pub mod scrapes;
 pub mod teams;
 
@@ -55,6 +56,8 @@ pub mod trees {
     pub const FILES: &str = "files";
     /// (team, name) → saved browser profile.
     pub const PROFILES: &str = "browser_profiles";
+    /// Scrape id → URL and options, for interact sessions.
+    pub const REPLAYS: &str = "scrape_replays";
 }
 
 /// sled segment size: 8 MiB keeps the blob threshold (a quarter of it) above any node.
@@ -130,25 +133,39 @@ pub struct Store {
     pub files: files::FileStore,
     /// Saved browser profiles.
     pub profiles: profiles::ProfileStore,
+    /// Replay contexts of scrapes.
+    pub replays: replays::ReplayStore,
 }
 
 impl Store {
     /// Opens (creating if needed) the database under `data_dir/db`.
     pub fn open(data_dir: &Path) -> Result<Self> {
         std::fs::create_dir_all(data_dir).map_err(sled::Error::Io)?;
-        let db = sled::Config::new()
+        let config = sled::Config::new()
             .path(data_dir.join("db"))
             .flush_every_ms(Some(500))
             // Nodes holding many result documents would otherwise exceed the default blob
             // threshold (a quarter segment) and be written as one file each.
             .segment_size(SEGMENT_BYTES)
-            .cache_capacity(CACHE_BYTES)
-            .open()
-            .map_err(|e| match e {
-                sled::Error::Io(io) if io.kind() == std::io::ErrorKind::WouldBlock => StoreError::Locked,
-                sled::Error::Io(io) if io.to_string().contains("lock") => StoreError::Locked,
-                other => StoreError::Db(other),
-            })?;
+            .cache_capacity(CACHE_BYTES);
+        // EAGAIN means a lock held by another process, or (briefly) no thread could be
+        // started: try a few times before calling it a lock.
+        let mut attempt = 0;
+        let db = loop {
+            match config.open() {
+                Ok(db) => break db,
+                Err(sled::Error::Io(io)) if io.kind() == std::io::ErrorKind::WouldBlock && attempt < 5 => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(100 * attempt));
+                }
+                Err(sled::Error::Io(io))
+                    if io.kind() == std::io::ErrorKind::WouldBlock || io.to_string().contains("lock") =>
+                {
+                    return Err(StoreError::Locked);
+                }
+                Err(other) => return Err(StoreError::Db(other)),
+            }
+        };
         migrate(&db)?;
         Ok(Self {
             keys: KeyStore::new(db.open_tree(trees::API_KEYS)?),
@@ -163,6 +180,7 @@ impl Store {
             activity: ActivityLog::new(db.open_tree(trees::ACTIVITY)?),
             files: files::FileStore::new(db.open_tree(trees::FILES)?),
             profiles: profiles::ProfileStore::new(db.open_tree(trees::PROFILES)?),
+            replays: replays::ReplayStore::new(db.open_tree(trees::REPLAYS)?),
             db,
         })
     }

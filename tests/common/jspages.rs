@@ -54,6 +54,7 @@ document.getElementById('out').textContent = [
   'lang=' + navigator.language,
   'tz=' + Intl.DateTimeFormat().resolvedOptions().timeZone,
   'width=' + window.innerWidth,
+  'screen=' + screen.width,
   'touch=' + navigator.maxTouchPoints,
   'mobileua=' + /Mobile/.test(navigator.userAgent),
   'cookie=' + document.cookie,
@@ -103,6 +104,17 @@ header { height: 64px; }
 <button class="btn-primary">Shop now</button> <button class="btn-secondary">Learn more</button></main>
 </body></html>"##;
 
+/// Asks for a resource on another loopback name (`localhost`), which the address policy
+/// may refuse even when the page's own host is allowed.
+pub const LEAK: &str = r#"<!DOCTYPE html><html><head><title>Leak</title></head><body>
+<p id="out">waiting</p>
+<script>
+fetch('http://localhost:' + location.port + '/api/content')
+  .then((r) => (r.ok ? 'leaked' : 'refused ' + r.status))
+  .catch(() => 'refused')
+  .then((t) => { document.getElementById('out').textContent = t; });
+</script></body></html>"#;
+
 /// The page for `path`, if it is one of these.
 pub fn page(path: &str) -> Option<(&'static str, &'static str)> {
     let html = "text/html; charset=utf-8";
@@ -116,6 +128,7 @@ pub fn page(path: &str) -> Option<(&'static str, &'static str)> {
         "/pagead/show_ads.js" => ("application/javascript", AD_SCRIPT),
         "/js/memory" => (html, MEMORY),
         "/js/styled" => (html, STYLED),
+        "/js/leak" => (html, LEAK),
         _ => return None,
     })
 }

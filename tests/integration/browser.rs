@@ -83,3 +83,187 @@ async fn screenshots_are_files_of_the_right_size_for_their_team_only() {
     assert_eq!(width, 1920, "desktop viewport");
     assert!(height > 3000, "the whole page: {height}");
 }
+
+#[tokio::test]
+async fn every_action_type_runs_and_reports_its_results() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let actions = json!([
+        {"type": "wait", "milliseconds": 50},
+        {"type": "wait", "selector": "#late"},
+        {"type": "click", "selector": "#more"},
+        {"type": "click", "selector": ".tick", "all": true},
+        {"type": "click", "selector": "#search"},
+        {"type": "write", "text": "tomatoes"},
+        {"type": "press", "key": "Enter"},
+        {"type": "scroll", "direction": "down"},
+        {"type": "screenshot"},
+        {"type": "scrape"},
+        {"type": "executeJavascript", "script": "return document.querySelectorAll('.tick').length + document.querySelectorAll('#list li').length"},
+        {"type": "pdf"}
+    ]);
+    let (status, body) = scrape(&app, json!({"url": site.url("/js/interactive"), "actions": actions})).await;
+    assert_eq!(status, 200, "{body}");
+    let page = markdown(&body);
+    assert!(page.contains("Loaded item 1") && page.contains("Late element"), "{page}");
+    assert!(page.contains("Searched for tomatoes"), "typing and Enter reached the input: {page}");
+    assert!(page.contains("Scrolled to"), "{page}");
+    let results = &body["data"]["actions"];
+    let snapshot = results["scrapes"][0]["html"].as_str().expect("scrape action html");
+    assert_eq!(snapshot.matches(">ticked<").count(), 2, "both buttons were clicked");
+    assert_eq!(results["javascriptReturns"][0], json!({"type": "number", "value": 3}));
+    let shot = results["screenshots"][0].as_str().expect("screenshot URL");
+    let (status, png) = download(shot, KEY).await;
+    assert_eq!((status, png_size(&png)), (200, (1920, 1080)));
+    let pdf = results["pdfs"][0].as_str().expect("pdf URL");
+    let (status, bytes) = download(pdf, KEY).await;
+    assert_eq!(status, 200);
+    assert!(bytes.starts_with(b"%PDF"), "a PDF file");
+
+    let (status, failed) = scrape(
+        &app,
+        json!({"url": site.url("/js/interactive"), "actions": [{"type": "wait", "milliseconds": 10}, {"type": "click", "selector": "#missing"}]}),
+    )
+    .await;
+    assert_eq!((status, failed["code"].as_str()), (400, Some("SCRAPE_ACTION_ERROR")), "{failed}");
+    assert!(failed["error"].as_str().unwrap_or_default().contains("actions[1]"), "{failed}");
+    let (status, thrown) =
+        scrape(&app, json!({"url": site.url("/js/interactive"), "actions": [{"type": "executeJavascript", "script": "throw new Error('boom')"}]})).await;
+    assert_eq!(status, 400, "{thrown}");
+    assert!(thrown["error"].as_str().unwrap_or_default().contains("boom"), "{thrown}");
+}
+
+#[tokio::test]
+async fn the_page_sees_the_emulated_device_locale_and_cookies() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let (status, desktop) = scrape(&app, json!({"url": site.url("/js/probe"), "waitFor": 100})).await;
+    assert_eq!(status, 200, "{desktop}");
+    let text = markdown(&desktop);
+    assert!(text.contains("width=1920") && text.contains("mobileua=false"), "{text}");
+    let (_, phone) = scrape(
+        &app,
+        json!({
+            "url": site.url("/js/probe"),
+            "mobile": true,
+            "location": {"country": "JP", "languages": ["ja-JP"]},
+            "headers": {"Cookie": "garden=allotment"}
+        }),
+    )
+    .await;
+    let text = markdown(&phone);
+    assert_eq!(phone["data"]["metadata"]["statusCode"], 200, "{phone}");
+    for seen in ["lang=ja-JP", "tz=Asia/Tokyo", "screen=390", "mobileua=true", "cookie=garden=allotment"] {
+        assert!(text.contains(seen), "{seen} in {text}");
+    }
+    assert!(!text.contains("touch=0"), "touch is emulated: {text}");
+}
+
+#[tokio::test]
+async fn block_ads_stops_ad_scripts_and_hides_banners() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let (_, plain) =
+        scrape(&app, json!({"url": site.url("/js/ads"), "waitFor": 200, "blockAds": false})).await;
+    assert!(markdown(&plain).contains("BUY CHEAP WIDGETS"), "{plain}");
+    let ad_hits = site.hits("/pagead/show_ads.js");
+    let (_, blocked) = scrape(&app, json!({"url": site.url("/js/ads"), "waitFor": 200})).await;
+    let text = markdown(&blocked);
+    assert!(text.contains("Sunny with a light breeze"), "{text}");
+    assert!(!text.contains("BUY CHEAP WIDGETS") && !text.contains("We value your privacy"), "{text}");
+    assert_eq!(site.hits("/pagead/show_ads.js"), ad_hits, "the ad script was never requested");
+}
+
+#[tokio::test]
+async fn branding_reads_the_computed_styles() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let (status, body) = scrape(&app, json!({"url": site.url("/js/styled"), "formats": ["branding"]})).await;
+    assert_eq!(status, 200, "{body}");
+    let brand = &body["data"]["branding"];
+    let text = brand.to_string().to_ascii_lowercase();
+    assert!(text.contains("#2e7d32"), "primary colour: {brand}");
+    assert!(text.contains("georgia") && text.contains("trebuchet ms"), "fonts: {brand}");
+    assert!(text.contains("acme-logo.png"), "logo: {brand}");
+    assert!(text.contains("favicon-acme.png") && text.contains("og-acme.png"), "images: {brand}");
+    assert!(text.contains("8px"), "button radius: {brand}");
+}
+
+#[tokio::test]
+async fn profiles_keep_cookies_and_storage_only_when_saved() {
+    let site = FixtureSite::start();
+    let app = TestServer::builder().key("other", "other-key").start().await;
+    let visit =
+        |save: bool| json!({"url": site.url("/js/memory"), "profile": {"name": "shop", "saveChanges": save}});
+    let (_, first) = scrape(&app, visit(false)).await;
+    assert!(markdown(&first).contains("first visit"), "{first}");
+    let (_, second) = scrape(&app, visit(true)).await;
+    assert!(markdown(&second).contains("first visit"), "nothing was saved by the first: {second}");
+    let (_, third) = scrape(&app, visit(false)).await;
+    assert!(markdown(&third).contains("returning visitor, theme dark"), "{third}");
+    let (_, theirs) =
+        app.request_as("other-key", reqwest::Method::POST, "/v2/scrape", Some(&visit(false))).await;
+    assert!(markdown(&theirs).contains("first visit"), "profiles are per team: {theirs}");
+}
+
+#[tokio::test]
+async fn subresources_obey_the_address_policy() {
+    let site = FixtureSite::start();
+    let app = TestServer::builder()
+        .settings(|s| {
+            s.security.allow_private_targets = false;
+            s.security.allowed_private_hosts = vec!["127.0.0.1".into()];
+        })
+        .start()
+        .await;
+    // The page's host is allowed; what it loads from another loopback name is not.
+    let (status, body) = scrape(&app, json!({"url": site.url("/js/leak"), "waitFor": 300})).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(markdown(&body).contains("refused"), "{body}");
+    assert_eq!(site.hits("/api/content"), 0, "the private resource was never requested");
+    let blocked_page = site.url("/js/leak").replace("127.0.0.1", "localhost");
+    let (status, body) = scrape(&app, json!({"url": blocked_page, "waitFor": 100})).await;
+    assert_eq!((status, body["code"].as_str()), (400, Some("URL_BLOCKED")), "{body}");
+}
+
+#[tokio::test]
+async fn a_crashed_browser_is_replaced() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let (status, _) = scrape(&app, json!({"url": site.url("/js/late"), "waitFor": 10})).await;
+    assert_eq!(status, 200);
+    let data = app.data_dir();
+    let killed = kill_browsers_of(&data);
+    assert!(killed > 0, "a Chromium process of this server was running");
+    let (status, body) = scrape(&app, json!({"url": site.url("/js/late"), "waitFor": 400})).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(markdown(&body).contains("harvest festival"), "{body}");
+
+    // Killed in the middle of a render: the work is retried once on a new browser.
+    let slow = scrape(&app, json!({"url": site.url("/js/late"), "waitFor": 2500}));
+    let killer = async {
+        tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+        kill_browsers_of(&data)
+    };
+    let ((status, body), killed) = tokio::join!(slow, killer);
+    assert!(killed > 0, "the browser was running during the render");
+    assert_eq!(status, 200, "{body}");
+    assert!(markdown(&body).contains("harvest festival"), "{body}");
+}
+
+/// Kills (SIGKILL) the Chromium processes whose command line names `data`; returns how many.
+pub(crate) fn kill_browsers_of(data: &std::path::Path) -> usize {
+    let marker = data.to_string_lossy().into_owned();
+    let mut killed = 0;
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        let browser = cmdline.contains("chrom") && cmdline.contains(&marker) && !cmdline.contains("--type=");
+        if let Some(pid) = rustix::process::Pid::from_raw(pid).filter(|_| browser) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            killed += 1;
+        }
+    }
+    killed
+}

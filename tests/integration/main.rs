@@ -13,6 +13,7 @@ mod cli;
 mod crawl;
 mod durability;
 mod engine;
+mod interact;
 mod map;
 mod openapi;
 mod scrape;

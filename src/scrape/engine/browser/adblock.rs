@@ -62,11 +62,12 @@ pub fn patterns() -> Vec<BlockPattern> {
     for host in HOSTS {
         let (host, path) = host.split_once('/').map_or((*host, "*"), |(h, p)| (h, p));
         let path = if path == "*" { "/*".to_owned() } else { format!("/{path}*") };
-        patterns.push(BlockPattern::new(format!("*://{host}{path}"), true));
-        patterns.push(BlockPattern::new(format!("*://*.{host}{path}"), true));
+        // `:*`: any port (a pattern without one matches only the scheme's default port).
+        patterns.push(BlockPattern::new(format!("*://{host}:*{path}"), true));
+        patterns.push(BlockPattern::new(format!("*://*.{host}:*{path}"), true));
     }
     for path in PATHS {
-        patterns.push(BlockPattern::new(format!("*://*{path}"), true));
+        patterns.push(BlockPattern::new(format!("*://*:*{path}"), true));
     }
     patterns
 }
@@ -101,9 +102,9 @@ mod tests {
     #[test]
     fn hosts_cover_the_domain_and_its_subdomains() {
         let all: Vec<String> = patterns().into_iter().map(|p| p.url_pattern).collect();
-        assert!(all.contains(&"*://doubleclick.net/*".to_owned()));
-        assert!(all.contains(&"*://*.doubleclick.net/*".to_owned()));
-        assert!(all.contains(&"*://*.yandex.ru/metrika*".to_owned()));
-        assert!(all.contains(&"*://*/pagead/*".to_owned()));
+        assert!(all.contains(&"*://doubleclick.net:*/*".to_owned()));
+        assert!(all.contains(&"*://*.doubleclick.net:*/*".to_owned()));
+        assert!(all.contains(&"*://*.yandex.ru:*/metrika*".to_owned()));
+        assert!(all.contains(&"*://*:*/pagead/*".to_owned()));
     }
 }

@@ -44,6 +44,8 @@ pub struct Instance {
     /// The DevTools client.
     pub browser: Browser,
     alive: Arc<AtomicBool>,
+    died: tokio::sync::watch::Receiver<bool>,
+    watchdog: JoinHandle<()>,
     /// Pages open in it now.
     pub tabs: AtomicUsize,
     handler: JoinHandle<()>,
@@ -77,18 +79,50 @@ impl Instance {
             Browser::launch(config).await.map_err(|e| format!("starting Chromium failed: {e}"))?;
         let pid = browser.get_mut_child().and_then(|c| c.inner.id());
         let alive = Arc::new(AtomicBool::new(true));
-        let flag = Arc::clone(&alive);
+        let (tell, died) = tokio::sync::watch::channel(false);
+        let tell = Arc::new(tell);
+        let (flag, told) = (Arc::clone(&alive), Arc::clone(&tell));
         let handler = tokio::spawn(async move {
             // Errors on single messages are not fatal; the stream ends when the connection does.
             while handler.next().await.is_some() {}
             flag.store(false, Ordering::SeqCst);
+            told.send_replace(true);
         });
-        Ok(Self { browser, alive, tabs: AtomicUsize::new(0), handler, pid, _profile: profile })
+        // A killed process does not always close the connection at once: watch the process.
+        let flag = Arc::clone(&alive);
+        let watchdog = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(WATCH_EVERY).await;
+                if pid.is_some_and(|pid| !process_running(pid)) {
+                    flag.store(false, Ordering::SeqCst);
+                    tell.send_replace(true);
+                    return;
+                }
+            }
+        });
+        Ok(Self {
+            browser,
+            alive,
+            died,
+            watchdog,
+            tabs: AtomicUsize::new(0),
+            handler,
+            pid,
+            _profile: profile,
+        })
     }
 
     /// Whether the process is still connected.
     pub fn is_alive(&self) -> bool {
-        self.alive.load(Ordering::SeqCst) && !self.handler.is_finished()
+        self.alive.load(Ordering::SeqCst)
+            && !self.handler.is_finished()
+            && self.pid.is_none_or(process_running)
+    }
+
+    /// Resolves when the process has died or its connection closed.
+    pub async fn died(&self) {
+        let mut died = self.died.clone();
+        let _ = died.wait_for(|dead| *dead).await;
     }
 
     /// The browser-level DevTools WebSocket address.
@@ -105,6 +139,21 @@ impl Instance {
 impl Drop for Instance {
     fn drop(&mut self) {
         self.handler.abort();
+        self.watchdog.abort();
+    }
+}
+
+/// How often the process is checked.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+
+/// Whether process `pid` runs (a killed child that was not reaped yet is a zombie: not running).
+fn process_running(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // The state follows the parenthesised command name.
+        Ok(stat) => {
+            stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+        }
+        Err(_) => false,
     }
 }
 

@@ -130,7 +130,12 @@ impl BrowserPool {
             .get_or_try_init(|| GuardProxy::start(Arc::clone(&self.inner.policy)))
             .await
             .map_err(|e| BrowserError::Failed(format!("starting the browser proxy: {e}")))?;
-        Tab::open(instance, &proxy.server(), permit).await
+        let watched = Arc::clone(&instance);
+        let server = proxy.server();
+        tokio::select! {
+            tab = Tab::open(instance, &server, permit) => tab,
+            () = watched.died() => Err(BrowserError::Failed("the browser process died".into())),
+        }
     }
 
     /// The least busy live browser, starting one in an empty or dead slot when needed.

@@ -116,19 +116,41 @@ impl BrowserPool {
     /// Renders a page; retried once on a fresh browser when the browser died during the work.
     pub async fn render(&self, request: &RenderRequest<'_>) -> Result<Rendered, BrowserError> {
         self.check_target(request.url).await?;
-        let tab = self.open_tab().await?;
-        match render_in(&tab, request).await {
-            Err(BrowserError::Failed(first)) if !tab.browser_alive() => {
-                tab.close().await;
+        match self.render_once(request).await {
+            (Err(BrowserError::Failed(first)), true) => {
                 tracing::warn!(error = %first, "the browser died while rendering; retrying once");
-                let tab = self.open_tab().await?;
-                let result = render_in(&tab, request).await;
-                tab.close().await;
-                result
+                self.render_once(request).await.0
             }
-            result => {
+            (result, _) => result,
+        }
+    }
+
+    /// One attempt in a new tab, and whether its browser died (or could not be reached).
+    async fn render_once(&self, request: &RenderRequest<'_>) -> (Result<Rendered, BrowserError>, bool) {
+        let tab = match self.open_tab().await {
+            Ok(tab) => tab,
+            Err(e) => {
+                let died = matches!(e, BrowserError::Failed(_));
+                return (Err(e), died);
+            }
+        };
+        let result = watched_render(&tab, request).await;
+        let died = !tab.browser_alive();
+        tab.close().await;
+        (result, died)
+    }
+
+    /// Opens a tab and brings the page to the state a render of `request` reaches before
+    /// capture (emulation, navigation, smart wait, `waitFor`, actions); for interact sessions.
+    /// Action outputs are discarded.
+    pub async fn replay(&self, request: &RenderRequest<'_>) -> Result<Tab, BrowserError> {
+        self.check_target(request.url).await?;
+        let tab = self.open_tab().await?;
+        match prepare(&tab, request).await {
+            Ok(_) => Ok(tab),
+            Err(e) => {
                 tab.close().await;
-                result
+                Err(e)
             }
         }
     }
@@ -145,8 +167,15 @@ impl BrowserPool {
     }
 }
 
-/// The whole render in one tab.
-async fn render_in(tab: &Tab, request: &RenderRequest<'_>) -> Result<Rendered, BrowserError> {
+/// The page state before capture: main document status and type, and the action outputs.
+struct Prepared {
+    status: u16,
+    content_type: Option<String>,
+    actions: RawActionResults,
+}
+
+/// Sets the tab up, navigates, waits and runs the actions.
+async fn prepare(tab: &Tab, request: &RenderRequest<'_>) -> Result<Prepared, BrowserError> {
     tab.present(&Presentation {
         user_agent: request.user_agent,
         mobile: request.mobile,
@@ -163,15 +192,29 @@ async fn render_in(tab: &Tab, request: &RenderRequest<'_>) -> Result<Rendered, B
     if blocked {
         return Err(BrowserError::Blocked { host: request.url.host_str().unwrap_or_default().to_owned() });
     }
-    let not_html = content_type.as_deref().is_some_and(|t| !is_markup(t));
     if request.wait_for_ms > 0 {
         tokio::time::sleep_until(
             (Instant::now() + Duration::from_millis(request.wait_for_ms)).min(request.deadline),
         )
         .await;
     }
-    let page = tab.page();
     let actions = actions::run(tab, request.actions, request.smart_wait_max, request.deadline).await?;
+    Ok(Prepared { status, content_type, actions })
+}
+
+/// [`render_in`], ended early when the browser dies.
+async fn watched_render(tab: &Tab, request: &RenderRequest<'_>) -> Result<Rendered, BrowserError> {
+    tokio::select! {
+        result = render_in(tab, request) => result,
+        () = tab.browser_died() => Err(BrowserError::Failed("the browser process died".into())),
+    }
+}
+
+/// The whole render in one tab.
+async fn render_in(tab: &Tab, request: &RenderRequest<'_>) -> Result<Rendered, BrowserError> {
+    let Prepared { status, content_type, actions } = prepare(tab, request).await?;
+    let not_html = content_type.as_deref().is_some_and(|t| !is_markup(t));
+    let page = tab.page();
     if request.block_ads {
         let _ = page.evaluate(adblock::remove_banners_script()).await;
     }

@@ -13,7 +13,7 @@ use chromiumoxide::cdp::browser_protocol::emulation::{
     SetTouchEmulationEnabledParams,
 };
 use chromiumoxide::cdp::browser_protocol::network::{
-    Cookie, CookieParam, Headers, SetBlockedUrLsParams, SetExtraHttpHeadersParams,
+    Cookie, CookieParam, Headers, SetBlockedUrLsParams, SetCookiesParams, SetExtraHttpHeadersParams,
     SetUserAgentOverrideParams, TimeSinceEpoch,
 };
 use chromiumoxide::cdp::browser_protocol::page::AddScriptToEvaluateOnNewDocumentParams;
@@ -102,6 +102,11 @@ impl Tab {
         self.instance.is_alive()
     }
 
+    /// Resolves when the browser behind the tab dies.
+    pub async fn browser_died(&self) {
+        self.instance.died().await;
+    }
+
     /// The DevTools WebSocket address of this tab's page.
     pub fn devtools_url(&self) -> String {
         let browser = self.instance.devtools_url();
@@ -158,7 +163,7 @@ impl Tab {
                 })
                 .collect();
             if !params.is_empty() {
-                page.set_cookies(params).await?;
+                page.execute(SetCookiesParams::new(params)).await?;
             }
         }
         if how.block_ads {
@@ -180,8 +185,9 @@ impl Tab {
     async fn restore(&self, profile: &ProfileState) -> Result<(), BrowserError> {
         if !profile.cookies.is_empty() {
             let cookies = profile.cookies.iter().map(cookie_param).collect();
+            // Storage commands naming a context go to the browser, not the page.
             let params = storage::SetCookiesParams { cookies, browser_context_id: self.context.clone() };
-            self.page.execute(params).await?;
+            self.instance.browser.execute(params).await?;
         }
         if !profile.local_storage.is_empty() {
             let data = serde_json::to_string(&profile.local_storage).unwrap_or_else(|_| "{}".into());
@@ -197,7 +203,8 @@ impl Tab {
     /// The context's cookies and the current origin's local storage, merged into `base`.
     pub async fn snapshot_profile(&self, base: Option<&ProfileState>) -> Result<ProfileState, BrowserError> {
         let cookies = self
-            .page
+            .instance
+            .browser
             .execute(storage::GetCookiesParams { browser_context_id: self.context.clone() })
             .await?
             .result
@@ -224,11 +231,11 @@ impl Tab {
         self.dispose().await;
     }
 
-    async fn dispose(&mut self) {
+    /// Closes the page and disposes its context, for owners that hold the tab by reference;
+    /// its place in the pool is freed when the tab is dropped.
+    pub async fn dispose(&mut self) {
         if let Some(context) = self.context.take() {
-            let _ = self.page.clone().close().await;
-            let _ = self.instance.browser.dispose_browser_context(context).await;
-            self.instance.tabs.fetch_sub(1, Ordering::SeqCst);
+            close_in(self.page.clone(), Arc::clone(&self.instance), context).await;
         }
     }
 }
@@ -239,15 +246,27 @@ impl Drop for Tab {
             let page = self.page.clone();
             let instance = Arc::clone(&self.instance);
             if let Ok(handle) = tokio::runtime::Handle::try_current() {
-                handle.spawn(async move {
-                    let _ = page.close().await;
-                    let _ = instance.browser.dispose_browser_context(context).await;
-                    instance.tabs.fetch_sub(1, Ordering::SeqCst);
-                });
+                handle.spawn(close_in(page, instance, context));
             }
         }
     }
 }
+
+/// Closes `page` and disposes `context` in `instance`; nothing to do when the browser died
+/// (waiting for its answer would take the whole DevTools request timeout).
+async fn close_in(page: Page, instance: Arc<Instance>, context: BrowserContextId) {
+    if instance.is_alive() {
+        let work = async {
+            let _ = page.close().await;
+            let _ = instance.browser.dispose_browser_context(context).await;
+        };
+        let _ = tokio::time::timeout(CLOSE_TIMEOUT, work).await;
+    }
+    instance.tabs.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Longest wait for a tab to close.
+const CLOSE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 fn cookie_param(c: &StoredCookie) -> CookieParam {
     CookieParam {

@@ -1,0 +1,357 @@
+//! Interact sessions over HTTP (spec §3, §4.8–4.10): `POST /v2/scrape/{id}/interact` runs
+//! code in the scrape's live page (creating the session on first use), `DELETE` on the same
+//! path or on `/v2/browser/{sessionId}` (or `/v2/browser` with `{id}`) ends it and reports
+//! its duration and cost, and `/v2/live/{token}` serves the live view. Every `/v2/browser`
+//! route also answers under `/v2/interact`, as the contract lists.
+
+use std::time::Duration;
+
+use actix_web::{HttpResponse, web};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::ApiError;
+use super::scrape::parse_job_id;
+use super::{AppState, Authenticated, body};
+use crate::actors::browser::{AdoptError, BrowserMsg, Opened, SessionMsg};
+use crate::model::{Code, JobId, TeamId};
+use crate::scrape::ReplayLookup;
+use crate::sessions::code::{CodeOutcome, Language};
+use crate::sessions::{self, Found, SessionKey, SessionView, live};
+
+/// Registers the routes.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/v2/scrape/{id}/interact")
+            .route(web::post().to(interact))
+            .route(web::delete().to(stop_interact)),
+    );
+    for base in ["/v2/browser", "/v2/interact"] {
+        cfg.service(web::resource(base).route(web::delete().to(delete_by_body)))
+            .service(web::resource(format!("{base}/{{session}}")).route(web::delete().to(delete_session)));
+    }
+    cfg.service(web::resource("/v2/live/{token}").route(web::get().to(live_page)))
+        .service(web::resource("/v2/live/{token}/frame").route(web::get().to(live_frame)))
+        .service(web::resource("/v2/live/{token}/input").route(web::post().to(live_input)));
+}
+
+/// Body of `POST /v2/scrape/{id}/interact`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct InteractBody {
+    code: Option<String>,
+    prompt: Option<String>,
+    language: Option<String>,
+    timeout: Option<Value>,
+    #[allow(dead_code)]
+    origin: Option<String>,
+    #[allow(dead_code)]
+    integration: Option<String>,
+    #[allow(dead_code)]
+    existing_session_id: Option<String>,
+}
+
+/// What `POST .../interact` answers.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InteractResponse {
+    success: bool,
+    session_id: String,
+    live_view_url: String,
+    interactive_live_view_url: String,
+    stdout: String,
+    result: String,
+    stderr: String,
+    exit_code: i32,
+    killed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// What ending a session answers.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EndResponse {
+    success: bool,
+    session_duration_ms: u64,
+    credits_billed: u64,
+    cleanup_queued: bool,
+}
+
+/// A validated interact request.
+struct Work {
+    code: String,
+    language: Language,
+    timeout: Duration,
+}
+
+fn validate(state: &AppState, bytes: &[u8]) -> Result<Work, ApiError> {
+    let mut map = body::object(bytes)?;
+    body::reject_unknown(&mut map, &[body::field_names::<InteractBody>()], "")?;
+    let body: InteractBody = body::typed(Value::Object(map), "")?;
+    let timeout = match &body.timeout {
+        None => 30,
+        Some(v) => v.as_u64().filter(|t| (1..=300).contains(t)).ok_or_else(|| {
+            ApiError::bad_request("Invalid value for `timeout`: a whole number of seconds from 1 to 300")
+        })?,
+    };
+    let code = match (body.code, body.prompt) {
+        (Some(_), Some(_)) => return Err(ApiError::bad_request("Send either `code` or `prompt`, not both")),
+        (None, None) => return Err(ApiError::bad_request("Send `code` (or `prompt`)")),
+        (None, Some(prompt)) => {
+            if prompt.is_empty() || prompt.chars().count() > 10_000 {
+                return Err(ApiError::bad_request("Invalid value for `prompt`: 1 to 10000 characters"));
+            }
+            return Err(ApiError::new(
+                Code::AgentUnavailable,
+                "`prompt` needs a language model, which this server does not have yet; send `code`",
+            ));
+        }
+        (Some(code), None) => code,
+    };
+    if code.is_empty() || code.chars().count() > 100_000 {
+        return Err(ApiError::bad_request("Invalid value for `code`: 1 to 100000 characters"));
+    }
+    let name = body.language.as_deref().unwrap_or("node");
+    let language = Language::parse(name).ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "Invalid value for `language`: `{name}` is not one of python, node, bash"
+        ))
+    })?;
+    if !state.settings.browser.code_languages.iter().any(|l| l == language.name()) {
+        return Err(ApiError::not_available(
+            "language",
+            &format!("`{name}` code is not enabled on this server (browser.code_languages)"),
+        ));
+    }
+    Ok(Work { code, language, timeout: Duration::from_secs(timeout) })
+}
+
+/// Run code in a scrape's live browser session (created on first use).
+#[utoipa::path(
+    post,
+    path = "/v2/scrape/{id}/interact",
+    params(("id" = String, Path, description = "The scrape id (metadata.scrapeId)")),
+    request_body(content = inline(Object), description = "`code` (1..100000 characters) or `prompt`, `language` (node, python, bash; default node), `timeout` (1..300 s, default 30)"),
+    responses(
+        (status = 200, description = "`{success, sessionId, liveViewUrl, interactiveLiveViewUrl, stdout, result, stderr, exitCode, killed, error?}`"),
+        (status = 400, description = "Invalid request or language not enabled", body = super::error::ErrorBody),
+        (status = 402, description = "Not enough credits for a session", body = super::error::ErrorBody),
+        (status = 403, description = "Another team's scrape", body = super::error::ErrorBody),
+        (status = 404, description = "Unknown scrape", body = super::error::ErrorBody),
+        (status = 409, description = "The scrape's replay context is unavailable", body = super::error::ErrorBody),
+        (status = 410, description = "The session was destroyed", body = super::error::ErrorBody),
+        (status = 429, description = "Too many sessions", body = super::error::ErrorBody),
+        (status = 502, description = "The browser failed", body = super::error::ErrorBody),
+        (status = 503, description = "No Chromium, or `prompt` (no language model)", body = super::error::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn interact(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    path: web::Path<String>,
+    bytes: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let id = parse_job_id(&path)?;
+    let work = validate(&state, &bytes)?;
+    state
+        .scraper
+        .browser()
+        .available()
+        .map_err(|e| ApiError::new(Code::BrowserUnavailable, e.to_string()))?;
+    let view = session_for(&state, &auth.team, id).await?;
+    let _ = state.runtime.browser_cast(BrowserMsg::Touch(id)).await;
+    let call = view
+        .actor
+        .call(
+            |reply| SessionMsg::Execute {
+                code: work.code,
+                language: work.language,
+                timeout: work.timeout,
+                reply,
+            },
+            Some(work.timeout + Duration::from_secs(15)),
+        )
+        .await;
+    let _ = state.runtime.browser_cast(BrowserMsg::Touch(id)).await;
+    let outcome: CodeOutcome = match call {
+        Ok(ractor::rpc::CallResult::Success(Ok(outcome))) => outcome,
+        Ok(ractor::rpc::CallResult::Success(Err(why))) => {
+            return Err(ApiError::new(Code::BrowserFailed, format!("The browser session ended: {why}.")));
+        }
+        _ => {
+            return Err(ApiError::new(
+                Code::BrowserFailed,
+                "The browser session stopped while running the code.",
+            ));
+        }
+    };
+    let base = state.scraper.public_base();
+    Ok(HttpResponse::Ok().json(InteractResponse {
+        success: outcome.exit_code == 0 && !outcome.killed,
+        session_id: view.session_id,
+        live_view_url: format!("{base}/v2/live/{}", view.view_token),
+        interactive_live_view_url: format!("{base}/v2/live/{}", view.control_token),
+        stdout: outcome.stdout,
+        result: outcome.result,
+        stderr: outcome.stderr,
+        exit_code: outcome.exit_code,
+        killed: outcome.killed,
+        error: outcome.error,
+    }))
+}
+
+/// The live session of scrape `id`, created in the scrape's page state on first use.
+async fn session_for(state: &AppState, team: &TeamId, id: JobId) -> Result<SessionView, ApiError> {
+    let forbidden = || ApiError::new(Code::Forbidden, "This scrape job belongs to another team.");
+    match state.runtime.browser_call(|reply| BrowserMsg::Find(id, reply)).await? {
+        Some((owner, _)) if owner != team.as_str() => return Err(forbidden()),
+        Some((_, Found::Active(view))) => return Ok(view),
+        Some((_, Found::Destroyed)) => {
+            return Err(ApiError::new(
+                Code::SessionDestroyed,
+                "The browser session of this scrape was already destroyed.",
+            ));
+        }
+        None => {}
+    }
+    let replay = match state.scraper.replay_context(id)? {
+        ReplayLookup::Unknown => return Err(ApiError::job_not_found()),
+        ReplayLookup::Unavailable { team: owner } if owner != team.as_str() => return Err(forbidden()),
+        ReplayLookup::Found(replay) if replay.team != team.as_str() => return Err(forbidden()),
+        ReplayLookup::Unavailable { .. } => {
+            return Err(ApiError::new(
+                Code::ReplayUnavailable,
+                "The scrape's replay context is unavailable (zero data retention); scrape again and retry.",
+            ));
+        }
+        ReplayLookup::Found(replay) => replay,
+    };
+    state.runtime.services().teams.require(team, sessions::MIN_CREDITS)?;
+    let limit =
+        || ApiError::new(Code::SessionLimit, "The maximum of concurrent browser sessions is reached.");
+    if state.runtime.browser_call(BrowserMsg::Live).await? >= state.settings.browser.max_sessions {
+        return Err(limit());
+    }
+    let tab = state.scraper.open_replay(&replay, team).await.map_err(|e| {
+        ApiError::new(Code::BrowserFailed, format!("Re-creating the scrape's page failed: {e}"))
+    })?;
+    let save_profile = replay.options.profile.as_ref().filter(|p| p.save_changes).map(|p| p.name.clone());
+    let opened = Box::new(Opened { team: team.clone(), scrape_id: id, tab, save_profile });
+    let view = state.runtime.browser_call(|reply| BrowserMsg::Adopt(opened, reply)).await?;
+    let view = view.map_err(|AdoptError::Limit| limit())?;
+    state.runtime.services().store.activity.record(
+        team,
+        "interact",
+        id,
+        crate::model::time::now_ms(),
+        None,
+    )?;
+    Ok(view)
+}
+
+/// End a scrape's browser session.
+#[utoipa::path(
+    delete,
+    path = "/v2/scrape/{id}/interact",
+    params(("id" = String, Path, description = "The scrape id")),
+    responses(
+        (status = 200, description = "`{success, sessionDurationMs, creditsBilled, cleanupQueued}`"),
+        (status = 404, description = "No live session of the caller's team", body = super::error::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn stop_interact(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let id = parse_job_id(&path)?;
+    end(&state, SessionKey::Scrape(id), auth.team).await
+}
+
+/// End a browser session by its id.
+#[utoipa::path(
+    delete,
+    path = "/v2/browser/{sessionId}",
+    params(("sessionId" = String, Path, description = "The session id (sessionId of an interact response)")),
+    responses(
+        (status = 200, description = "`{success, sessionDurationMs, creditsBilled, cleanupQueued}`"),
+        (status = 404, description = "No live session of the caller's team", body = super::error::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn delete_session(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    end(&state, SessionKey::Session(path.into_inner()), auth.team).await
+}
+
+async fn delete_by_body(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    bytes: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct DeleteBody {
+        id: String,
+    }
+    let mut map = body::object(&bytes)?;
+    body::reject_unknown(&mut map, &[&["id"]], "")?;
+    let parsed: DeleteBody = body::typed(Value::Object(map), "")?;
+    end(&state, SessionKey::Session(parsed.id), auth.team).await
+}
+
+async fn end(state: &AppState, key: SessionKey, team: TeamId) -> Result<HttpResponse, ApiError> {
+    let ended = state.runtime.browser_call(|reply| BrowserMsg::End(key, team, reply)).await?;
+    let ended = ended.ok_or_else(|| ApiError::new(Code::NotFound, "Browser session not found."))?;
+    Ok(HttpResponse::Ok().json(EndResponse {
+        success: true,
+        session_duration_ms: ended.duration_ms,
+        credits_billed: ended.credits,
+        cleanup_queued: true,
+    }))
+}
+
+async fn access(state: &AppState, token: &str) -> Result<sessions::LiveAccess, ApiError> {
+    let token = token.to_owned();
+    state
+        .runtime
+        .browser_call(|reply| BrowserMsg::Access(token, reply))
+        .await?
+        .ok_or_else(|| ApiError::new(Code::NotFound, "This live view has ended or never existed."))
+}
+
+async fn live_page(state: web::Data<AppState>, token: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    let access = access(&state, &token).await?;
+    Ok(HttpResponse::Ok()
+        .content_type("text/html; charset=utf-8")
+        .insert_header(("Cache-Control", "no-store"))
+        .insert_header(("Referrer-Policy", "no-referrer"))
+        .body(live::page_html(&token, access.interactive)))
+}
+
+async fn live_frame(state: web::Data<AppState>, token: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    let access = access(&state, &token).await?;
+    let jpeg = live::frame(&access.page).await.map_err(|e| ApiError::new(Code::BrowserFailed, e))?;
+    Ok(HttpResponse::Ok().content_type("image/jpeg").insert_header(("Cache-Control", "no-store")).body(jpeg))
+}
+
+async fn live_input(
+    state: web::Data<AppState>,
+    token: web::Path<String>,
+    bytes: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let access = access(&state, &token).await?;
+    if !access.interactive {
+        return Err(ApiError::new(Code::Forbidden, "This live view is read-only."));
+    }
+    let map = body::object(&bytes)?;
+    let input: live::Input = body::typed(Value::Object(map), "")?;
+    live::forward(&access.page, &input).await.map_err(ApiError::bad_request)?;
+    Ok(HttpResponse::NoContent().finish())
+}

@@ -1,0 +1,98 @@
+//! Interact sessions: a live browser tab bound to one scrape job, re-created in the state the
+//! scrape left its page, driven by the caller's code and watched through a live view. The
+//! actors that own sessions are `BrowserSupervisor` and `BrowserSession` in
+//! [`crate::actors::browser`]; this module holds what they and the API share: the session's
+//! public face, how long it ran and what it cost, code execution ([`code`]) and the live
+//! view ([`live`]).
+
+pub mod code;
+pub mod live;
+
+use chromiumoxide::Page;
+use ractor::ActorRef;
+
+use crate::actors::browser::SessionMsg;
+use crate::model::JobId;
+
+/// Credits per hour of session time (contract §14.7).
+pub const CREDITS_PER_HOUR: u64 = 120;
+/// The least a session costs.
+pub const MIN_CREDITS: u64 = 2;
+
+/// Credits billed for a session that lasted `duration_ms`.
+pub fn credits_for(duration_ms: u64) -> u64 {
+    duration_ms.saturating_mul(CREDITS_PER_HOUR).div_ceil(3_600_000).max(MIN_CREDITS)
+}
+
+/// A live session as its owner sees it.
+#[derive(Debug, Clone)]
+pub struct SessionView {
+    /// The session's own id.
+    pub session_id: String,
+    /// The scrape job it belongs to.
+    pub scrape_id: JobId,
+    /// The actor running its code.
+    pub actor: ActorRef<SessionMsg>,
+    /// Token of the read-only live view.
+    pub view_token: String,
+    /// Token of the interactive live view.
+    pub control_token: String,
+}
+
+/// How a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ended {
+    /// From creation to destruction.
+    pub duration_ms: u64,
+    /// What it cost.
+    pub credits: u64,
+}
+
+/// Which session a request names.
+#[derive(Debug, Clone)]
+pub enum SessionKey {
+    /// By its scrape job.
+    Scrape(JobId),
+    /// By session id.
+    Session(String),
+}
+
+/// A session's state as found by its scrape id.
+#[derive(Debug, Clone)]
+pub enum Found {
+    /// Running.
+    Active(SessionView),
+    /// Destroyed (a POST is answered 410).
+    Destroyed,
+}
+
+/// What a live-view token grants.
+#[derive(Debug, Clone)]
+pub struct LiveAccess {
+    /// The session's page.
+    pub page: Page,
+    /// Whether input may be sent.
+    pub interactive: bool,
+}
+
+/// A random token of 32 hex digits.
+pub fn token() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the system's random source");
+    hex::encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sessions_bill_by_the_hour_with_a_minimum() {
+        assert_eq!(credits_for(0), 2);
+        assert_eq!(credits_for(60_000), 2);
+        assert_eq!(credits_for(3_600_000), 120);
+        assert_eq!(credits_for(3_600_001), 121);
+        assert_ne!(token(), token());
+        assert_eq!(token().len(), 32);
+    }
+}

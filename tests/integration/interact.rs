@@ -1,0 +1,281 @@
+//! Interact sessions with real Chromium: the state machine of spec §3 (created in the
+//! scrape's page state, reused, destroyed, 410 after), who may use a session (403/404),
+//! why one cannot be made (409, 429, 402), code in node, python and bash with timeouts,
+//! the live view, idle closing and profiles shared with scrapes.
+
+use std::time::Duration;
+
+use ferrocrawl::config::TeamSettings;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::{FixtureSite, TestServer, assert_error};
+
+/// Scrapes `url` with `extra` options and returns the scrape id.
+async fn scrape_id(app: &TestServer, url: String, extra: Value) -> String {
+    let mut body = json!({"url": url});
+    body.as_object_mut().expect("object").extend(extra.as_object().cloned().unwrap_or_default());
+    let (status, got) = app.scrape(body).await;
+    assert_eq!(status, 200, "{got}");
+    got["data"]["metadata"]["scrapeId"].as_str().expect("scrapeId").to_owned()
+}
+
+async fn run(app: &TestServer, id: &str, body: Value) -> (u16, Value) {
+    app.request(Method::POST, &format!("/v2/scrape/{id}/interact"), Some(&body)).await
+}
+
+async fn node(app: &TestServer, id: &str, code: &str) -> Value {
+    let (status, got) = run(app, id, json!({"code": code})).await;
+    assert_eq!(status, 200, "{got}");
+    got
+}
+
+#[tokio::test]
+async fn a_session_follows_the_state_machine() {
+    let site = FixtureSite::start();
+    let app = TestServer::builder().key("other", "other-key").start().await;
+    let id = scrape_id(
+        &app,
+        site.url("/js/interactive"),
+        json!({"actions": [{"type": "click", "selector": "#more"}]}),
+    )
+    .await;
+
+    // Created in the scrape's page state: its click is replayed.
+    let first =
+        node(&app, &id, "console.log('hello', 42); document.querySelectorAll('#list li').length").await;
+    assert_eq!(first["success"], true, "{first}");
+    assert_eq!((first["result"].as_str(), first["stdout"].as_str()), (Some("1"), Some("hello 42\n")));
+    assert_eq!(first["exitCode"], 0);
+    assert!(first["liveViewUrl"].as_str().is_some_and(|u| u.contains("/v2/live/")), "{first}");
+    let session = first["sessionId"].as_str().expect("sessionId").to_owned();
+
+    // Reused: state set by one call is there for the next.
+    node(&app, &id, "window.marker = 'kept'; document.getElementById('more').click()").await;
+    let again = node(&app, &id, "[window.marker, document.querySelectorAll('#list li').length]").await;
+    assert_eq!(again["result"], r#"["kept",2]"#, "{again}");
+    assert_eq!(again["sessionId"], session.as_str());
+
+    // Failing code: exit code 1, the error, stderr.
+    let thrown = node(&app, &id, "console.error('about to fail'); throw new Error('nope')").await;
+    assert_eq!((thrown["success"].as_bool(), thrown["exitCode"].as_i64()), (Some(false), Some(1)));
+    assert!(thrown["error"].as_str().unwrap_or_default().contains("nope"), "{thrown}");
+    assert!(thrown["stderr"].as_str().unwrap_or_default().contains("about to fail"), "{thrown}");
+
+    // A runaway script is stopped; the session survives it.
+    let (status, looped) = run(&app, &id, json!({"code": "while (true) {}", "timeout": 1})).await;
+    assert_eq!(status, 200, "{looped}");
+    assert_eq!(
+        (looped["killed"].as_bool(), looped["success"].as_bool()),
+        (Some(true), Some(false)),
+        "{looped}"
+    );
+    assert_eq!(node(&app, &id, "window.marker").await["result"], "kept");
+
+    // Other teams and unknown jobs.
+    let path = format!("/v2/scrape/{id}/interact");
+    let theirs = app.request_as("other-key", Method::POST, &path, Some(&json!({"code": "1"}))).await;
+    assert_error(&theirs, 403, "FORBIDDEN");
+    let (status, _) = app.request_as("other-key", Method::DELETE, &path, None).await;
+    assert_eq!(status, 404, "another team cannot end it");
+    let unknown = run(&app, "0192b2f0-0000-7000-8000-000000000000", json!({"code": "1"})).await;
+    assert_eq!(unknown.0, 404, "{}", unknown.1);
+
+    // Destroyed: duration and credits, then 410.
+    let (status, ended) = app.request(Method::DELETE, &path, None).await;
+    assert_eq!(status, 200, "{ended}");
+    assert!(ended["sessionDurationMs"].as_u64().is_some_and(|ms| ms > 0), "{ended}");
+    assert_eq!(ended["creditsBilled"], 2);
+    let gone = run(&app, &id, json!({"code": "1"})).await;
+    assert_error(&gone, 410, "SESSION_DESTROYED");
+    let (status, _) = app.request(Method::DELETE, &path, None).await;
+    assert_eq!(status, 404);
+    let (status, _) = app.request(Method::DELETE, &format!("/v2/browser/{session}"), None).await;
+    assert_eq!(status, 404, "already ended");
+}
+
+#[tokio::test]
+async fn sessions_end_by_session_id_and_when_idle() {
+    let site = FixtureSite::start();
+    let app = TestServer::builder().settings(|s| s.browser.session_idle_secs = 2).start().await;
+    let first = scrape_id(&app, site.url("/article"), json!({"waitFor": 10})).await;
+    let session = node(&app, &first, "document.title").await["sessionId"].as_str().expect("id").to_owned();
+    let (status, ended) = app.request(Method::DELETE, "/v2/browser", Some(&json!({"id": session}))).await;
+    assert_eq!((status, ended["success"].as_bool()), (200, Some(true)), "{ended}");
+
+    let second = scrape_id(&app, site.url("/article"), json!({})).await;
+    let session = node(&app, &second, "document.title").await["sessionId"].as_str().expect("id").to_owned();
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let gone = run(&app, &second, json!({"code": "1"})).await;
+    assert_error(&gone, 410, "SESSION_DESTROYED");
+    let (status, _) = app.request(Method::DELETE, &format!("/v2/interact/{session}"), None).await;
+    assert_eq!(status, 404, "the idle session is already gone");
+}
+
+#[tokio::test]
+async fn sessions_that_cannot_be_made() {
+    let site = FixtureSite::start();
+    let app = TestServer::builder()
+        .key("poor", "poor-key")
+        .settings(|s| {
+            s.browser.max_sessions = 1;
+            s.teams.insert("poor".into(), TeamSettings { credits: Some(1), ..Default::default() });
+        })
+        .start()
+        .await;
+    let zdr = scrape_id(&app, site.url("/article"), json!({"zeroDataRetention": true})).await;
+    assert_error(&run(&app, &zdr, json!({"code": "1"})).await, 409, "REPLAY_CONTEXT_UNAVAILABLE");
+
+    let a = scrape_id(&app, site.url("/article"), json!({})).await;
+    let b = scrape_id(&app, site.url("/guides/soil"), json!({})).await;
+    node(&app, &a, "1").await;
+    assert_error(&run(&app, &b, json!({"code": "1"})).await, 429, "TOO_MANY_SESSIONS");
+
+    let (status, scraped) = app
+        .request_as("poor-key", Method::POST, "/v2/scrape", Some(&json!({"url": site.url("/article")})))
+        .await;
+    assert_eq!(status, 200, "{scraped}");
+    let theirs = scraped["data"]["metadata"]["scrapeId"].as_str().expect("id");
+    let path = format!("/v2/scrape/{theirs}/interact");
+    let got = app.request_as("poor-key", Method::POST, &path, Some(&json!({"code": "1"}))).await;
+    assert_eq!(got.0, 402, "{}", got.1);
+
+    let prompt = run(&app, &a, json!({"prompt": "click the button"})).await;
+    assert_error(&prompt, 503, "FEATURE_NOT_AVAILABLE");
+    let python = run(&app, &a, json!({"code": "print(1)", "language": "python"})).await;
+    let msg = assert_error(&python, 400, "FEATURE_NOT_AVAILABLE");
+    assert!(msg.contains("language"), "{msg}");
+    for (body, field) in [
+        (json!({"code": "1", "timeout": 301}), "timeout"),
+        (json!({"code": ""}), "code"),
+        (json!({"code": "1", "language": "ruby"}), "language"),
+        (json!({"code": "1", "prompt": "x"}), "prompt"),
+        (json!({"code": "1", "colour": "red"}), "colour"),
+    ] {
+        let (status, got) = run(&app, &a, body).await;
+        assert_eq!(status, 400, "{got}");
+        assert!(got["error"].as_str().unwrap_or_default().contains(field), "{field}: {got}");
+    }
+}
+
+#[tokio::test]
+async fn python_and_bash_get_the_session_devtools_endpoint() {
+    let site = FixtureSite::start();
+    let languages = vec!["node".to_owned(), "python".to_owned(), "bash".to_owned()];
+    let app = TestServer::builder().settings(move |s| s.browser.code_languages = languages).start().await;
+    let id = scrape_id(&app, site.url("/js/interactive"), json!({"waitFor": 10})).await;
+    // The DevTools endpoint answers and lists this session's page.
+    let script = r#"
+import json, os, urllib.request
+cdp = os.environ["CDP_URL"]
+host = cdp.split("/")[2]
+pages = json.load(urllib.request.urlopen("http://" + host + "/json/list"))
+mine = [p for p in pages if cdp.endswith(p["id"])]
+print(mine[0]["url"])
+"#;
+    let (status, py) = run(&app, &id, json!({"code": script, "language": "python"})).await;
+    assert_eq!(status, 200, "{py}");
+    assert_eq!(py["stdout"].as_str().map(str::trim), Some(site.url("/js/interactive").as_str()), "{py}");
+    assert_eq!((py["exitCode"].as_i64(), py["success"].as_bool()), (Some(0), Some(true)));
+
+    let (_, failed) = run(&app, &id, json!({"code": "import sys; sys.exit(3)", "language": "python"})).await;
+    assert_eq!(
+        (failed["exitCode"].as_i64(), failed["success"].as_bool()),
+        (Some(3), Some(false)),
+        "{failed}"
+    );
+
+    let (status, slow) =
+        run(&app, &id, json!({"code": "echo \"on $PAGE_URL\"; sleep 30", "language": "bash", "timeout": 1}))
+            .await;
+    assert_eq!(status, 200, "{slow}");
+    assert_eq!(slow["killed"], true, "{slow}");
+    assert!(slow["stdout"].as_str().unwrap_or_default().contains("/js/interactive"), "{slow}");
+}
+
+#[tokio::test]
+async fn the_live_view_shows_frames_and_forwards_clicks() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let id = scrape_id(&app, site.url("/js/interactive"), json!({"waitFor": 10})).await;
+    let created = node(&app, &id, "1").await;
+    let view = created["liveViewUrl"].as_str().expect("live view").to_owned();
+    let control = created["interactiveLiveViewUrl"].as_str().expect("interactive view").to_owned();
+
+    // The page, opened in a browser, shows frames of the session.
+    let (status, watched) = app
+        .scrape(json!({
+            "url": view,
+            "actions": [
+                {"type": "wait", "milliseconds": 1500},
+                {"type": "executeJavascript", "script": "const s = document.getElementById('screen'); return [Number(s.dataset.frames || 0), s.naturalWidth]"}
+            ]
+        }))
+        .await;
+    assert_eq!(status, 200, "{watched}");
+    let seen = &watched["data"]["actions"]["javascriptReturns"][0]["value"];
+    assert!(seen[0].as_u64().is_some_and(|n| n >= 1) && seen[1] == 1920, "frames shown: {seen}");
+
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let frame = client.get(format!("{view}/frame")).send().await.expect("frame");
+    assert_eq!(frame.headers()["content-type"], "image/jpeg");
+    assert!(frame.bytes().await.expect("bytes").starts_with(&[0xFF, 0xD8]), "a JPEG");
+
+    // Clicks go through the interactive view only.
+    let spot = node(
+        &app,
+        &id,
+        "const r = document.getElementById('more').getBoundingClientRect(); [(r.left + r.width / 2) / innerWidth, (r.top + r.height / 2) / innerHeight]",
+    )
+    .await;
+    let spot: Vec<f64> = serde_json::from_str(spot["result"].as_str().expect("result")).expect("fractions");
+    let click = json!({"type": "click", "x": spot[0], "y": spot[1]});
+    let refused = client.post(format!("{view}/input")).json(&click).send().await.expect("input");
+    assert_eq!(refused.status(), 403);
+    let accepted = client.post(format!("{control}/input")).json(&click).send().await.expect("input");
+    assert_eq!(accepted.status(), 204);
+    assert_eq!(node(&app, &id, "document.querySelectorAll('#list li').length").await["result"], "1");
+
+    let (status, _) = app.request(Method::DELETE, &format!("/v2/scrape/{id}/interact"), None).await;
+    assert_eq!(status, 200);
+    let after = client.get(&view).send().await.expect("view");
+    assert_eq!(after.status(), 404, "the link expired with the session");
+}
+
+#[tokio::test]
+async fn sessions_share_profiles_with_scrapes() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let saving = json!({"profile": {"name": "garden", "saveChanges": true}});
+    let id = scrape_id(&app, site.url("/js/memory"), saving).await;
+    // The cookie the scrape saved is in the session's page...
+    let seen = node(&app, &id, "document.cookie").await;
+    assert!(seen["result"].as_str().unwrap_or_default().contains("visited=yes"), "{seen}");
+    // ...and what the session changes is saved when it ends.
+    node(&app, &id, "localStorage.setItem('theme', 'light'); 'ok'").await;
+    let (status, _) = app.request(Method::DELETE, &format!("/v2/scrape/{id}/interact"), None).await;
+    assert_eq!(status, 200);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (_, later) = app
+        .scrape(json!({"url": site.url("/js/memory"), "profile": {"name": "garden", "saveChanges": false}}))
+        .await;
+    let text = later["data"]["markdown"].as_str().unwrap_or_default();
+    assert!(text.contains("returning visitor, theme light"), "{later}");
+}
+
+#[tokio::test]
+async fn a_dead_browser_ends_its_session_with_502() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let id = scrape_id(&app, site.url("/js/interactive"), json!({"waitFor": 10})).await;
+    node(&app, &id, "1").await;
+    assert!(crate::browser::kill_browsers_of(&app.data_dir()) > 0);
+    let (status, got) =
+        run(&app, &id, json!({"code": "await new Promise((r) => setTimeout(r, 5000)); 1"})).await;
+    assert_eq!((status, got["code"].as_str()), (502, Some("BROWSER_ERROR")), "{got}");
+    let gone = run(&app, &id, json!({"code": "1"})).await;
+    assert_error(&gone, 410, "SESSION_DESTROYED");
+    // A new scrape gets a new browser and a new session.
+    let fresh = scrape_id(&app, site.url("/js/interactive"), json!({"waitFor": 10})).await;
+    assert_eq!(node(&app, &fresh, "document.title").await["result"], "Interactive");
+}
