@@ -89,14 +89,14 @@ pub enum StoreError {
         found: u32,
     },
     /// The data directory is already open in another process.
-    #[error("the data directory is in use by another ferrocrawl process (stop it first)")]
-    Locked,
+    #[error("the data directory is in use by another ferrocrawl process (stop it first): {0}")]
+    Locked(String),
 }
 
 impl crate::model::ErrorCode for StoreError {
     fn code(&self) -> crate::model::Code {
         match self {
-            Self::Locked => crate::model::Code::Unavailable,
+            Self::Locked(_) => crate::model::Code::Unavailable,
             _ => crate::model::Code::Unknown,
         }
     }
@@ -137,6 +137,14 @@ pub struct Store {
     pub replays: replays::ReplayStore,
 }
 
+/// Attempts to open a database whose lock is taken (about 2 s in all).
+const LOCK_ATTEMPTS: u64 = 6;
+
+/// Whether opening failed because the database file is locked.
+fn is_lock_error(io: &std::io::Error) -> bool {
+    io.kind() == std::io::ErrorKind::WouldBlock || io.to_string().contains("could not acquire lock")
+}
+
 impl Store {
     /// Opens (creating if needed) the database under `data_dir/db`.
     pub fn open(data_dir: &Path) -> Result<Self> {
@@ -148,20 +156,19 @@ impl Store {
             // threshold (a quarter segment) and be written as one file each.
             .segment_size(SEGMENT_BYTES)
             .cache_capacity(CACHE_BYTES);
-        // EAGAIN means a lock held by another process, or (briefly) no thread could be
-        // started: try a few times before calling it a lock.
+        // A lock conflict is usually another process holding the directory, but can also be
+        // brief: a child this process is forking at that moment holds a copy of the file
+        // until it executes. Try for a while before calling it taken.
         let mut attempt = 0;
         let db = loop {
             match config.open() {
                 Ok(db) => break db,
-                Err(sled::Error::Io(io)) if io.kind() == std::io::ErrorKind::WouldBlock && attempt < 5 => {
+                Err(sled::Error::Io(io)) if is_lock_error(&io) && attempt < LOCK_ATTEMPTS => {
                     attempt += 1;
                     std::thread::sleep(std::time::Duration::from_millis(100 * attempt));
                 }
-                Err(sled::Error::Io(io))
-                    if io.kind() == std::io::ErrorKind::WouldBlock || io.to_string().contains("lock") =>
-                {
-                    return Err(StoreError::Locked);
+                Err(sled::Error::Io(io)) if is_lock_error(&io) => {
+                    return Err(StoreError::Locked(io.to_string()));
                 }
                 Err(other) => return Err(StoreError::Db(other)),
             }

@@ -233,6 +233,13 @@ async fn a_crashed_browser_is_replaced() {
     let (status, _) = scrape(&app, json!({"url": site.url("/js/late"), "waitFor": 10})).await;
     assert_eq!(status, 200);
     let data = app.data_dir();
+    let flags = browser_command_lines(&data).join(" ");
+    for flag in
+        ["--headless", "--disable-background-networking", "--disable-component-update", "--no-first-run"]
+    {
+        assert!(flags.split(' ').any(|f| f == flag), "{flag} in {flags}");
+    }
+    assert!(!flags.contains("----"), "{flags}");
     let killed = kill_browsers_of(&data);
     assert!(killed > 0, "a Chromium process of this server was running");
     let (status, body) = scrape(&app, json!({"url": site.url("/js/late"), "waitFor": 400})).await;
@@ -251,16 +258,31 @@ async fn a_crashed_browser_is_replaced() {
     assert!(markdown(&body).contains("harvest festival"), "{body}");
 }
 
-/// Kills (SIGKILL) the Chromium processes whose command line names `data`; returns how many.
-pub(crate) fn kill_browsers_of(data: &std::path::Path) -> usize {
+/// Process ids and command lines (arguments joined by spaces) of the main Chromium
+/// processes whose command line names `data`.
+fn browsers_of(data: &std::path::Path) -> Vec<(i32, String)> {
     let marker = data.to_string_lossy().into_owned();
-    let mut killed = 0;
+    let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        let cmdline = String::from_utf8_lossy(&cmdline);
-        let browser = cmdline.contains("chrom") && cmdline.contains(&marker) && !cmdline.contains("--type=");
-        if let Some(pid) = rustix::process::Pid::from_raw(pid).filter(|_| browser) {
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains("chrom") && cmdline.contains(&marker) && !cmdline.contains("--type=") {
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
+
+fn browser_command_lines(data: &std::path::Path) -> Vec<String> {
+    browsers_of(data).into_iter().map(|(_, cmdline)| cmdline).collect()
+}
+
+/// Kills (SIGKILL) the Chromium processes whose command line names `data`; returns how many.
+pub(crate) fn kill_browsers_of(data: &std::path::Path) -> usize {
+    let mut killed = 0;
+    for (pid, _) in browsers_of(data) {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
             killed += 1;
         }

@@ -70,7 +70,8 @@ impl Instance {
             .viewport(Viewport { width, height, ..Viewport::default() })
             .window_size(width, height)
             .disable_default_args()
-            .args(FLAGS.iter().copied());
+            // The builder adds the leading dashes itself.
+            .args(FLAGS.iter().map(|flag| flag.trim_start_matches("--")));
         if running_as_root() {
             builder = builder.no_sandbox();
         }
