@@ -15,6 +15,22 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, postcard::E
     postcard::from_bytes(bytes)
 }
 
+/// Removes the records of `tree` that `expired` says are gone, and those that no longer
+/// decode; returns how many.
+pub(crate) fn purge<T: DeserializeOwned>(
+    tree: &sled::Tree,
+    expired: impl Fn(&T) -> bool,
+) -> sled::Result<usize> {
+    let mut removed = 0;
+    for item in tree.iter() {
+        let (key, value) = item?;
+        if decode::<T>(&value).map_or(true, |record| expired(&record)) && tree.remove(&key)?.is_some() {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
 /// A fixed-size digest used as a key for variable-length identities (URLs, tokens).
 pub(crate) fn digest(parts: &[&[u8]]) -> [u8; 32] {
     use sha2::{Digest, Sha256};

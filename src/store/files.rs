@@ -53,15 +53,7 @@ impl FileStore {
 
     /// Deletes files that expired before `now_ms`; returns how many.
     pub fn purge_expired(&self, now_ms: u64) -> Result<usize> {
-        let mut removed = 0;
-        for item in self.tree.iter() {
-            let (key, value) = item?;
-            let expired = codec::decode::<StoredFile>(&value).map_or(true, |f| f.expires_ms <= now_ms);
-            if expired && self.tree.remove(&key)?.is_some() {
-                removed += 1;
-            }
-        }
-        Ok(removed)
+        Ok(codec::purge::<StoredFile>(&self.tree, |record| record.expires_ms <= now_ms)?)
     }
 }
 

@@ -73,15 +73,7 @@ impl ReplayStore {
 
     /// Deletes contexts that expired before `now_ms`; returns how many.
     pub fn purge_expired(&self, now_ms: u64) -> Result<usize> {
-        let mut removed = 0;
-        for item in self.tree.iter() {
-            let (key, value) = item?;
-            let expired = codec::decode::<ReplayRecord>(&value).map_or(true, |r| r.expires_ms <= now_ms);
-            if expired && self.tree.remove(&key)?.is_some() {
-                removed += 1;
-            }
-        }
-        Ok(removed)
+        Ok(codec::purge::<ReplayRecord>(&self.tree, |record| record.expires_ms <= now_ms)?)
     }
 }
 

@@ -57,15 +57,7 @@ impl ScrapeStore {
 
     /// Deletes results that expired before `now_ms`; returns how many.
     pub fn purge_expired(&self, now_ms: u64) -> Result<usize> {
-        let mut removed = 0;
-        for item in self.tree.iter() {
-            let (key, value) = item?;
-            let expired = codec::decode::<ScrapeRecord>(&value).map_or(true, |r| r.expires_ms <= now_ms);
-            if expired && self.tree.remove(&key)?.is_some() {
-                removed += 1;
-            }
-        }
-        Ok(removed)
+        Ok(codec::purge::<ScrapeRecord>(&self.tree, |record| record.expires_ms <= now_ms)?)
     }
 
     /// Number of stored results (expired ones included until removed).
