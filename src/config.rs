@@ -71,6 +71,15 @@ pub struct StorageSettings {
     pub data_dir: PathBuf,
     /// Lifetime of stored scrape results, seconds.
     pub result_ttl_secs: u64,
+    /// sled's page cache, MiB.
+    pub cache_mb: u64,
+}
+
+impl StorageSettings {
+    /// sled's page cache in bytes.
+    pub fn cache_bytes(&self) -> u64 {
+        self.cache_mb.saturating_mul(1 << 20)
+    }
 }
 
 /// `[security]`

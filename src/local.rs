@@ -63,7 +63,8 @@ pub struct CrawlSummary {
 /// Opens the store and starts the actor tree for a command.
 async fn start(settings: Settings) -> anyhow::Result<Runtime> {
     let settings = Arc::new(settings);
-    let store = Store::open(&settings.storage.data_dir).context("opening the data directory")?;
+    let store = Store::open_with_cache(&settings.storage.data_dir, settings.storage.cache_bytes())
+        .context("opening the data directory")?;
     let scraper = Scraper::new(store.clone(), Arc::clone(&settings)).map_err(anyhow::Error::msg)?;
     Ok(Runtime::start(Services::new(scraper, store, settings)).await?)
 }

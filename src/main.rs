@@ -14,6 +14,30 @@ use ferrocrawl::local::CrawlCommand;
 use ferrocrawl::model::TeamId;
 use ferrocrawl::store::Store;
 
+/// mimalloc keeps fragmentation low under many threads; glibc's per-thread arenas kept a
+/// crawl's transient page buffers resident (about 1 GB on a 100 000-page crawl, against
+/// about 260 MB with mimalloc returning freed pages at once).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// `mi_option_purge_delay` in mimalloc 3's `mi_option_e` (libmimalloc-sys has no name for it;
+/// both crates are pinned in Cargo.toml).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+/// Its default (ms), checked before the option is changed so a different layout is left alone.
+const MI_PURGE_DELAY_DEFAULT: std::ffi::c_long = 1000;
+
+/// Makes the allocator hand freed pages back to the system at once rather than after a
+/// delay, unless `MIMALLOC_PURGE_DELAY` was set in the environment.
+fn return_freed_memory_promptly() {
+    // SAFETY: both calls only read or write an entry of mimalloc's option table, and the
+    // index is one mimalloc defines (its default value is checked first).
+    unsafe {
+        if libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) == MI_PURGE_DELAY_DEFAULT {
+            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+        }
+    }
+}
+
 #[derive(Debug, Parser)]
 #[command(name = "ferrocrawl", version, about = "Self-hosted web content extraction (Firecrawl v2 API)")]
 struct Cli {
@@ -149,6 +173,7 @@ enum TeamsCommand {
 }
 
 fn main() -> ExitCode {
+    return_freed_memory_promptly();
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -22,6 +22,9 @@ use crate::crawl::scope::{Scope, ScopeOptions};
 use crate::model::{CrawlOptions, JobId, JobStatus, SitemapMode, TeamId};
 use crate::store::jobs::{JobKind, JobRecord, JobStore, NewEntry, QueueEntry};
 
+/// Sitemap URLs enqueued per transaction.
+const DISCOVERY_CHUNK: usize = 1024;
+
 /// Messages of a [`CrawlJob`].
 #[derive(Debug)]
 pub enum CrawlJobMsg {
@@ -199,7 +202,12 @@ impl Actor for CrawlJob {
                 let rules = rules(state);
                 let entries: Vec<NewEntry> =
                     urls.iter().filter_map(|u| settle::admit(&rules, u, 0)).collect();
-                state.jobs.enqueue(state.id, state.record.options.limit, &entries)?;
+                // One transaction per chunk: a sled transaction holds its writes in memory,
+                // and a sitemap can list 100 000 URLs. A crash between chunks is harmless:
+                // discovery runs again on resume and the seen-set drops what is queued.
+                for chunk in entries.chunks(DISCOVERY_CHUNK) {
+                    state.jobs.enqueue(state.id, state.record.options.limit, chunk)?;
+                }
             }
             CrawlJobMsg::DiscoveryDone => state.discovering = false,
             CrawlJobMsg::Cancel => {

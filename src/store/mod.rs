@@ -62,8 +62,8 @@ pub mod trees {
 
 /// sled segment size: 8 MiB keeps the blob threshold (a quarter of it) above any node.
 const SEGMENT_BYTES: usize = 8 << 20;
-/// sled's page cache: what stays in memory however large the database grows.
-const CACHE_BYTES: u64 = 128 << 20;
+/// sled's page cache when the configuration does not say (`storage.cache_mb`).
+pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 
 /// Version of the on-disk layout this build writes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -148,6 +148,12 @@ fn is_lock_error(io: &std::io::Error) -> bool {
 impl Store {
     /// Opens (creating if needed) the database under `data_dir/db`.
     pub fn open(data_dir: &Path) -> Result<Self> {
+        Self::open_with_cache(data_dir, DEFAULT_CACHE_BYTES)
+    }
+
+    /// Opens the store with `cache_bytes` of sled page cache: what stays in memory however
+    /// large the database grows.
+    pub fn open_with_cache(data_dir: &Path, cache_bytes: u64) -> Result<Self> {
         std::fs::create_dir_all(data_dir).map_err(sled::Error::Io)?;
         let config = sled::Config::new()
             .path(data_dir.join("db"))
@@ -155,7 +161,7 @@ impl Store {
             // Nodes holding many result documents would otherwise exceed the default blob
             // threshold (a quarter segment) and be written as one file each.
             .segment_size(SEGMENT_BYTES)
-            .cache_capacity(CACHE_BYTES);
+            .cache_capacity(cache_bytes);
         // A lock conflict is usually another process holding the directory, but can also be
         // brief: a child this process is forking at that moment holds a copy of the file
         // until it executes. Try for a while before calling it taken.

@@ -7,28 +7,63 @@ const NEARLY_EMPTY: usize = 200;
 /// Pages with an empty app root or a JavaScript notice count as shells below this.
 const THIN: usize = 1500;
 
+/// Application roots that a JavaScript framework fills in.
+const APP_ROOTS: [&str; 5] = ["root", "app", "__next", "__nuxt", "svelte"];
+/// Notices shown to visitors without JavaScript.
+const NOTICES: [&str; 4] =
+    ["enable javascript", "javascript is required", "requires javascript", "turn on javascript"];
+/// Elements whose content is never visible text, with their closing tags.
+const HIDDEN: [(&str, &str); 4] =
+    [("script", "</script"), ("style", "</style"), ("noscript", "</noscript"), ("template", "</template")];
+
 /// Whether `body` (served as `content_type`) looks rendered by JavaScript.
+///
+/// Runs on every page fetched over HTTP, so it works on the bytes as received and stops as
+/// soon as the answer is known: most pages have more than [`THIN`] characters of text, and
+/// counting stops there.
 pub fn looks_js_rendered(content_type: Option<&str>, body: &[u8]) -> bool {
     if !content_type.is_none_or(|t| t.to_ascii_lowercase().contains("html")) {
         return false;
     }
-    let html = String::from_utf8_lossy(&body[..body.len().min(2 << 20)]).to_ascii_lowercase();
-    if !html.contains("<script") {
+    let html = &body[..body.len().min(2 << 20)];
+    if find_ci(html, b"<script").is_none() {
         return false;
     }
-    let text = visible_text_len(&html);
+    let text = visible_text_len(html, THIN);
     if text < NEARLY_EMPTY {
         return true;
     }
-    let empty_root = ["root", "app", "__next", "__nuxt", "svelte"].iter().any(|id| {
+    if text >= THIN {
+        return false;
+    }
+    let html = String::from_utf8_lossy(html).to_ascii_lowercase();
+    NOTICES.iter().any(|n| html.contains(n)) || has_empty_root(&compact(&html))
+}
+
+/// Position of `needle` (ASCII, lowercase, starting with `<`) in `hay`, ignoring ASCII case.
+fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(lt) = hay[from..].iter().position(|&b| b == b'<') {
+        let at = from + lt;
+        if starts_with_ci(&hay[at..], needle) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
+fn starts_with_ci(hay: &[u8], prefix: &[u8]) -> bool {
+    hay.len() >= prefix.len() && hay[..prefix.len()].eq_ignore_ascii_case(prefix)
+}
+
+/// Whether `compact_html` holds an empty `<div id=…>` application root.
+fn has_empty_root(compact_html: &str) -> bool {
+    APP_ROOTS.iter().any(|id| {
         [format!("<div id=\"{id}\"></div>"), format!("<div id='{id}'></div>"), format!("<div id={id}></div>")]
             .iter()
-            .any(|pattern| compact(&html).contains(pattern.as_str()))
-    });
-    let notice = ["enable javascript", "javascript is required", "requires javascript", "turn on javascript"]
-        .iter()
-        .any(|n| html.contains(n));
-    text < THIN && (empty_root || notice)
+            .any(|pattern| compact_html.contains(pattern.as_str()))
+    })
 }
 
 /// `html` without whitespace between tags.
@@ -45,28 +80,35 @@ fn compact(html: &str) -> String {
     out
 }
 
-/// Non-space characters outside tags, scripts, styles and noscript blocks.
-fn visible_text_len(html: &str) -> usize {
+/// Characters (not bytes) of `text` that are not ASCII whitespace.
+fn visible_chars(text: &[u8]) -> usize {
+    text.iter().filter(|b| !b.is_ascii_whitespace() && (*b & 0xC0) != 0x80).count()
+}
+
+/// Non-space characters outside tags, scripts, styles and noscript blocks, counted up to
+/// `cap` (a count at `cap` or above means "at least `cap`").
+fn visible_text_len(html: &[u8], cap: usize) -> usize {
     let mut count = 0;
     let mut rest = html;
-    while let Some(lt) = rest.find('<') {
-        count += rest[..lt].chars().filter(|c| !c.is_whitespace()).count();
+    while let Some(lt) = rest.iter().position(|&b| b == b'<') {
+        count += visible_chars(&rest[..lt]);
+        if count >= cap {
+            return count;
+        }
         rest = &rest[lt..];
-        let skip_to = ["script", "style", "noscript", "template"]
+        let close = HIDDEN
             .iter()
-            .find(|t| rest[1..].starts_with(**t))
-            .map(|t| format!("</{t}"));
-        let end = match skip_to {
-            Some(close) => rest.find(close.as_str()).map_or(rest.len(), |i| i + close.len()),
-            None => 0,
-        };
+            .find(|(open, _)| starts_with_ci(&rest[1..], open.as_bytes()))
+            .map(|(_, close)| *close);
+        let end =
+            close.map_or(0, |close| find_ci(rest, close.as_bytes()).map_or(rest.len(), |i| i + close.len()));
         rest = &rest[end..];
-        match rest.find('>') {
+        match rest.iter().position(|&b| b == b'>') {
             Some(gt) => rest = &rest[gt + 1..],
             None => break,
         }
     }
-    count + rest.chars().filter(|c| !c.is_whitespace()).count()
+    count + visible_chars(rest)
 }
 
 #[cfg(test)]
@@ -92,8 +134,18 @@ mod tests {
     }
 
     #[test]
+    fn counting_stops_at_the_cap() {
+        let html = "<p>word</p>".repeat(1000);
+        assert_eq!(visible_text_len(html.as_bytes(), usize::MAX), 4000);
+        assert_eq!(visible_text_len(html.as_bytes(), 10), 12);
+        assert_eq!(visible_text_len("<p>é è</p>".as_bytes(), usize::MAX), 2);
+    }
+
+    #[test]
     fn text_inside_scripts_does_not_count() {
         let html = format!("<html><body><script>{}</script></body></html>", "var a = 1;".repeat(500));
-        assert!(visible_text_len(&html.to_ascii_lowercase()) < 5);
+        assert!(visible_text_len(html.as_bytes(), usize::MAX) < 5);
+        let upper = "<SCRIPT>var a = 1; var b = 2;</SCRIPT><P>hi</P>";
+        assert_eq!(visible_text_len(upper.as_bytes(), usize::MAX), 2);
     }
 }
