@@ -40,6 +40,8 @@ pub struct Settings {
     pub proxy: ProxySettings,
     /// The Chromium engine and interact sessions.
     pub browser: BrowserSettings,
+    /// Documents (office files, spreadsheets).
+    pub documents: DocumentSettings,
     /// Logging.
     pub log: LogSettings,
     /// Plan flags per team name.
@@ -79,6 +81,29 @@ impl StorageSettings {
     /// sled's page cache in bytes.
     pub fn cache_bytes(&self) -> u64 {
         self.cache_mb.saturating_mul(1 << 20)
+    }
+}
+
+/// `[documents]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentSettings {
+    /// Most MiB unpacked from one zip-based document.
+    pub max_unzipped_mb: u64,
+    /// Most sheets converted per workbook.
+    pub max_sheets: usize,
+    /// Most rows converted per sheet.
+    pub max_rows: usize,
+}
+
+impl DocumentSettings {
+    /// The converters' limits.
+    pub fn limits(&self) -> crate::documents::Limits {
+        crate::documents::Limits {
+            max_unzipped_bytes: self.max_unzipped_mb.saturating_mul(1 << 20),
+            max_sheets: self.max_sheets,
+            max_rows: self.max_rows,
+        }
     }
 }
 

@@ -18,6 +18,7 @@ pub mod actors;
 pub mod api;
 pub mod config;
 pub mod crawl;
+pub mod documents;
 pub mod extract;
 pub mod local;
 pub mod model;
@@ -26,6 +27,7 @@ pub mod sessions;
 pub mod store;
 pub mod teams;
 pub mod telemetry;
+mod xml;
 
 use std::future::Future;
 use std::net::TcpListener;

@@ -83,7 +83,7 @@ fn parse_plain(bytes: &[u8]) -> Result<Sitemap, String> {
             }
             Ok(Event::GeneralRef(r)) => {
                 if let Some(text) = loc.as_mut() {
-                    text.push_str(&entity(&r));
+                    text.push_str(&crate::xml::entity(&r));
                 }
             }
             Ok(Event::Eof) => break,
@@ -95,21 +95,6 @@ fn parse_plain(bytes: &[u8]) -> Result<Sitemap, String> {
         buf.clear();
     }
     Ok(out)
-}
-
-/// The text of an entity reference inside a `<loc>`.
-fn entity(r: &quick_xml::events::BytesRef<'_>) -> String {
-    if let Ok(Some(c)) = r.resolve_char_ref() {
-        return c.to_string();
-    }
-    match r.as_ref() {
-        "amp" => "&".into(),
-        "lt" => "<".into(),
-        "gt" => ">".into(),
-        "quot" => "\"".into(),
-        "apos" => "'".into(),
-        other => format!("&{other};"),
-    }
 }
 
 fn push(out: &mut Sitemap, parent: Option<bool>, loc: String) {

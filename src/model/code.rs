@@ -71,6 +71,8 @@ codes! {
     PayloadTooLarge => (413, "PAYLOAD_TOO_LARGE"),
     /// The target served a file type this build cannot convert.
     ScrapeUnsupportedFile => (415, "SCRAPE_UNSUPPORTED_FILE_ERROR"),
+    /// A document (office file, spreadsheet) is corrupt, encrypted or unpacks too large.
+    DocumentUnreadable => (422, "SCRAPE_DOCUMENT_UNREADABLE"),
     /// The target's DNS name does not resolve (reported with HTTP 200, as Firecrawl does).
     ScrapeDnsResolution => (200, "SCRAPE_DNS_RESOLUTION_ERROR"),
     /// An internal failure; never caused by client input.

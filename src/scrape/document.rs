@@ -10,6 +10,7 @@ use serde_json::Value;
 use url::Url;
 
 use super::engine::charset;
+use crate::documents::{self, DocError, DocKind, Limits};
 use crate::extract::{self, ExtractOptions, PageMetadata, Wanted};
 use crate::model::document::AttributeValues;
 use crate::model::{Document, Metadata, ScrapeOptions};
@@ -91,15 +92,33 @@ pub struct Built {
     pub links: Vec<String>,
 }
 
+/// Why a response could not become a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildError {
+    /// A media type this build does not convert.
+    Unsupported(String),
+    /// A document that could not be read.
+    Document(DocError),
+}
+
 /// Builds the document for `page`; with `discover`, also returns the page's links even when
-/// the `links` format was not requested. Returns the unsupported media type on failure.
-pub fn build(page: &PageInput<'_>, options: &ScrapeOptions, discover: bool) -> Result<Built, String> {
+/// the `links` format was not requested. Office files and spreadsheets are converted within
+/// `limits`.
+pub fn build(
+    page: &PageInput<'_>,
+    options: &ScrapeOptions,
+    discover: bool,
+    limits: &Limits,
+) -> Result<Built, BuildError> {
+    if let Some(kind) = documents::detect(page.content_type, Some(page.final_url.path()), page.body) {
+        return build_document(page, options, kind, limits);
+    }
     let kind = classify(page.content_type, page.body);
     let formats = &options.formats;
     let mut doc = Document::default();
     let mut discovered = Vec::new();
     let text = match &kind {
-        ContentKind::Unsupported(media) => return Err(media.clone()),
+        ContentKind::Unsupported(media) => return Err(BuildError::Unsupported(media.clone())),
         _ => charset::decode(page.body, page.content_type),
     };
     let page_meta = match kind {
@@ -162,6 +181,53 @@ pub fn build(page: &PageInput<'_>, options: &ScrapeOptions, discover: bool) -> R
     doc.raw_base64 = formats.raw_base64.then(|| base64::engine::general_purpose::STANDARD.encode(page.body));
     doc.metadata = metadata(page, page_meta.unwrap_or_default());
     Ok(Built { document: doc, links: discovered })
+}
+
+/// A document converted to HTML, then extracted like a page (whole content: a document
+/// has no navigation to filter out).
+fn build_document(
+    page: &PageInput<'_>,
+    options: &ScrapeOptions,
+    kind: DocKind,
+    limits: &Limits,
+) -> Result<Built, BuildError> {
+    let converted = documents::convert(kind, page.body, limits).map_err(BuildError::Document)?;
+    let formats = &options.formats;
+    let wanted = Wanted {
+        markdown: formats.markdown,
+        html: formats.html,
+        links: formats.links,
+        images: formats.images,
+    };
+    let extract_options = ExtractOptions {
+        only_main_content: false,
+        include_tags: options.include_tags.clone(),
+        exclude_tags: options.exclude_tags.clone(),
+        remove_base64_images: options.remove_base64_images,
+        block_ads: false,
+    };
+    let out = extract::extract(&converted.html, page.final_url, &extract_options, wanted);
+    let mut doc = Document {
+        markdown: out.markdown,
+        html: out.html,
+        links: out.links,
+        images: out.images,
+        attributes: (!formats.attributes.is_empty()).then(Vec::new),
+        raw_html: formats.raw_html.then(|| converted.html.clone()),
+        raw_base64: formats.raw_base64.then(|| base64::engine::general_purpose::STANDARD.encode(page.body)),
+        warning: converted.warning,
+        ..Document::default()
+    };
+    let mut meta = metadata(page, out.metadata);
+    meta.title = converted.title.or(meta.title);
+    if let Some(author) = converted.author {
+        meta.extra.insert("author".into(), Value::String(author));
+    }
+    if let (DocKind::Pdf, Some(pages)) = (kind, converted.pages) {
+        meta.extra.insert("numPages".into(), Value::from(pages));
+    }
+    doc.metadata = meta;
+    Ok(Built { document: doc, links: Vec::new() })
 }
 
 fn pre(text: &str) -> String {
@@ -265,10 +331,10 @@ mod tests {
             content_type: Some("application/json"),
             body: br#"{"a": 1}"#,
         };
-        let doc = build(&page, &ScrapeOptions::default(), false).expect("doc").document;
+        let doc = build(&page, &ScrapeOptions::default(), false, &Limits::default()).expect("doc").document;
         assert_eq!(doc.markdown.as_deref(), Some("```json\n{\"a\": 1}\n```"));
         let page = PageInput { content_type: Some("text/plain"), body: b"plain *text*", ..page };
-        let doc = build(&page, &ScrapeOptions::default(), false).expect("doc").document;
+        let doc = build(&page, &ScrapeOptions::default(), false, &Limits::default()).expect("doc").document;
         assert_eq!(doc.markdown.as_deref(), Some("plain *text*"));
     }
 
@@ -282,7 +348,7 @@ mod tests {
             content_type: Some("text/html"),
             body: b"<title>Gone</title><p>Not here</p>",
         };
-        let doc = build(&page, &ScrapeOptions::default(), false).expect("doc").document;
+        let doc = build(&page, &ScrapeOptions::default(), false, &Limits::default()).expect("doc").document;
         assert_eq!(doc.metadata.status_code, 404);
         assert_eq!(doc.metadata.error.as_deref(), Some("Not Found"));
     }
@@ -297,10 +363,12 @@ mod tests {
             content_type: Some("text/html"),
             body: b"<p>Hello <a href=\"next\">next page</a> and <a href=\"/top\">top</a></p>",
         };
-        let built = build(&page, &ScrapeOptions::default(), true).expect("doc");
+        let built = build(&page, &ScrapeOptions::default(), true, &Limits::default()).expect("doc");
         assert_eq!(built.links, vec!["http://a.test/dir/next", "http://a.test/top"]);
         assert!(built.document.links.is_none(), "links were not requested as a format");
-        assert!(build(&page, &ScrapeOptions::default(), false).expect("doc").links.is_empty());
+        assert!(
+            build(&page, &ScrapeOptions::default(), false, &Limits::default()).expect("doc").links.is_empty()
+        );
     }
 
     #[test]

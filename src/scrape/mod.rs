@@ -64,6 +64,9 @@ pub enum ScrapeError {
     /// The target served a file type this build cannot convert.
     #[error("the target served {0}, which this server cannot convert")]
     UnsupportedFile(String),
+    /// The target served a document that could not be read.
+    #[error(transparent)]
+    Document(crate::documents::DocError),
     /// The browser could not serve the request.
     #[error(transparent)]
     Browser(BrowserError),
@@ -86,6 +89,8 @@ impl ErrorCode for ScrapeError {
             Self::Fetch(FetchError::Tls(_)) => Code::ScrapeSslError,
             Self::Fetch(_) => Code::ScrapeSiteError,
             Self::UnsupportedFile(_) => Code::ScrapeUnsupportedFile,
+            Self::Document(crate::documents::DocError::NotBuilt(_)) => Code::ScrapeUnsupportedFile,
+            Self::Document(_) => Code::DocumentUnreadable,
             Self::Browser(e) => match e {
                 BrowserError::Unavailable(_) => Code::BrowserUnavailable,
                 BrowserError::Blocked { .. } => Code::UrlBlocked,
@@ -261,6 +266,7 @@ impl Scraper {
         let built = {
             let options = options.clone();
             let source_url = job.source_url.clone();
+            let limits = self.settings.documents.limits();
             tokio::task::spawn_blocking(move || {
                 let input = document::PageInput {
                     source_url: &source_url,
@@ -269,13 +275,16 @@ impl Scraper {
                     content_type: sourced.page.content_type.as_deref(),
                     body: &sourced.page.body,
                 };
-                document::build(&input, &options, discover)
+                document::build(&input, &options, discover, &limits)
                     .map(|built| (built, sourced.cache_state, sourced.cached_at))
             })
             .await
             .map_err(|e| ScrapeError::Internal(e.to_string()))?
         };
-        let (built, cache_state, cached_at) = built.map_err(ScrapeError::UnsupportedFile)?;
+        let (built, cache_state, cached_at) = built.map_err(|e| match e {
+            document::BuildError::Unsupported(media) => ScrapeError::UnsupportedFile(media),
+            document::BuildError::Document(e) => ScrapeError::Document(e),
+        })?;
         let mut doc = built.document;
         if let Some(spec) = &options.formats.change_tracking {
             if options.zero_data_retention {
@@ -306,6 +315,7 @@ impl Scraper {
         meta.credits_used = credits::for_page(options, proxy_used);
         meta.concurrency_limited = job.queued_ms.is_some();
         meta.concurrency_queue_duration_ms = job.queued_ms;
+        warnings.extend(doc.warning.take());
         if !warnings.is_empty() {
             doc.warning = Some(warnings.join(" "));
         }

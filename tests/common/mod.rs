@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod crawlsite;
+pub mod docpages;
 pub mod jspages;
 pub mod process;
 pub mod proxy;

@@ -126,6 +126,9 @@ async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
     if let Some((content_type, body)) = super::jspages::page(&path) {
         return HttpResponse::Ok().content_type(content_type).body(body);
     }
+    if let Some((content_type, body)) = super::docpages::page(&path) {
+        return HttpResponse::Ok().content_type(content_type).body(body);
+    }
     let port = req.app_config().local_addr().port();
     match path.as_str() {
         "/article" => html(ARTICLE),

@@ -11,6 +11,7 @@ mod cache;
 mod change;
 mod cli;
 mod crawl;
+mod documents;
 mod durability;
 mod engine;
 mod interact;

@@ -1,0 +1,97 @@
+//! Documents: office files and spreadsheets turned into the same result as a web page. Each
+//! converter is a pure function from bytes to simple HTML (headings, paragraphs, lists,
+//! tables, links, images by reference) plus metadata; the HTML then goes through the normal
+//! extraction, so Markdown and HTML formats come out exactly as they do for pages. No
+//! network, no disk; every input is bounded by [`Limits`] (unzipped bytes, sheets, rows).
+
+pub mod detect;
+mod flow;
+mod html;
+mod odf;
+mod ooxml;
+mod rtf;
+#[doc(hidden)]
+pub mod samples;
+mod sheets;
+mod zipped;
+
+pub use detect::{DocKind, detect};
+
+/// Bounds applied to every document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Most bytes unpacked from a zip container (zip bombs stop here).
+    pub max_unzipped_bytes: u64,
+    /// Most sheets converted from a workbook.
+    pub max_sheets: usize,
+    /// Most rows converted per sheet.
+    pub max_rows: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_unzipped_bytes: 200 << 20, max_sheets: 50, max_rows: 10_000 }
+    }
+}
+
+/// A converted document.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Converted {
+    /// The document as simple HTML (`<html><head><title>…` when it has a title).
+    pub html: String,
+    /// Title from the document's properties.
+    pub title: Option<String>,
+    /// Author from the document's properties.
+    pub author: Option<String>,
+    /// Pages (or sheets, for workbooks), when the format has them.
+    pub pages: Option<u32>,
+    /// Something the reader should know (content left out by a limit).
+    pub warning: Option<String>,
+}
+
+/// Why a document could not be converted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DocError {
+    /// The bytes are not a valid file of the detected type.
+    #[error("the {kind} file could not be read: {detail}")]
+    Corrupt {
+        /// Detected type.
+        kind: DocKind,
+        /// What went wrong.
+        detail: String,
+    },
+    /// The file is password-protected.
+    #[error("the {0} file is encrypted")]
+    Encrypted(DocKind),
+    /// Unpacking would exceed [`Limits::max_unzipped_bytes`].
+    #[error("the {kind} file unpacks to more than {limit} bytes")]
+    TooLarge {
+        /// Detected type.
+        kind: DocKind,
+        /// The limit.
+        limit: u64,
+    },
+    /// This build has no converter for the type yet.
+    #[error("{} files ({}) are not converted by this build", .0, .0.media_type())]
+    NotBuilt(DocKind),
+}
+
+impl DocError {
+    fn corrupt(kind: DocKind, detail: impl std::fmt::Display) -> Self {
+        Self::Corrupt { kind, detail: detail.to_string() }
+    }
+}
+
+/// Converts `bytes` of type `kind`.
+pub fn convert(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<Converted, DocError> {
+    if detect::is_encrypted_office(bytes) {
+        return Err(DocError::Encrypted(kind));
+    }
+    match kind {
+        DocKind::Docx => ooxml::convert(bytes, limits),
+        DocKind::Odt => odf::convert(bytes, limits),
+        DocKind::Rtf => rtf::convert(bytes),
+        DocKind::Xlsx | DocKind::Xls | DocKind::Ods => sheets::convert(kind, bytes, limits),
+        DocKind::Pdf | DocKind::Doc => Err(DocError::NotBuilt(kind)),
+    }
+}

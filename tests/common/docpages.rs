@@ -1,0 +1,50 @@
+//! Documents on the fixture site: office files and spreadsheets built in memory, served with
+//! their own media type or as `application/octet-stream` (so the server must look at the
+//! bytes), plus a corrupt file and a zip bomb.
+
+use ferrocrawl::documents::samples;
+
+const DOCX: &str = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
+const OCTETS: &str = "application/octet-stream";
+
+/// The body of a Word report with a heading, a link, a list and a table.
+const REPORT: &str = r#"<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Harvest report</w:t></w:r></w:p>
+<w:p><w:r><w:t xml:space="preserve">Yields are up; see </w:t></w:r><w:hyperlink r:id="rId9"><w:r><w:t>the sales page</w:t></w:r></w:hyperlink></w:p>
+<w:p><w:pPr><w:numPr><w:ilvl w:val="0"/><w:numId w:val="2"/></w:numPr></w:pPr><w:r><w:t>pick the beans</w:t></w:r></w:p>
+<w:p><w:pPr><w:numPr><w:ilvl w:val="0"/><w:numId w:val="2"/></w:numPr></w:pPr><w:r><w:t>dry the seeds</w:t></w:r></w:p>
+<w:tbl><w:tr><w:tc><w:p><w:r><w:t>Crop</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r><w:t>Kilograms</w:t></w:r></w:p></w:tc></w:tr>
+<w:tr><w:tc><w:p><w:r><w:t>Beans</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r><w:t>120</w:t></w:r></w:p></w:tc></w:tr></w:tbl>"#;
+
+/// The content type and body of a document fixture at `path`, if there is one.
+pub fn page(path: &str) -> Option<(&'static str, Vec<u8>)> {
+    Some(match path {
+        "/docs/report.docx" => (DOCX, samples::docx(REPORT, "Harvest 2026", "Ada Lovelace")),
+        "/docs/download" => (OCTETS, samples::docx(REPORT, "Harvest 2026", "Ada Lovelace")),
+        "/docs/plan.odt" => (
+            OCTETS,
+            samples::odt(
+                r#"<text:h text:outline-level="1">Garden plan</text:h><text:p>Sow carrots in April.</text:p>"#,
+                "Plan",
+                "Grace Hopper",
+            ),
+        ),
+        "/docs/yields.xlsx" => (
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            samples::xlsx(&[
+                ("2025", vec![vec!["Crop", "Kg"], vec!["Beans", "100"]]),
+                ("2026", vec![vec!["Crop", "Kg"], vec!["Beans", "120"], vec!["Peas", "80"]]),
+            ]),
+        ),
+        "/docs/letter.rtf" => (
+            "application/rtf",
+            br#"{\rtf1\ansi{\info{\title Letter}}\pard Dear neighbour,\par\pard The fence is fixed.\par}"#
+                .to_vec(),
+        ),
+        "/docs/broken.docx" => (DOCX, b"PK\x03\x04 this zip ends here".to_vec()),
+        "/docs/bomb.odt" => {
+            let filler = format!("<text:p>{}</text:p>", "0".repeat(4 << 20));
+            (OCTETS, samples::odt(&filler, "Bomb", "nobody"))
+        }
+        _ => return None,
+    })
+}
