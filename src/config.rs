@@ -94,6 +94,8 @@ pub struct DocumentSettings {
     pub max_sheets: usize,
     /// Most rows converted per sheet.
     pub max_rows: usize,
+    /// Most pages converted per PDF.
+    pub max_pdf_pages: usize,
 }
 
 impl DocumentSettings {
@@ -103,6 +105,7 @@ impl DocumentSettings {
             max_unzipped_bytes: self.max_unzipped_mb.saturating_mul(1 << 20),
             max_sheets: self.max_sheets,
             max_rows: self.max_rows,
+            max_pdf_pages: self.max_pdf_pages,
         }
     }
 }

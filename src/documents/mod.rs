@@ -9,6 +9,7 @@ mod flow;
 mod html;
 mod odf;
 mod ooxml;
+mod pdf;
 mod rtf;
 #[doc(hidden)]
 pub mod samples;
@@ -26,11 +27,13 @@ pub struct Limits {
     pub max_sheets: usize,
     /// Most rows converted per sheet.
     pub max_rows: usize,
+    /// Most PDF pages converted.
+    pub max_pdf_pages: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_unzipped_bytes: 200 << 20, max_sheets: 50, max_rows: 10_000 }
+        Self { max_unzipped_bytes: 200 << 20, max_sheets: 50, max_rows: 10_000, max_pdf_pages: 2_000 }
     }
 }
 
@@ -92,6 +95,7 @@ pub fn convert(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<Converted
         DocKind::Odt => odf::convert(bytes, limits),
         DocKind::Rtf => rtf::convert(bytes),
         DocKind::Xlsx | DocKind::Xls | DocKind::Ods => sheets::convert(kind, bytes, limits),
-        DocKind::Pdf | DocKind::Doc => Err(DocError::NotBuilt(kind)),
+        DocKind::Pdf => pdf::convert(bytes, limits),
+        DocKind::Doc => Err(DocError::NotBuilt(kind)),
     }
 }

@@ -119,3 +119,78 @@ pub(crate) fn to_markdown(html: &str) -> String {
     let wanted = Wanted { markdown: true, ..Wanted::default() };
     extract::extract(html, &url, &opts, wanted).markdown.unwrap_or_default()
 }
+
+/// A piece of text placed on a PDF page (points from the bottom left; Helvetica).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PdfText {
+    /// Left edge.
+    pub x: f32,
+    /// Baseline.
+    pub y: f32,
+    /// Font size.
+    pub size: f32,
+    /// The text (ASCII).
+    pub text: String,
+}
+
+/// A PDF of US-letter pages holding `pages`' text, with a document information dictionary.
+pub fn pdf(pages: &[Vec<PdfText>], title: &str, author: &str) -> Vec<u8> {
+    pdf_with(pages, title, author, false)
+}
+
+/// A PDF that asks for a user password (its keys are junk: no password opens it).
+pub fn encrypted_pdf() -> Vec<u8> {
+    pdf_with(&[vec![PdfText { x: 72.0, y: 700.0, size: 12.0, text: "secret".into() }]], "", "", true)
+}
+
+fn pdf_with(pages: &[Vec<PdfText>], title: &str, author: &str, encrypted: bool) -> Vec<u8> {
+    let escape = |s: &str| s.replace('\\', "\\\\").replace('(', "\\(").replace(')', "\\)");
+    let n = pages.len();
+    let kids: Vec<String> = (0..n).map(|i| format!("{} 0 R", 6 + 2 * i)).collect();
+    let mut objects: Vec<String> = vec![
+        "<< /Type /Catalog /Pages 2 0 R >>".into(),
+        format!("<< /Type /Pages /Kids [{}] /Count {n} >>", kids.join(" ")),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>".into(),
+        format!(
+            "<< /Title ({}) /Author ({}) /Producer (ferrocrawl samples) >>",
+            escape(title),
+            escape(author)
+        ),
+        format!("<< /Filter /Standard /V 1 /R 2 /O ({}) /U ({}) /P -44 >>", "A".repeat(32), "B".repeat(32)),
+    ];
+    for (i, texts) in pages.iter().enumerate() {
+        let content: String = texts
+            .iter()
+            .map(|t| format!("BT /F1 {} Tf {} {} Td ({}) Tj ET\n", t.size, t.x, t.y, escape(&t.text)))
+            .collect();
+        objects.push(format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>",
+            7 + 2 * i
+        ));
+        objects.push(format!("<< /Length {} >>\nstream\n{content}endstream", content.len()));
+    }
+    let mut out = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n".to_vec();
+    let mut offsets = Vec::with_capacity(objects.len());
+    for (i, body) in objects.iter().enumerate() {
+        offsets.push(out.len());
+        out.extend_from_slice(format!("{} 0 obj\n{body}\nendobj\n", i + 1).as_bytes());
+    }
+    let xref = out.len();
+    out.extend_from_slice(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
+    for offset in offsets {
+        out.extend_from_slice(format!("{offset:010} 00000 n \n").as_bytes());
+    }
+    let encrypt = if encrypted {
+        " /Encrypt 5 0 R /ID [<00112233445566778899AABBCCDDEEFF> <00112233445566778899AABBCCDDEEFF>]"
+    } else {
+        ""
+    };
+    out.extend_from_slice(
+        format!(
+            "trailer\n<< /Size {} /Root 1 0 R /Info 4 0 R{encrypt} >>\nstartxref\n{xref}\n%%EOF\n",
+            objects.len() + 1
+        )
+        .as_bytes(),
+    );
+    out
+}

@@ -4,11 +4,12 @@
 
 use crate::model::{ProxyUsed, ScrapeOptions};
 
-/// Credits for one successful page.
-pub fn for_page(options: &ScrapeOptions, proxy_used: ProxyUsed) -> u32 {
-    let mut credits = 1;
+/// Credits for one successful page; a PDF converted with the `pdf` parser costs one per
+/// page converted instead of one.
+pub fn for_page(options: &ScrapeOptions, proxy_used: ProxyUsed, pdf_pages: Option<u32>) -> u32 {
+    let mut credits = pdf_pages.unwrap_or(1).max(1);
     if options.lockdown || proxy_used == ProxyUsed::Stealth {
-        credits = 5;
+        credits += 4;
     }
     if options.zero_data_retention && !options.lockdown {
         credits += 1;
@@ -23,11 +24,12 @@ mod tests {
     #[test]
     fn billing_rules() {
         let plain = ScrapeOptions::default();
-        assert_eq!(for_page(&plain, ProxyUsed::Basic), 1);
-        assert_eq!(for_page(&plain, ProxyUsed::Stealth), 5);
+        assert_eq!(for_page(&plain, ProxyUsed::Basic, None), 1);
+        assert_eq!(for_page(&plain, ProxyUsed::Basic, Some(12)), 12);
+        assert_eq!(for_page(&plain, ProxyUsed::Stealth, None), 5);
         let lockdown = ScrapeOptions { lockdown: true, zero_data_retention: true, ..Default::default() };
-        assert_eq!(for_page(&lockdown, ProxyUsed::Basic), 5);
+        assert_eq!(for_page(&lockdown, ProxyUsed::Basic, None), 5);
         let zdr = ScrapeOptions { zero_data_retention: true, ..Default::default() };
-        assert_eq!(for_page(&zdr, ProxyUsed::Basic), 2);
+        assert_eq!(for_page(&zdr, ProxyUsed::Basic, None), 2);
     }
 }

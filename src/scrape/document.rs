@@ -90,6 +90,8 @@ pub struct Built {
     pub document: Document,
     /// Absolute links of the page, when discovery was asked for.
     pub links: Vec<String>,
+    /// PDF pages converted (billed one credit each).
+    pub pdf_pages: Option<u32>,
 }
 
 /// Why a response could not become a document.
@@ -180,7 +182,7 @@ pub fn build(
     doc.raw_html = formats.raw_html.then(|| text.into_owned());
     doc.raw_base64 = formats.raw_base64.then(|| base64::engine::general_purpose::STANDARD.encode(page.body));
     doc.metadata = metadata(page, page_meta.unwrap_or_default());
-    Ok(Built { document: doc, links: discovered })
+    Ok(Built { document: doc, links: discovered, pdf_pages: None })
 }
 
 /// A document converted to HTML, then extracted like a page (whole content: a document
@@ -191,8 +193,17 @@ fn build_document(
     kind: DocKind,
     limits: &Limits,
 ) -> Result<Built, BuildError> {
-    let converted = documents::convert(kind, page.body, limits).map_err(BuildError::Document)?;
     let formats = &options.formats;
+    if kind == DocKind::Pdf && !options.pdf.enabled {
+        return Ok(pdf_as_base64(page, options));
+    }
+    let mut limits = *limits;
+    if kind == DocKind::Pdf
+        && let Some(max) = options.pdf.max_pages
+    {
+        limits.max_pdf_pages = limits.max_pdf_pages.min(max as usize);
+    }
+    let converted = documents::convert(kind, page.body, &limits).map_err(BuildError::Document)?;
     let wanted = Wanted {
         markdown: formats.markdown,
         html: formats.html,
@@ -223,11 +234,28 @@ fn build_document(
     if let Some(author) = converted.author {
         meta.extra.insert("author".into(), Value::String(author));
     }
+    let mut pdf_pages = None;
     if let (DocKind::Pdf, Some(pages)) = (kind, converted.pages) {
         meta.extra.insert("numPages".into(), Value::from(pages));
+        pdf_pages = Some(pages.min(u32::try_from(limits.max_pdf_pages).unwrap_or(u32::MAX)));
     }
     doc.metadata = meta;
-    Ok(Built { document: doc, links: Vec::new() })
+    Ok(Built { document: doc, links: Vec::new(), pdf_pages })
+}
+
+/// A PDF left unparsed (`parsers: []`): the whole file, base64-encoded, as the Markdown (and
+/// HTML when asked), billed as one page.
+fn pdf_as_base64(page: &PageInput<'_>, options: &ScrapeOptions) -> Built {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(page.body);
+    let formats = &options.formats;
+    let document = Document {
+        markdown: formats.markdown.then(|| encoded.clone()),
+        html: formats.html.then(|| encoded.clone()),
+        raw_base64: formats.raw_base64.then(|| encoded.clone()),
+        metadata: metadata(page, PageMetadata::default()),
+        ..Document::default()
+    };
+    Built { document, links: Vec::new(), pdf_pages: None }
 }
 
 fn pre(text: &str) -> String {

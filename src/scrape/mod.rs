@@ -285,6 +285,7 @@ impl Scraper {
             document::BuildError::Unsupported(media) => ScrapeError::UnsupportedFile(media),
             document::BuildError::Document(e) => ScrapeError::Document(e),
         })?;
+        let pdf_pages = built.pdf_pages;
         let mut doc = built.document;
         if let Some(spec) = &options.formats.change_tracking {
             if options.zero_data_retention {
@@ -312,7 +313,7 @@ impl Scraper {
         meta.proxy_used = proxy_used;
         meta.cache_state = cache_state;
         meta.cached_at = cached_at;
-        meta.credits_used = credits::for_page(options, proxy_used);
+        meta.credits_used = credits::for_page(options, proxy_used, pdf_pages);
         meta.concurrency_limited = job.queued_ms.is_some();
         meta.concurrency_queue_duration_ms = job.queued_ms;
         warnings.extend(doc.warning.take());

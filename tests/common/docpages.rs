@@ -2,7 +2,7 @@
 //! their own media type or as `application/octet-stream` (so the server must look at the
 //! bytes), plus a corrupt file and a zip bomb.
 
-use ferrocrawl::documents::samples;
+use ferrocrawl::documents::samples::{self, PdfText};
 
 const DOCX: &str = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
 const OCTETS: &str = "application/octet-stream";
@@ -14,6 +14,26 @@ const REPORT: &str = r#"<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:
 <w:p><w:pPr><w:numPr><w:ilvl w:val="0"/><w:numId w:val="2"/></w:numPr></w:pPr><w:r><w:t>dry the seeds</w:t></w:r></w:p>
 <w:tbl><w:tr><w:tc><w:p><w:r><w:t>Crop</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r><w:t>Kilograms</w:t></w:r></w:p></w:tc></w:tr>
 <w:tr><w:tc><w:p><w:r><w:t>Beans</w:t></w:r></w:p></w:tc><w:tc><w:p><w:r><w:t>120</w:t></w:r></w:p></w:tc></w:tr></w:tbl>"#;
+
+fn text(x: f32, y: f32, size: f32, text: &str) -> PdfText {
+    PdfText { x, y, size, text: text.to_owned() }
+}
+
+/// A three-page guide: a title and a heading on the first page, a paragraph on each page.
+fn guide() -> Vec<u8> {
+    let pages: Vec<Vec<PdfText>> = (1..=3)
+        .map(|n| {
+            let mut page = Vec::new();
+            if n == 1 {
+                page.push(text(72.0, 720.0, 22.0, "Composting guide"));
+                page.push(text(72.0, 680.0, 15.0, "Getting started"));
+            }
+            page.push(text(72.0, 640.0, 11.0, &format!("Turn the heap every week, page {n} says.")));
+            page
+        })
+        .collect();
+    samples::pdf(&pages, "Composting", "Rachel Carson")
+}
 
 /// The content type and body of a document fixture at `path`, if there is one.
 pub fn page(path: &str) -> Option<(&'static str, Vec<u8>)> {
@@ -40,6 +60,9 @@ pub fn page(path: &str) -> Option<(&'static str, Vec<u8>)> {
             br#"{\rtf1\ansi{\info{\title Letter}}\pard Dear neighbour,\par\pard The fence is fixed.\par}"#
                 .to_vec(),
         ),
+        "/docs/guide.pdf" => ("application/pdf", guide()),
+        "/docs/scan" => (OCTETS, samples::pdf(&[Vec::new(), Vec::new()], "Scan", "")),
+        "/docs/locked.pdf" => ("application/pdf", samples::encrypted_pdf()),
         "/docs/broken.docx" => (DOCX, b"PK\x03\x04 this zip ends here".to_vec()),
         "/docs/bomb.odt" => {
             let filler = format!("<text:p>{}</text:p>", "0".repeat(4 << 20));

@@ -56,12 +56,50 @@ async fn opendocument_spreadsheets_and_rtf() {
 }
 
 #[tokio::test]
+async fn pdfs_are_read_in_order_and_billed_per_page() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let (status, body) = app.scrape(json!({"url": site.url("/docs/guide.pdf")})).await;
+    assert_eq!(status, 200, "{body}");
+    let md = body["data"]["markdown"].as_str().expect("markdown");
+    assert!(md.starts_with("# Composting guide\n\n## Getting started\n\nTurn the heap every week, page 1 says."), "{md}");
+    let (p1, p3) = (md.find("page 1 says").expect("page 1"), md.find("page 3 says").expect("page 3"));
+    assert!(p1 < p3, "{md}");
+    let meta = &body["data"]["metadata"];
+    assert_eq!(meta["title"], "Composting");
+    assert_eq!(meta["author"], "Rachel Carson");
+    assert_eq!(meta["numPages"], 3);
+    assert_eq!(meta["creditsUsed"], 3, "one credit per page");
+
+    let limited = json!({"url": site.url("/docs/guide.pdf"), "parsers": [{"type": "pdf", "maxPages": 1}]});
+    let (_, body) = app.scrape(limited).await;
+    let md = body["data"]["markdown"].as_str().expect("markdown");
+    assert!(md.contains("page 1 says") && !md.contains("page 2 says"), "{md}");
+    assert_eq!(body["data"]["metadata"]["creditsUsed"], 1);
+    assert!(body["data"]["warning"].as_str().expect("warning").contains("first 1 of 3 pages"));
+
+    let (_, body) = app.scrape(json!({"url": site.url("/docs/guide.pdf"), "parsers": []})).await;
+    let encoded = body["data"]["markdown"].as_str().expect("markdown");
+    use base64::Engine as _;
+    let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).expect("base64");
+    assert!(bytes.starts_with(b"%PDF-"), "the whole file comes back");
+    assert_eq!(body["data"]["metadata"]["creditsUsed"], 1, "flat rate");
+
+    let (status, body) = app.scrape(json!({"url": site.url("/docs/scan")})).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["data"]["warning"].as_str().expect("warning").contains("no text layer"), "{body}");
+}
+
+#[tokio::test]
 async fn unreadable_documents_get_a_clear_error() {
     let site = FixtureSite::start();
     let app = TestServer::builder().settings(|s| s.documents.max_unzipped_mb = 1).start().await;
     let got = app.scrape(json!({"url": site.url("/docs/broken.docx")})).await;
     let msg = assert_error(&got, 422, "SCRAPE_DOCUMENT_UNREADABLE");
     assert!(msg.contains("DOCX"), "{msg}");
+    let got = app.scrape(json!({"url": site.url("/docs/locked.pdf")})).await;
+    let msg = assert_error(&got, 422, "SCRAPE_DOCUMENT_UNREADABLE");
+    assert!(msg.contains("encrypted"), "{msg}");
     let got = app.scrape(json!({"url": site.url("/docs/bomb.odt")})).await;
     let msg = assert_error(&got, 422, "SCRAPE_DOCUMENT_UNREADABLE");
     assert!(msg.contains("unpacks to more than 1048576 bytes"), "{msg}");

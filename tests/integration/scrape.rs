@@ -147,8 +147,8 @@ async fn non_html_content() {
     let (_, body) = app.scrape(json!({"url": site.url("/notes.txt"), "formats": ["rawBase64"]})).await;
     assert_eq!(body["data"]["rawBase64"], "UGxhaW4gKm5vdGVzKjogd2F0ZXIgYXQgZGF3bi4=");
     let got = app.scrape(json!({"url": site.url("/file.pdf")})).await;
-    let msg = assert_error(&got, 415, "SCRAPE_UNSUPPORTED_FILE_ERROR");
-    assert!(msg.contains("application/pdf"), "{msg}");
+    let msg = assert_error(&got, 422, "SCRAPE_DOCUMENT_UNREADABLE");
+    assert!(msg.contains("PDF"), "{msg}");
     let got = app.scrape(json!({"url": site.url("/image.png")})).await;
     assert_error(&got, 415, "SCRAPE_UNSUPPORTED_FILE_ERROR");
 }

@@ -1,0 +1,266 @@
+//! PDF: text in reading order (pdf_oxide's column-aware ordering of positioned spans),
+//! regrouped here into lines and paragraphs; paragraphs set larger than the body text become
+//! headings, ranked by size. Title and author come from the document information
+//! dictionary. A PDF with no text layer (scanned pages) says so in the warning: no OCR model
+//! ships with ferrocrawl.
+
+use std::collections::HashMap;
+
+use pdf_oxide::layout::TextSpan;
+use pdf_oxide::object::Object;
+use pdf_oxide::{PdfDocument, ReadingOrder};
+
+use super::html::{HtmlOut, escape};
+use super::{Converted, DocError, DocKind, Limits};
+
+/// A paragraph is a heading when its text is this much larger than the body text…
+const HEADING_RATIO: f32 = 1.2;
+/// …and no longer than this.
+const HEADING_MAX_CHARS: usize = 200;
+
+/// A run of text set in one size.
+#[derive(Debug, Clone, PartialEq)]
+struct Para {
+    size: f32,
+    text: String,
+}
+
+/// Converts a PDF file, reading at most `limits.max_pdf_pages` pages.
+pub(crate) fn convert(bytes: &[u8], limits: &Limits) -> Result<Converted, DocError> {
+    let doc = PdfDocument::from_bytes(bytes.to_vec()).map_err(|e| DocError::corrupt(DocKind::Pdf, e))?;
+    if doc.is_encrypted() && !doc.is_authenticated() {
+        return Err(DocError::Encrypted(DocKind::Pdf));
+    }
+    let total = doc.page_count().map_err(|e| DocError::corrupt(DocKind::Pdf, e))?;
+    let read = total.min(limits.max_pdf_pages);
+    let mut pages: Vec<Vec<Para>> = Vec::with_capacity(read);
+    let mut unreadable: Vec<usize> = Vec::new();
+    for index in 0..read {
+        match doc.extract_spans_with_reading_order(index, ReadingOrder::ColumnAware) {
+            Ok(spans) => pages.push(paragraphs(&spans)),
+            Err(_) => unreadable.push(index + 1),
+        }
+    }
+    if read > 0 && unreadable.len() == read {
+        return Err(DocError::corrupt(DocKind::Pdf, "no page could be read"));
+    }
+    let title = info_string(&doc, "Title");
+    let author = info_string(&doc, "Author");
+    let body_size = body_size(&pages);
+    let levels = heading_levels(&pages, body_size);
+    let mut out = HtmlOut::default();
+    let mut chars = 0usize;
+    for para in pages.iter().flatten() {
+        chars += para.text.len();
+        match levels.get(&size_key(para.size)) {
+            Some(&level) if para.text.chars().count() <= HEADING_MAX_CHARS => {
+                out.heading(level, &escape(&para.text))
+            }
+            _ => out.paragraph(&escape(&para.text)),
+        }
+    }
+    let mut warnings = Vec::new();
+    if chars == 0 && read > 0 {
+        warnings.push(
+            "the PDF has no text layer (scanned pages?); ferrocrawl has no OCR model to read it".to_owned(),
+        );
+    }
+    if read < total {
+        warnings.push(format!("only the first {read} of {total} pages are included"));
+    }
+    if !unreadable.is_empty() {
+        let list: Vec<String> = unreadable.iter().map(usize::to_string).collect();
+        warnings.push(format!("pages {} could not be read", list.join(", ")));
+    }
+    Ok(Converted {
+        html: out.finish(title.as_deref()),
+        title,
+        author,
+        pages: u32::try_from(total).ok(),
+        warning: (!warnings.is_empty()).then(|| warnings.join("; ")),
+    })
+}
+
+/// Groups spans (in reading order) into lines, and lines into paragraphs: a paragraph
+/// ends at a change of size, a gap wider than a line and a half, or a jump to another column.
+fn paragraphs(spans: &[TextSpan]) -> Vec<Para> {
+    let mut out: Vec<Para> = Vec::new();
+    let mut current: Option<Para> = None;
+    // (baseline y, right edge x, size) of the last span placed.
+    let mut last: Option<(f32, f32, f32)> = None;
+    for span in spans {
+        let text = span.text.trim_end_matches(['\r', '\n']);
+        if text.trim().is_empty() {
+            continue;
+        }
+        let size = span.font_size.max(1.0);
+        let (x, y) = (span.bbox.x, span.bbox.y);
+        let (same_line, new_para) = match last {
+            None => (false, true),
+            Some((ly, lx, lsize)) => {
+                let dy = (y - ly).abs();
+                let same_line = dy < 0.5 * lsize.min(size) && x >= lx - lsize;
+                let resized = (size - lsize).abs() > 0.15 * lsize;
+                let far = dy > 1.6 * lsize.max(size) || (!same_line && x > lx + 3.0 * lsize);
+                (same_line, !same_line && (resized || far))
+            }
+        };
+        if new_para && let Some(done) = current.take() {
+            out.push(done);
+        }
+        let para = current.get_or_insert_with(|| Para { size, text: String::new() });
+        if !para.text.is_empty() {
+            let gap = last.map_or(0.0, |(_, lx, _)| x - lx);
+            if !same_line {
+                join_line(&mut para.text);
+            } else if gap > 0.15 * size && !para.text.ends_with(' ') && !text.starts_with(' ') {
+                para.text.push(' ');
+            }
+        }
+        para.text.push_str(text);
+        para.size = para.size.max(size);
+        last = Some((y, x + span.bbox.width, size));
+    }
+    out.extend(current);
+    for p in &mut out {
+        p.text = p.text.split_whitespace().collect::<Vec<_>>().join(" ");
+    }
+    out.retain(|p| !p.text.is_empty());
+    out
+}
+
+/// Ends a line inside a paragraph: a hyphen at a line end joins the word, anything else
+/// becomes a space.
+fn join_line(text: &mut String) {
+    let trimmed = text.trim_end().len();
+    text.truncate(trimmed);
+    let hyphenated = text.ends_with('-') && text[..text.len() - 1].ends_with(|c: char| c.is_alphabetic());
+    if hyphenated {
+        text.pop();
+    } else {
+        text.push(' ');
+    }
+}
+
+/// Font sizes rounded to half points, as map keys.
+fn size_key(size: f32) -> u32 {
+    (size * 2.0).round().max(0.0) as u32
+}
+
+/// The size most of the text is set in.
+fn body_size(pages: &[Vec<Para>]) -> f32 {
+    let mut weight: HashMap<u32, usize> = HashMap::new();
+    for p in pages.iter().flatten() {
+        *weight.entry(size_key(p.size)).or_default() += p.text.len();
+    }
+    weight
+        .into_iter()
+        .max_by_key(|&(key, w)| (w, std::cmp::Reverse(key)))
+        .map_or(10.0, |(key, _)| key as f32 / 2.0)
+}
+
+/// Heading level of each size clearly above the body size: the largest is level 1.
+fn heading_levels(pages: &[Vec<Para>], body: f32) -> HashMap<u32, u32> {
+    let mut sizes: Vec<u32> = pages
+        .iter()
+        .flatten()
+        .filter(|p| p.size >= body * HEADING_RATIO && p.text.chars().count() <= HEADING_MAX_CHARS)
+        .map(|p| size_key(p.size))
+        .collect();
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    sizes.dedup();
+    sizes.into_iter().zip(1..=6).collect()
+}
+
+/// A text entry of the document information dictionary.
+fn info_string(doc: &PdfDocument, key: &str) -> Option<String> {
+    let info = doc.trailer().as_dict()?.get("Info")?.clone();
+    let info = doc.resolve_references(&info, 2).ok()?;
+    let value = info.as_dict()?.get(key)?.clone();
+    let value: Object = doc.resolve_references(&value, 2).ok()?;
+    let text = decode_text_string(value.as_string()?);
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+/// A PDF text string: UTF-16BE with a byte-order mark, UTF-8 with one, or PDFDocEncoding
+/// (read as Latin-1, which it matches for text).
+fn decode_text_string(bytes: &[u8]) -> String {
+    if let Some(rest) = bytes.strip_prefix(&[0xFE, 0xFF]) {
+        let units: Vec<u16> = rest.chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect();
+        return String::from_utf16_lossy(&units);
+    }
+    if let Some(rest) = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
+        return String::from_utf8_lossy(rest).into_owned();
+    }
+    bytes.iter().map(|&b| b as char).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::documents::samples::{PdfText, encrypted_pdf, pdf, to_markdown};
+
+    fn line(x: f32, y: f32, size: f32, text: &str) -> PdfText {
+        PdfText { x, y, size, text: text.to_owned() }
+    }
+
+    #[test]
+    fn headings_paragraphs_and_metadata() {
+        let page = vec![
+            line(72.0, 720.0, 24.0, "Soil and water"),
+            line(72.0, 680.0, 11.0, "Clay holds water longer than sand, so beds on clay"),
+            line(72.0, 666.0, 11.0, "need less watering in a dry summer."),
+            line(72.0, 620.0, 16.0, "Drainage"),
+            line(72.0, 590.0, 11.0, "Raised beds drain faster."),
+        ];
+        let out = convert(&pdf(&[page], "Garden notes", "Gertrude Jekyll"), &Limits::default()).expect("pdf");
+        assert_eq!(out.title.as_deref(), Some("Garden notes"));
+        assert_eq!(out.author.as_deref(), Some("Gertrude Jekyll"));
+        assert_eq!(out.pages, Some(1));
+        let md = to_markdown(&out.html);
+        assert!(md.contains("# Soil and water"), "{md}");
+        assert!(md.contains("## Drainage"), "{md}");
+        assert!(
+            md.contains(
+                "Clay holds water longer than sand, so beds on clay need less watering in a dry summer."
+            ),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn two_columns_read_one_after_the_other() {
+        let mut page = Vec::new();
+        for i in 0..12 {
+            let y = 720.0 - 14.0 * i as f32;
+            page.push(line(72.0, y, 10.0, &format!("left column line {i} about tomatoes")));
+            page.push(line(320.0, y, 10.0, &format!("right column line {i} about beans")));
+        }
+        let out = convert(&pdf(&[page], "", ""), &Limits::default()).expect("pdf");
+        let md = to_markdown(&out.html);
+        let last_left = md.find("left column line 11").expect("left");
+        let first_right = md.find("right column line 0").expect("right");
+        assert!(last_left < first_right, "{md}");
+    }
+
+    #[test]
+    fn page_limits_empty_pages_and_garbage() {
+        let pages: Vec<Vec<PdfText>> =
+            (0..5).map(|i| vec![line(72.0, 700.0, 11.0, &format!("page {i}"))]).collect();
+        let limits = Limits { max_pdf_pages: 2, ..Limits::default() };
+        let out = convert(&pdf(&pages, "", ""), &limits).expect("pdf");
+        assert_eq!(out.pages, Some(5));
+        assert!(out.warning.as_deref().unwrap_or_default().contains("first 2 of 5 pages"));
+        assert!(!to_markdown(&out.html).contains("page 2"));
+
+        let blank = convert(&pdf(&[Vec::new()], "", ""), &Limits::default()).expect("pdf");
+        assert!(blank.warning.as_deref().unwrap_or_default().contains("no text layer"));
+
+        let err = convert(&encrypted_pdf(), &Limits::default()).expect_err("encrypted");
+        assert_eq!(err, DocError::Encrypted(DocKind::Pdf));
+
+        let err = convert(b"%PDF-1.4\nthis is not a PDF", &Limits::default()).expect_err("corrupt");
+        assert!(matches!(err, DocError::Corrupt { kind: DocKind::Pdf, .. }), "{err:?}");
+    }
+}
