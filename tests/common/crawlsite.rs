@@ -160,6 +160,7 @@ async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
         "/docs/a/deep" => page("Docs deep", "Level two.", &["/docs/a/deep/deeper"]),
         "/docs/a/deep/deeper" => page("Docs deeper", "Level three.", &[]),
         "/about" => page("About", "About the site.", &["/", "/files/manual.pdf"]),
+        // A PDF that is not one: the page fails and is listed in the errors.
         "/files/manual.pdf" => HttpResponse::Ok().content_type("application/pdf").body(&b"%PDF-1.4 not really"[..]),
         "/flaky" => {
             // The first request is told to come back in a second.

@@ -105,7 +105,7 @@ async fn concurrency_cancel_errors_and_append() {
     assert_eq!(done["completed"], 13, "{done}");
     assert_eq!(site.hits("/chain/3"), 1);
     let (_, errors) = app.request(reqwest::Method::GET, &format!("/v2/batch/scrape/{id}/errors"), None).await;
-    assert_eq!(errors["errors"][0]["code"], "SCRAPE_UNSUPPORTED_FILE_ERROR", "{errors}");
+    assert_eq!(errors["errors"][0]["code"], "SCRAPE_DOCUMENT_UNREADABLE", "{errors}");
     let unknown = json!({"urls": [site.url("/about")], "appendToId": "0190b4a2-7c3e-7000-8000-000000000000"});
     let got = app.request(reqwest::Method::POST, "/v2/batch/scrape", Some(&unknown)).await;
     assert_error(&got, 404, "NOT_FOUND");

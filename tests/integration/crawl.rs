@@ -310,7 +310,7 @@ async fn failed_pages_are_listed_in_errors() {
     let list = errors["errors"].as_array().expect("errors");
     assert_eq!(list.len(), 1, "{errors}");
     assert!(list[0]["url"].as_str().expect("url").ends_with("/files/manual.pdf"));
-    assert_eq!(list[0]["code"], "SCRAPE_UNSUPPORTED_FILE_ERROR");
+    assert_eq!(list[0]["code"], "SCRAPE_DOCUMENT_UNREADABLE");
     assert!(list[0]["timestamp"].as_str().expect("ts").ends_with('Z') && list[0]["id"].is_string());
     // A start URL robots.txt forbids: nothing fetched, the URL reported.
     let id = app.start_crawl(json!({"url": site.url("/private/start"), "sitemap": "skip"})).await;

@@ -62,7 +62,10 @@ async fn pdfs_are_read_in_order_and_billed_per_page() {
     let (status, body) = app.scrape(json!({"url": site.url("/docs/guide.pdf")})).await;
     assert_eq!(status, 200, "{body}");
     let md = body["data"]["markdown"].as_str().expect("markdown");
-    assert!(md.starts_with("# Composting guide\n\n## Getting started\n\nTurn the heap every week, page 1 says."), "{md}");
+    assert!(
+        md.starts_with("# Composting guide\n\n## Getting started\n\nTurn the heap every week, page 1 says."),
+        "{md}"
+    );
     let (p1, p3) = (md.find("page 1 says").expect("page 1"), md.find("page 3 says").expect("page 3"));
     assert!(p1 < p3, "{md}");
     let meta = &body["data"]["metadata"];
