@@ -18,6 +18,7 @@ pub mod job_view;
 pub mod map;
 pub mod openapi;
 pub mod options;
+pub mod parse;
 pub mod scrape;
 pub mod target;
 pub mod team;
@@ -78,6 +79,7 @@ pub fn create_app(
         .configure(crawl::configure)
         .configure(batch::configure)
         .configure(map::configure)
+        .configure(parse::configure)
         .configure(team::configure)
         .configure(files::configure)
         .configure(interact::configure)

@@ -14,6 +14,7 @@ use super::health::{self, Health};
 use super::interact;
 use super::map::{self, MapBody};
 use super::options::{LocationBody, ScrapeOptionsBody};
+use super::parse;
 use super::scrape::{self, ScrapeResponse};
 
 #[derive(OpenApi)]
@@ -33,6 +34,8 @@ use super::scrape::{self, ScrapeResponse};
         crawl::status,
         batch::start,
         map::map_site,
+        parse::parse,
+        parse::formats,
         health::health
     ),
     components(schemas(ScrapeOptionsBody, LocationBody, ScrapeResponse, CrawlBody, MapBody, StartedJob, StartedBatch, ErrorBody, Health))

@@ -71,6 +71,10 @@ codes! {
     PayloadTooLarge => (413, "PAYLOAD_TOO_LARGE"),
     /// The target served a file type this build cannot convert.
     ScrapeUnsupportedFile => (415, "SCRAPE_UNSUPPORTED_FILE_ERROR"),
+    /// A parse option that makes no sense for an uploaded file (actions, screenshots…).
+    ParseUnsupportedOptions => (400, "PARSE_UNSUPPORTED_OPTIONS"),
+    /// An upload whose type is not one of the supported documents.
+    UnsupportedFileType => (400, "UNSUPPORTED_FILE_TYPE"),
     /// A document (office file, spreadsheet) is corrupt, encrypted or unpacks too large.
     DocumentUnreadable => (422, "SCRAPE_DOCUMENT_UNREADABLE"),
     /// The target's DNS name does not resolve (reported with HTTP 200, as Firecrawl does).

@@ -9,6 +9,7 @@ pub mod credits;
 pub mod document;
 pub mod engine;
 mod rendering;
+pub mod upload;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,6 +77,15 @@ pub enum ScrapeError {
     /// A worker task died.
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+impl From<document::BuildError> for ScrapeError {
+    fn from(e: document::BuildError) -> Self {
+        match e {
+            document::BuildError::Unsupported(media) => Self::UnsupportedFile(media),
+            document::BuildError::Document(e) => Self::Document(e),
+        }
+    }
 }
 
 impl ErrorCode for ScrapeError {
@@ -277,14 +287,12 @@ impl Scraper {
                 };
                 document::build(&input, &options, discover, &limits)
                     .map(|built| (built, sourced.cache_state, sourced.cached_at))
+                    .map_err(ScrapeError::from)
             })
             .await
             .map_err(|e| ScrapeError::Internal(e.to_string()))?
         };
-        let (built, cache_state, cached_at) = built.map_err(|e| match e {
-            document::BuildError::Unsupported(media) => ScrapeError::UnsupportedFile(media),
-            document::BuildError::Document(e) => ScrapeError::Document(e),
-        })?;
+        let (built, cache_state, cached_at) = built?;
         let pdf_pages = built.pdf_pages;
         let mut doc = built.document;
         if let Some(spec) = &options.formats.change_tracking {

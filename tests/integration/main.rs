@@ -17,6 +17,7 @@ mod engine;
 mod interact;
 mod map;
 mod openapi;
+mod parse;
 mod scrape;
 mod sdk;
 mod security;

@@ -1,0 +1,68 @@
+//! Uploaded files (`POST /v2/parse`): the same document building as a fetched page, with the
+//! file name standing in for the URL, then the scrape's bookkeeping (id, credits, stored
+//! result unless zero data retention).
+
+use url::Url;
+
+use super::{ScrapeError, Scraper, credits, document};
+use crate::model::{Document, JobId, ProxyUsed, ScrapeOptions, TeamId};
+
+/// An uploaded file to parse.
+#[derive(Debug, Clone)]
+pub struct Upload {
+    /// The result's id.
+    pub id: JobId,
+    /// Owner.
+    pub team: TeamId,
+    /// The file name the client sent.
+    pub file_name: String,
+    /// The part's Content-Type, when sent.
+    pub content_type: Option<String>,
+    /// The file.
+    pub bytes: Vec<u8>,
+    /// Validated options.
+    pub options: ScrapeOptions,
+    /// Time spent waiting for the team's concurrency limit.
+    pub queued_ms: Option<u64>,
+}
+
+/// The URL an upload's result names: `file:///NAME`.
+pub fn upload_url(file_name: &str) -> Url {
+    let mut url = Url::parse("file:///").expect("a constant URL");
+    url.set_path(file_name);
+    url
+}
+
+impl Scraper {
+    /// Converts an uploaded file into a result document.
+    pub async fn parse_upload(&self, upload: Upload) -> Result<Document, ScrapeError> {
+        let limits = self.settings.documents.limits();
+        let Upload { id, team, file_name, content_type, bytes, options, queued_ms } = upload;
+        let url = upload_url(&file_name);
+        let task_options = options.clone();
+        let built = tokio::task::spawn_blocking(move || {
+            let input = document::PageInput {
+                source_url: &file_name,
+                final_url: &url,
+                status: 200,
+                content_type: content_type.as_deref(),
+                body: &bytes,
+            };
+            document::build(&input, &task_options, false, &limits)
+        })
+        .await
+        .map_err(|e| ScrapeError::Internal(e.to_string()))??;
+        let pdf_pages = built.pdf_pages;
+        let mut doc = built.document;
+        let meta = &mut doc.metadata;
+        meta.scrape_id = Some(id.to_string());
+        meta.credits_used = credits::for_page(&options, ProxyUsed::Basic, pdf_pages);
+        meta.concurrency_limited = queued_ms.is_some();
+        meta.concurrency_queue_duration_ms = queued_ms;
+        if !options.zero_data_retention {
+            let ttl_ms = self.settings.storage.result_ttl_secs.saturating_mul(1000);
+            self.store.scrapes.put(id, &team, &doc, ttl_ms)?;
+        }
+        Ok(doc)
+    }
+}
