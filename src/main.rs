@@ -115,6 +115,12 @@ enum Command {
         #[command(subcommand)]
         command: TeamsCommand,
     },
+    /// Print the Markdown of a local document (PDF, DOCX, ODT, RTF, XLSX, XLS, ODS, HTML), as
+    /// POST /v2/parse would produce it; warnings go to standard error.
+    Parse {
+        /// The file.
+        file: PathBuf,
+    },
     /// Print the Markdown of a local HTML file, as a scrape of URL would produce it.
     Extract {
         /// The HTML file.
@@ -195,6 +201,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             create_key(&data_dir(cli.config.as_deref(), data)?, &team, key.as_deref())
         }
         Command::Extract { file, url, full } => extract_file(&file, &url, full),
+        Command::Parse { file } => {
+            let settings = Settings::load(cli.config.as_deref(), &Overrides::default())?;
+            parse_file(&file, &settings)
+        }
         Command::Teams { command: TeamsCommand::Secret { team, secret, data } } => {
             set_webhook_secret(&data_dir(cli.config.as_deref(), data)?, &team, secret.as_deref())
         }
@@ -365,6 +375,24 @@ fn set_credit_plan(data_dir: &Path, team: &str, plan: &str) -> anyhow::Result<()
     store.teams.set_credits(&team, credits)?;
     store.flush()?;
     eprintln!("credit plan of team `{team}` set to {plan} in {}", data_dir.display());
+    Ok(())
+}
+
+fn parse_file(file: &Path, settings: &Settings) -> anyhow::Result<()> {
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let name = file.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let options = ferrocrawl::model::ScrapeOptions::default();
+    let built = ferrocrawl::scrape::upload::convert_file(
+        &name,
+        None,
+        &bytes,
+        &options,
+        &settings.documents.limits(),
+    )?;
+    if let Some(warning) = &built.document.warning {
+        eprintln!("warning: {warning}");
+    }
+    println!("{}", built.document.markdown.unwrap_or_default());
     Ok(())
 }
 

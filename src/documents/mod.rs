@@ -85,11 +85,17 @@ impl DocError {
     }
 }
 
-/// Converts `bytes` of type `kind`.
+/// Converts `bytes` of type `kind`. A converter that panics on a hostile file (the PDF and
+/// spreadsheet readers are third-party code) is reported as a corrupt file, never a crash.
 pub fn convert(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<Converted, DocError> {
     if detect::is_encrypted_office(bytes) {
         return Err(DocError::Encrypted(kind));
     }
+    std::panic::catch_unwind(|| convert_unguarded(kind, bytes, limits))
+        .unwrap_or_else(|_| Err(DocError::corrupt(kind, "the file's structure is invalid")))
+}
+
+fn convert_unguarded(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<Converted, DocError> {
     match kind {
         DocKind::Docx => ooxml::convert(bytes, limits),
         DocKind::Odt => odf::convert(bytes, limits),

@@ -5,6 +5,7 @@
 use url::Url;
 
 use super::{ScrapeError, Scraper, credits, document};
+use crate::documents::Limits;
 use crate::model::{Document, JobId, ProxyUsed, ScrapeOptions, TeamId};
 
 /// An uploaded file to parse.
@@ -33,22 +34,34 @@ pub fn upload_url(file_name: &str) -> Url {
     url
 }
 
+/// The result for a file, as `POST /v2/parse` builds it, without the bookkeeping (also what
+/// `ferrocrawl parse FILE` prints).
+pub fn convert_file(
+    file_name: &str,
+    content_type: Option<&str>,
+    bytes: &[u8],
+    options: &ScrapeOptions,
+    limits: &Limits,
+) -> Result<document::Built, ScrapeError> {
+    let url = upload_url(file_name);
+    let input = document::PageInput {
+        source_url: file_name,
+        final_url: &url,
+        status: 200,
+        content_type,
+        body: bytes,
+    };
+    Ok(document::build(&input, options, false, limits)?)
+}
+
 impl Scraper {
     /// Converts an uploaded file into a result document.
     pub async fn parse_upload(&self, upload: Upload) -> Result<Document, ScrapeError> {
         let limits = self.settings.documents.limits();
         let Upload { id, team, file_name, content_type, bytes, options, queued_ms } = upload;
-        let url = upload_url(&file_name);
         let task_options = options.clone();
         let built = tokio::task::spawn_blocking(move || {
-            let input = document::PageInput {
-                source_url: &file_name,
-                final_url: &url,
-                status: 200,
-                content_type: content_type.as_deref(),
-                body: &bytes,
-            };
-            document::build(&input, &task_options, false, &limits)
+            convert_file(&file_name, content_type.as_deref(), &bytes, &task_options, &limits)
         })
         .await
         .map_err(|e| ScrapeError::Internal(e.to_string()))??;

@@ -1,6 +1,6 @@
 //! The real binary: first-start key bootstrap, `keys create`, configuration errors and
 //! `teams credits` and `teams secret`, environment overrides, graceful shutdown with data flushed, quiet logs for lockdown and
-//! zero-data-retention requests, and `extract`.
+//! zero-data-retention requests, `extract` and `parse`.
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -208,6 +208,30 @@ fn extract_prints_markdown_of_a_local_file() {
     let md = String::from_utf8_lossy(&out.stdout);
     assert!(md.contains("# Growing Tomatoes at Home") && !md.contains("Popular posts"), "{md}");
     assert!(md.contains("[soil guide](https://garden.example/guides/soil)"), "{md}");
+}
+
+#[test]
+fn parse_prints_markdown_of_a_local_document() {
+    use ferrocrawl::documents::samples::{self, PdfText};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("notes.pdf");
+    let page = vec![
+        PdfText { x: 72.0, y: 700.0, size: 20.0, text: "Bee keeping".into() },
+        PdfText { x: 72.0, y: 660.0, size: 11.0, text: "Check the hives every nine days in May.".into() },
+    ];
+    std::fs::write(&file, samples::pdf(&[page], "Bees", "")).expect("write");
+    let out = run(&["parse", file.to_str().expect("utf8")], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("# Bee keeping\n\nCheck the hives every nine days in May."), "{md}");
+    let blank = dir.path().join("scan.pdf");
+    std::fs::write(&blank, samples::pdf(&[Vec::new()], "", "")).expect("write");
+    let out = run(&["parse", blank.to_str().expect("utf8")], &[]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no text layer"));
+    let bad = dir.path().join("broken.docx");
+    std::fs::write(&bad, b"PK\x03\x04 cut").expect("write");
+    let out = run(&["parse", bad.to_str().expect("utf8")], &[]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("DOCX"));
 }
 
 #[test]
