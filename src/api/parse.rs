@@ -12,7 +12,7 @@ use super::options::ScrapeOptionsBody;
 use super::scrape::ScrapeResponse;
 use super::{AppState, Authenticated, body};
 use crate::documents::DocKind;
-use crate::model::{Code, JobId, ProxyMode, ScrapeOptions};
+use crate::model::{Code, ProxyMode, ScrapeOptions};
 use crate::scrape::upload::Upload;
 
 /// Largest upload.
@@ -96,18 +96,14 @@ pub async fn parse(
         None => ScrapeOptions::default(),
     };
     check_type(&file_name, content_type.as_deref(), &bytes)?;
-    let teams = &state.runtime.services().teams;
-    teams.require(&auth.team, 1)?;
-    let admission = teams.admit(&auth.team).await;
-    let queued_ms = admission.waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
-    let id = JobId::new();
     let target = (!options.zero_data_retention).then_some(file_name.as_str());
-    super::team::note_activity(&state, &auth, "parse", id, target)?;
+    let admitted = super::team::admit(&state, &auth, "parse", target).await?;
+    let (id, queued_ms) = (admitted.id, admitted.queued_ms);
     let upload = Upload { id, team: auth.team.clone(), file_name, content_type, bytes, options, queued_ms };
     let result = state.scraper.parse_upload(upload).await;
-    drop(admission);
+    drop(admitted);
     let charge = result.as_ref().map_or(0, |doc| u64::from(doc.metadata.credits_used));
-    teams.charge(&auth.team, charge)?;
+    state.runtime.services().teams.charge(&auth.team, charge)?;
     Ok(HttpResponse::Ok().json(ScrapeResponse { success: true, data: result? }))
 }
 

@@ -55,25 +55,21 @@ pub async fn scrape(
     body::reject_unknown(&mut map, &[SCRAPE_KEYS, body::field_names::<ScrapeOptionsBody>()], "")?;
     let (url, source_url) = target::parse(map.remove("url"), "url")?;
     let options = ScrapeOptionsBody::from_map(map, "")?.validate(auth.caller(), "")?;
-    let teams = &state.runtime.services().teams;
-    teams.require(&auth.team, 1)?;
-    let admission = teams.admit(&auth.team).await;
-    let queued_ms = admission.waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
-    let id = JobId::new();
     let target = (!options.zero_data_retention).then_some(source_url.as_str());
-    super::team::note_activity(&state, &auth, "scrape", id, target)?;
+    let admitted = super::team::admit(&state, &auth, "scrape", target).await?;
+    let (id, queued_ms) = (admitted.id, admitted.queued_ms);
     let job = ScrapeJob { id, team: auth.team, url, source_url, options, queued_ms };
     let quiet = job.options.zero_data_retention;
     let started = std::time::Instant::now();
     let result = state.scraper.scrape(&job).await;
-    drop(admission);
+    drop(admitted);
     let charge = match &result {
         Ok(doc) => u64::from(doc.metadata.credits_used),
         // A lockdown miss still costs a credit (spec §2.1).
         Err(crate::scrape::ScrapeError::LockdownMiss) => 1,
         Err(_) => 0,
     };
-    teams.charge(&job.team, charge)?;
+    state.runtime.services().teams.charge(&job.team, charge)?;
     match &result {
         Ok(doc) if quiet => {
             tracing::info!(scrape_id = %job.id, status = doc.metadata.status_code, elapsed_ms = started.elapsed().as_millis() as u64, "scrape done")

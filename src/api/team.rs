@@ -61,6 +61,33 @@ pub fn note_activity(
     Ok(())
 }
 
+/// A synchronous job (scrape, parse) let in under its team's limits: credits checked, a
+/// concurrency slot held until this is dropped, the activity noted.
+#[derive(Debug)]
+pub struct Admitted {
+    /// The job's id.
+    pub id: JobId,
+    /// Time spent waiting for the slot, when the team was at its limit.
+    pub queued_ms: Option<u64>,
+    _slot: crate::teams::Admission,
+}
+
+/// Lets a synchronous job of `auth`'s team in (waiting for a slot when the team is busy).
+pub async fn admit(
+    state: &AppState,
+    auth: &Authenticated,
+    endpoint: &str,
+    target: Option<&str>,
+) -> Result<Admitted, ApiError> {
+    let teams = &state.runtime.services().teams;
+    teams.require(&auth.team, 1)?;
+    let slot = teams.admit(&auth.team).await;
+    let queued_ms = slot.waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
+    let id = JobId::new();
+    note_activity(state, auth, endpoint, id, target)?;
+    Ok(Admitted { id, queued_ms, _slot: slot })
+}
+
 fn encode_cursor((at, id): (u64, JobId)) -> String {
     let mut raw = at.to_be_bytes().to_vec();
     raw.extend_from_slice(id.as_bytes());
