@@ -102,6 +102,15 @@ fn convert_unguarded(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<Con
         DocKind::Rtf => rtf::convert(bytes),
         DocKind::Xlsx | DocKind::Xls | DocKind::Ods => sheets::convert(kind, bytes, limits),
         DocKind::Pdf => pdf::convert(bytes, limits),
-        DocKind::Doc => Err(DocError::NotBuilt(kind)),
+        DocKind::Doc => word97(bytes),
     }
+}
+
+/// Word 97–2003 (`.doc`): office_oxide reads the binary format (text in order, headings,
+/// lists, tables) and writes HTML, which goes through the same extraction as the rest.
+fn word97(bytes: &[u8]) -> Result<Converted, DocError> {
+    let cursor = std::io::Cursor::new(bytes.to_vec());
+    let doc = office_oxide::Document::from_reader(cursor, office_oxide::DocumentFormat::Doc)
+        .map_err(|e| DocError::corrupt(DocKind::Doc, e))?;
+    Ok(Converted { html: doc.to_html(), ..Converted::default() })
 }

@@ -1,6 +1,8 @@
 //! Documents on the fixture site: office files and spreadsheets built in memory, served with
 //! their own media type or as `application/octet-stream` (so the server must look at the
-//! bytes), plus a corrupt file and a zip bomb.
+//! bytes), plus a corrupt file and a zip bomb. The legacy binary files (`.doc`, `.xls`) were
+//! written by LibreOffice from a small HTML page and CSV file and are kept in
+//! `tests/fixtures/documents`.
 
 use ferrocrawl::documents::samples::{self, PdfText};
 
@@ -60,6 +62,10 @@ pub fn page(path: &str) -> Option<(&'static str, Vec<u8>)> {
             br#"{\rtf1\ansi{\info{\title Letter}}\pard Dear neighbour,\par\pard The fence is fixed.\par}"#
                 .to_vec(),
         ),
+        "/docs/report.doc" => {
+            ("application/msword", include_bytes!("../fixtures/documents/report.doc").to_vec())
+        }
+        "/docs/yields-old" => (OCTETS, include_bytes!("../fixtures/documents/yields.xls").to_vec()),
         "/docs/guide.pdf" => ("application/pdf", guide()),
         "/docs/scan" => (OCTETS, samples::pdf(&[Vec::new(), Vec::new()], "Scan", "")),
         "/docs/locked.pdf" => ("application/pdf", samples::encrypted_pdf()),

@@ -37,7 +37,7 @@ async fn word_files_keep_headings_lists_links_and_tables() {
 }
 
 #[tokio::test]
-async fn opendocument_spreadsheets_and_rtf() {
+async fn opendocument_legacy_office_spreadsheets_and_rtf() {
     let site = FixtureSite::start();
     let app = TestServer::start().await;
     let (md, meta) = markdown_of(&app, site.url("/docs/plan.odt")).await;
@@ -48,6 +48,12 @@ async fn opendocument_spreadsheets_and_rtf() {
     let (first, second) =
         (md.find("## 2025").expect("first sheet"), md.find("## 2026").expect("second sheet"));
     assert!(first < second, "{md}");
+    assert!(md.contains("| Crop | Kg |") && md.contains("| Peas | 80 |"), "{md}");
+
+    let (md, _) = markdown_of(&app, site.url("/docs/report.doc")).await;
+    assert!(md.contains("# Seed report") && md.contains("Germination was good this spring."), "{md}");
+    assert!(md.contains("kale sprouted first") && md.contains("| Leek | 12 |"), "{md}");
+    let (md, _) = markdown_of(&app, site.url("/docs/yields-old")).await;
     assert!(md.contains("| Crop | Kg |") && md.contains("| Peas | 80 |"), "{md}");
 
     let (md, meta) = markdown_of(&app, site.url("/docs/letter.rtf")).await;
