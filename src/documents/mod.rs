@@ -37,6 +37,12 @@ impl Default for Limits {
     }
 }
 
+/// Small limits that keep fuzzing fast.
+#[doc(hidden)]
+pub fn fuzz_limits() -> Limits {
+    Limits { max_unzipped_bytes: 8 << 20, max_sheets: 8, max_rows: 1_000, max_pdf_pages: 20 }
+}
+
 /// A converted document.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Converted {
@@ -95,7 +101,10 @@ pub fn convert(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<Converted
         .unwrap_or_else(|_| Err(DocError::corrupt(kind, "the file's structure is invalid")))
 }
 
-fn convert_unguarded(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<Converted, DocError> {
+/// [`convert`] without the panic guard, for the fuzz targets (`fuzz/`): a panic there is a
+/// finding.
+#[doc(hidden)]
+pub fn convert_unguarded(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<Converted, DocError> {
     match kind {
         DocKind::Docx => ooxml::convert(bytes, limits),
         DocKind::Odt => odf::convert(bytes, limits),

@@ -2,13 +2,13 @@
 //! level, paragraphs, nested lists, tables, links, images by reference) and `meta.xml`
 //! (title, author). List styles say which lists are numbered.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
 use super::flow::{Block, Flow};
-use super::ooxml::{each_element, element_texts};
+use super::ooxml::{each_element, element_texts, heading_level};
 use super::zipped::Package;
 use super::{Converted, DocError, DocKind, Limits, html};
 use crate::xml::{attr, entity};
@@ -21,8 +21,10 @@ pub(crate) fn convert(bytes: &[u8], limits: &Limits) -> Result<Converted, DocErr
     let mut pkg = Package::open(DocKind::Odt, bytes, limits)?;
     let content = pkg.required("content.xml")?;
     let mut numbered = numbered_styles(&content);
+    let mut headings = heading_styles(&content);
     if let Some(styles) = pkg.text("styles.xml")? {
         numbered.extend(numbered_styles(&styles));
+        headings.extend(heading_styles(&styles));
     }
     let (title, author) = match pkg.text("meta.xml")? {
         Some(meta) => {
@@ -31,7 +33,8 @@ pub(crate) fn convert(bytes: &[u8], limits: &Limits) -> Result<Converted, DocErr
         }
         None => (None, None),
     };
-    let flow = body(&content, &numbered).map_err(|e| DocError::corrupt(DocKind::Odt, e))?;
+    let styles = Styles { numbered, headings };
+    let flow = body(&content, &styles).map_err(|e| DocError::corrupt(DocKind::Odt, e))?;
     Ok(Converted { html: flow.finish(title.as_deref()), title, author, ..Converted::default() })
 }
 
@@ -52,13 +55,40 @@ fn numbered_styles(xml: &str) -> HashSet<String> {
     out
 }
 
+/// What the document's styles say: numbered list styles, and paragraph styles that are
+/// headings (by name or by parent, as office suites write `Heading 1` paragraphs).
+struct Styles {
+    numbered: HashSet<String>,
+    headings: HashMap<String, u32>,
+}
+
+/// The heading level an ODF style name stands for (`Heading_20_2` is "Heading 2").
+fn style_heading(name: &str) -> Option<u32> {
+    heading_level(&name.replace("_20_", " "))
+}
+
+/// Paragraph styles that are headings, by their own name or their parent's.
+fn heading_styles(xml: &str) -> HashMap<String, u32> {
+    let mut out = HashMap::new();
+    each_element(xml, |e| {
+        if e.local_name().as_ref() == "style"
+            && let Some(name) = attr(e, "name")
+            && let Some(level) = style_heading(&name)
+                .or_else(|| attr(e, "parent-style-name").as_deref().and_then(style_heading))
+        {
+            out.insert(name, level);
+        }
+    });
+    out
+}
+
 /// An open list: its style (inherited by nested lists) and whether it is numbered.
 struct List {
     style: Option<String>,
     ordered: bool,
 }
 
-fn body(xml: &str, numbered: &HashSet<String>) -> Result<Flow, quick_xml::Error> {
+fn body(xml: &str, styles: &Styles) -> Result<Flow, quick_xml::Error> {
     let mut reader = Reader::from_str(xml);
     let mut flow = Flow::default();
     let mut lists: Vec<List> = Vec::new();
@@ -70,13 +100,18 @@ fn body(xml: &str, numbered: &HashSet<String>) -> Result<Flow, quick_xml::Error>
             Event::Start(e) => match e.local_name().as_ref() {
                 "text" if !in_body => in_body = true,
                 "h" => blocks.push(Block::Heading(level(&e))),
-                "p" => blocks.push(match lists.last() {
-                    Some(list) => Block::ListItem { depth: lists.len(), ordered: list.ordered },
-                    None => Block::Paragraph,
-                }),
+                "p" => {
+                    let heading = attr(&e, "style-name")
+                        .and_then(|s| styles.headings.get(&s).copied().or_else(|| style_heading(&s)));
+                    blocks.push(match (heading, lists.last()) {
+                        (Some(level), _) => Block::Heading(level),
+                        (None, Some(list)) => Block::ListItem { depth: lists.len(), ordered: list.ordered },
+                        (None, None) => Block::Paragraph,
+                    });
+                }
                 "list" => {
                     let style = attr(&e, "style-name").or_else(|| lists.last().and_then(|l| l.style.clone()));
-                    let ordered = style.as_ref().is_some_and(|s| numbered.contains(s));
+                    let ordered = style.as_ref().is_some_and(|s| styles.numbered.contains(s));
                     lists.push(List { style, ordered });
                 }
                 "a" => flow.start_link(attr(&e, "href").unwrap_or_default()),

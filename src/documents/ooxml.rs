@@ -117,7 +117,7 @@ fn block(para: &Para, cx: &Context) -> Block {
 }
 
 /// The heading level a style name or id stands for: "Title" is 1, "heading 2" is 2.
-fn heading_level(name: &str) -> Option<u32> {
+pub(crate) fn heading_level(name: &str) -> Option<u32> {
     let lower = name.to_ascii_lowercase();
     if lower == "title" {
         return Some(1);

@@ -1,7 +1,7 @@
 //! Documents on the fixture site: office files and spreadsheets built in memory, served with
 //! their own media type or as `application/octet-stream` (so the server must look at the
-//! bytes), plus a corrupt file and a zip bomb. The legacy binary files (`.doc`, `.xls`) were
-//! written by LibreOffice from a small HTML page and CSV file and are kept in
+//! bytes), plus a corrupt file and a zip bomb. Files written by an office suite (a `.doc`,
+//! an `.xls` and an `.odt` LibreOffice made from a small HTML page and CSV file) are kept in
 //! `tests/fixtures/documents`.
 
 use ferrocrawl::documents::samples::{self, PdfText};
@@ -61,6 +61,10 @@ pub fn page(path: &str) -> Option<(&'static str, Vec<u8>)> {
             "application/rtf",
             br#"{\rtf1\ansi{\info{\title Letter}}\pard Dear neighbour,\par\pard The fence is fixed.\par}"#
                 .to_vec(),
+        ),
+        "/docs/report-office.odt" => (
+            "application/vnd.oasis.opendocument.text",
+            include_bytes!("../fixtures/documents/report.odt").to_vec(),
         ),
         "/docs/report.doc" => {
             ("application/msword", include_bytes!("../fixtures/documents/report.doc").to_vec())

@@ -50,6 +50,10 @@ async fn opendocument_legacy_office_spreadsheets_and_rtf() {
     assert!(first < second, "{md}");
     assert!(md.contains("| Crop | Kg |") && md.contains("| Peas | 80 |"), "{md}");
 
+    let (md, _) = markdown_of(&app, site.url("/docs/report-office.odt")).await;
+    assert!(md.contains("# Seed report\n\nGermination was good this spring."), "{md}");
+    assert!(md.contains("- kale sprouted first\n- leeks were slow") && md.contains("| Kale | 4 |"), "{md}");
+
     let (md, _) = markdown_of(&app, site.url("/docs/report.doc")).await;
     assert!(md.contains("# Seed report") && md.contains("Germination was good this spring."), "{md}");
     assert!(md.contains("kale sprouted first") && md.contains("| Leek | 12 |"), "{md}");

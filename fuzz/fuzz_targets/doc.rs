@@ -1,0 +1,8 @@
+//! Feeds arbitrary bytes to the Doc converter; a panic is a finding.
+#![no_main]
+
+use ferrocrawl::documents::{DocKind, convert_unguarded};
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let _ = convert_unguarded(DocKind::Doc, data, &ferrocrawl::documents::fuzz_limits());
+});
