@@ -113,6 +113,15 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_panic_is_a_corrupt_file() {
+        // Found by fuzzing: calamine's compound-file reader slices past the end of this
+        // truncated XLS. The guard in `documents::convert` turns that into an error.
+        let bytes = include_bytes!("../../tests/fixtures/documents/xls-truncated-cfb.bin");
+        let err = crate::documents::convert(DocKind::Xls, bytes, &Limits::default()).expect_err("corrupt");
+        assert!(matches!(err, DocError::Corrupt { kind: DocKind::Xls, .. }), "{err:?}");
+    }
+
+    #[test]
     fn limits_cut_sheets_and_rows_and_say_so() {
         let rows: Vec<Vec<&str>> = (0..30).map(|_| vec!["x"]).collect();
         let book = xlsx(&[("A", rows.clone()), ("B", rows)]);
