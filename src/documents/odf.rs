@@ -8,10 +8,10 @@ use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
 use super::flow::{Block, Flow};
-use super::ooxml::{each_element, element_texts, heading_level};
+use super::ooxml::heading_level;
 use super::zipped::Package;
 use super::{Converted, DocError, DocKind, Limits, html};
-use crate::xml::{attr, entity};
+use crate::xml::{attr, each_element, element_texts, entity};
 
 /// Most spaces one `<text:s text:c=…>` may stand for.
 const MAX_SPACES: usize = 64;

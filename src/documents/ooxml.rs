@@ -10,7 +10,7 @@ use quick_xml::events::{BytesStart, Event};
 use super::flow::{Block, Flow};
 use super::zipped::Package;
 use super::{Converted, DocError, DocKind, Limits, html};
-use crate::xml::{attr, entity};
+use crate::xml::{attr, each_element, element_texts, entity};
 
 /// Converts a DOCX file.
 pub(crate) fn convert(bytes: &[u8], limits: &Limits) -> Result<Converted, DocError> {
@@ -189,46 +189,6 @@ fn ordered_lists(xml: &str) -> HashMap<(String, u32), bool> {
 pub(crate) fn core_properties(xml: &str) -> (Option<String>, Option<String>) {
     let texts = element_texts(xml, &["title", "creator"]);
     (texts.first().cloned().flatten(), texts.get(1).cloned().flatten())
-}
-
-/// The text of the first element with each local name in `names`.
-pub(crate) fn element_texts(xml: &str, names: &[&str]) -> Vec<Option<String>> {
-    let mut found: Vec<Option<String>> = vec![None; names.len()];
-    let mut reader = Reader::from_str(xml);
-    let mut current: Option<usize> = None;
-    let mut buf = String::new();
-    while let Ok(event) = reader.read_event() {
-        match event {
-            Event::Start(e) => {
-                current =
-                    names.iter().position(|n| *n == e.local_name().as_ref()).filter(|&i| found[i].is_none());
-                buf.clear();
-            }
-            Event::Text(t) if current.is_some() => buf.push_str(&t),
-            Event::GeneralRef(r) if current.is_some() => buf.push_str(&entity(&r)),
-            Event::End(_) => {
-                if let Some(i) = current.take() {
-                    let text = buf.trim();
-                    found[i] = (!text.is_empty()).then(|| text.to_owned());
-                }
-            }
-            Event::Eof => break,
-            _ => {}
-        }
-    }
-    found
-}
-
-/// Calls `f` for every start and empty element of `xml` (stops at the first error).
-pub(crate) fn each_element(xml: &str, mut f: impl FnMut(&BytesStart<'_>)) {
-    let mut reader = Reader::from_str(xml);
-    while let Ok(event) = reader.read_event() {
-        match event {
-            Event::Start(e) | Event::Empty(e) => f(&e),
-            Event::Eof => break,
-            _ => {}
-        }
-    }
 }
 
 #[cfg(test)]

@@ -125,20 +125,8 @@ pub fn build(
     };
     let page_meta = match kind {
         ContentKind::Html => {
-            let wanted = Wanted {
-                markdown: formats.markdown,
-                html: formats.html,
-                links: formats.links || discover,
-                images: formats.images,
-            };
-            let extract_options = ExtractOptions {
-                only_main_content: options.only_main_content,
-                include_tags: options.include_tags.clone(),
-                exclude_tags: options.exclude_tags.clone(),
-                remove_base64_images: options.remove_base64_images,
-                block_ads: options.block_ads,
-            };
-            let out = extract::extract(&text, page.final_url, &extract_options, wanted);
+            let out =
+                extract::extract(&text, page.final_url, &extract_options(options), wanted(options, discover));
             doc.markdown = out.markdown;
             doc.html = out.html;
             if discover {
@@ -185,6 +173,28 @@ pub fn build(
     Ok(Built { document: doc, links: discovered, pdf_pages: None })
 }
 
+/// What extraction should keep, as the scrape options say.
+fn extract_options(options: &ScrapeOptions) -> ExtractOptions {
+    ExtractOptions {
+        only_main_content: options.only_main_content,
+        include_tags: options.include_tags.clone(),
+        exclude_tags: options.exclude_tags.clone(),
+        remove_base64_images: options.remove_base64_images,
+        block_ads: options.block_ads,
+    }
+}
+
+/// The outputs extraction should produce; links also when the crawl needs them.
+fn wanted(options: &ScrapeOptions, discover: bool) -> Wanted {
+    let formats = &options.formats;
+    Wanted {
+        markdown: formats.markdown,
+        html: formats.html,
+        links: formats.links || discover,
+        images: formats.images,
+    }
+}
+
 /// A document converted to HTML, then extracted like a page (whole content: a document
 /// has no navigation to filter out).
 fn build_document(
@@ -204,20 +214,9 @@ fn build_document(
         limits.max_pdf_pages = limits.max_pdf_pages.min(max as usize);
     }
     let converted = documents::convert(kind, page.body, &limits).map_err(BuildError::Document)?;
-    let wanted = Wanted {
-        markdown: formats.markdown,
-        html: formats.html,
-        links: formats.links,
-        images: formats.images,
-    };
-    let extract_options = ExtractOptions {
-        only_main_content: false,
-        include_tags: options.include_tags.clone(),
-        exclude_tags: options.exclude_tags.clone(),
-        remove_base64_images: options.remove_base64_images,
-        block_ads: false,
-    };
-    let out = extract::extract(&converted.html, page.final_url, &extract_options, wanted);
+    // A document has no navigation or ads to filter out: its whole content is kept.
+    let whole = ExtractOptions { only_main_content: false, block_ads: false, ..extract_options(options) };
+    let out = extract::extract(&converted.html, page.final_url, &whole, wanted(options, false));
     let mut doc = Document {
         markdown: out.markdown,
         html: out.html,
