@@ -209,7 +209,7 @@ fn check_type(file_name: &str, content_type: Option<&str>, bytes: &[u8]) -> Resu
         return Ok(());
     }
     let ext = file_name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
-    if HTML_EXTENSIONS.contains(&ext.as_str()) || DOCUMENTS.iter().any(|k| k.extension() == ext) {
+    if HTML_EXTENSIONS.contains(&ext.as_str()) || DocKind::from_extension(&ext).is_some() {
         return Ok(());
     }
     Err(ApiError::new(

@@ -80,9 +80,6 @@ pub enum DocError {
         /// The limit.
         limit: u64,
     },
-    /// This build has no converter for the type yet.
-    #[error("{} files ({}) are not converted by this build", .0, .0.media_type())]
-    NotBuilt(DocKind),
 }
 
 impl DocError {

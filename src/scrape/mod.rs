@@ -99,7 +99,6 @@ impl ErrorCode for ScrapeError {
             Self::Fetch(FetchError::Tls(_)) => Code::ScrapeSslError,
             Self::Fetch(_) => Code::ScrapeSiteError,
             Self::UnsupportedFile(_) => Code::ScrapeUnsupportedFile,
-            Self::Document(crate::documents::DocError::NotBuilt(_)) => Code::ScrapeUnsupportedFile,
             Self::Document(_) => Code::DocumentUnreadable,
             Self::Browser(e) => match e {
                 BrowserError::Unavailable(_) => Code::BrowserUnavailable,

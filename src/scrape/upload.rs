@@ -28,7 +28,7 @@ pub struct Upload {
 }
 
 /// The URL an upload's result names: `file:///NAME`.
-pub fn upload_url(file_name: &str) -> Url {
+fn upload_url(file_name: &str) -> Url {
     let mut url = Url::parse("file:///").expect("a constant URL");
     url.set_path(file_name);
     url
