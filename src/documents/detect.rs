@@ -155,8 +155,10 @@ pub(crate) fn is_encrypted_office(body: &[u8]) -> bool {
     is_ole(body) && contains(body, &utf16("EncryptedPackage"))
 }
 
+/// Substring search in linear time (uploads reach 50 MB, and a type is looked up more
+/// than once per request).
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+    !needle.is_empty() && memchr::memmem::find(hay, needle).is_some()
 }
 
 #[cfg(test)]
