@@ -12,7 +12,7 @@ use super::domain::FetchOutcome;
 use super::events::{self, PageReport};
 use crate::crawl::keys::{self, KeyRules};
 use crate::crawl::scope::{Rejection, Scope};
-use crate::model::{CrawlOptions, JobId, SitemapMode, time};
+use crate::model::{CrawlOptions, Document, JobId, SitemapMode, time};
 use crate::store::jobs::{ErrorEntry, JobKind, JobRecord, NewEntry, Outcome, QueueEntry, Settlement};
 use crate::store::{JobStore, StoreError};
 
@@ -119,11 +119,23 @@ pub(super) fn prepare(
                 Some(reason) => pending(Owned::Failed(failure("CRAWL_DENIAL", reason)), new),
                 None => {
                     let credits = u64::from(document.metadata.credits_used);
-                    pending(Owned::Page { document: serde_json::to_vec(&document)?, credits }, new)
+                    pending(Owned::Page { document: to_json(&document)?, credits }, new)
                 }
             }
         }
     })
+}
+
+/// The stored form of a result document, written into a buffer sized for its Markdown so
+/// the serializer does not keep growing it.
+fn to_json(document: &Document) -> Result<Vec<u8>, serde_json::Error> {
+    let size = [&document.markdown, &document.html, &document.raw_html]
+        .iter()
+        .map(|s| s.as_ref().map_or(0, String::len))
+        .sum::<usize>();
+    let mut out = Vec::with_capacity(size + size / 8 + 2048);
+    serde_json::to_writer(&mut out, document)?;
+    Ok(out)
 }
 
 /// Commits and empties `buffer`, with a page event per finished page when the job's

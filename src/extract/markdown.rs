@@ -8,8 +8,8 @@ use url::Url;
 use super::dom::{Dom, Id, NONE};
 use super::md_code::{code_language, longest_fence, longest_run, pre_text};
 use super::md_escape::{
-    escape_brackets, escape_word, is_collapsible, is_skip_link, is_word_char, next_char, push_destination,
-    push_title, starts_with_ci,
+    collapsible_len, escape_brackets, escape_word, is_collapsible, is_skip_link, is_word_char, next_char,
+    push_destination, push_title, starts_with_ci,
 };
 use super::tags::Tag;
 use super::urls;
@@ -317,16 +317,31 @@ impl<'d, 'a> Writer<'d, 'a> {
 
     /// Collapses whitespace and escapes Markdown syntax in a text node.
     pub(crate) fn text(&mut self, s: &str) {
-        for (i, word) in s.split(is_collapsible).enumerate() {
-            if i > 0 && !self.fresh {
-                self.space = true;
-            }
-            if word.is_empty() {
+        let bytes = s.as_bytes();
+        let (mut start, mut i) = (0, 0);
+        while i < bytes.len() {
+            let sep = collapsible_len(bytes, i);
+            if sep == 0 {
+                i += 1;
                 continue;
             }
-            let line_start = self.flush();
-            escape_word(&mut self.out, word, line_start, self.link > 0);
+            self.word(s.get(start..i).unwrap_or_default());
+            if !self.fresh {
+                self.space = true;
+            }
+            i += sep;
+            start = i;
         }
+        self.word(s.get(start..).unwrap_or_default());
+    }
+
+    /// Writes one word of a text node, escaped.
+    fn word(&mut self, word: &str) {
+        if word.is_empty() {
+            return;
+        }
+        let line_start = self.flush();
+        escape_word(&mut self.out, word, line_start, self.link > 0);
     }
 
     /// Emphasis inside a word (`un<em>believ</em>able`) is written without markers,

@@ -12,6 +12,17 @@ pub(crate) fn is_collapsible(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0c' | '\u{a0}')
 }
 
+/// Length in bytes of the collapsible character starting at byte `i` of UTF-8 text, or 0.
+/// Scanning bytes spares decoding characters in the Markdown writer's busiest loop.
+#[inline]
+pub(crate) fn collapsible_len(bytes: &[u8], i: usize) -> usize {
+    match bytes.get(i) {
+        Some(b' ' | b'\t' | b'\n' | b'\r' | 0x0c) => 1,
+        Some(0xc2) if bytes.get(i + 1) == Some(&0xa0) => 2,
+        _ => 0,
+    }
+}
+
 /// ASCII case-insensitive `starts_with`.
 pub(crate) fn starts_with_ci(s: &str, prefix: &str) -> bool {
     s.as_bytes().get(..prefix.len()).is_some_and(|h| h.eq_ignore_ascii_case(prefix.as_bytes()))

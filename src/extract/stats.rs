@@ -83,6 +83,40 @@ fn is_any_comma(c: char) -> bool {
 impl TextInfo {
     /// Measures `text`.
     pub(crate) fn of(text: &str) -> TextInfo {
+        if text.is_ascii() { Self::of_ascii(text.as_bytes()) } else { Self::of_unicode(text) }
+    }
+
+    /// Measures ASCII text with branch-free counting the compiler can vectorize: the
+    /// collapsed length is the non-space bytes plus one space between each two words.
+    fn of_ascii(bytes: &[u8]) -> TextInfo {
+        let space = |b: u8| b == b' ' || b.wrapping_sub(b'\t') < 5;
+        let (mut solid, mut words, mut commas) = (0u32, 0u32, 0u32);
+        let mut after_space = true;
+        for &b in bytes {
+            let s = space(b);
+            solid += u32::from(!s);
+            words += u32::from(after_space & !s);
+            commas += u32::from(b == b',');
+            after_space = s;
+        }
+        let raw = u32::try_from(bytes.len()).unwrap_or(u32::MAX);
+        let seg = if solid > 0 {
+            Seg {
+                len: solid + words - 1,
+                lead: bytes.first().is_some_and(|&b| space(b)),
+                trail: bytes.last().is_some_and(|&b| space(b)),
+                empty: false,
+            }
+        } else if bytes.is_empty() {
+            Seg::EMPTY
+        } else {
+            Seg::BLANK
+        };
+        TextInfo { seg, raw, commas, all_commas: commas }
+    }
+
+    /// Measures text that has non-ASCII characters, one character at a time.
+    fn of_unicode(text: &str) -> TextInfo {
         let (mut len, mut raw, mut commas, mut all_commas) = (0u32, 0u32, 0u32, 0u32);
         let (mut lead, mut seen, mut pending) = (false, false, false);
         let bytes = text.as_bytes();
@@ -378,5 +412,32 @@ mod tests {
         let joined = parts.iter().fold(Seg::EMPTY, |acc, p| acc.join(seg(p)));
         assert_eq!(joined.len, seg(&whole).len);
         assert_eq!(joined.len, "a b c d e".len() as u32);
+    }
+
+    #[test]
+    fn ascii_fast_path_agrees_with_the_general_one() {
+        let samples = [
+            "",
+            " ",
+            "\t\n",
+            "a",
+            " a",
+            "a ",
+            "  a  b ,c,, d\r\n",
+            "x\u{b}y\u{c}z",
+            ",",
+            "one two",
+            "\n\n  lead and trail  \n",
+            "a\x1fb",
+        ];
+        for s in samples {
+            let (fast, slow) = (TextInfo::of_ascii(s.as_bytes()), TextInfo::of_unicode(s));
+            assert_eq!(fast.seg, slow.seg, "{s:?}");
+            assert_eq!(
+                (fast.raw, fast.commas, fast.all_commas),
+                (slow.raw, slow.commas, slow.all_commas),
+                "{s:?}"
+            );
+        }
     }
 }
