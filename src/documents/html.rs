@@ -61,10 +61,15 @@ impl HtmlOut {
     }
 
     /// A list item at nesting `depth` (1 = top level). Items stay open so that a deeper
-    /// list goes inside its parent item, as HTML nests lists.
+    /// list goes inside its parent item, as HTML nests lists; a change between bullets
+    /// and numbers at the same depth starts a new list.
     pub(crate) fn list_item(&mut self, depth: usize, ordered: bool, inner_html: &str) {
         let depth = depth.max(1);
         self.close_lists(depth);
+        if self.lists.get(depth - 1).is_some_and(|&open| open != ordered) {
+            // A bulleted list right after a numbered one (or the reverse) is a new list.
+            self.close_lists(depth - 1);
+        }
         if self.lists.len() == depth {
             self.body.push_str("</li>\n");
         }

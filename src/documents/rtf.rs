@@ -1,7 +1,11 @@
 //! Rich Text Format: a small reader of our own (the crates found lose paragraph breaks).
 //! It keeps paragraphs, line breaks, tables (`\trowd … \cell … \row`), hyperlink fields,
-//! outline-level headings, Unicode (`\u`) and code-page (`\'hh`) characters, and the title
-//! and author of `\info`; fonts, colours, pictures, headers and footers are skipped.
+//! headings (an outline level, or a paragraph style the stylesheet calls "heading N"), list
+//! items (a paragraph with a `\listtext`/`\pntext` marker), Unicode (`\u`) and code-page
+//! (`\'hh`) characters, and the title and author of `\info`; fonts, colours, pictures,
+//! headers and footers are skipped.
+
+use std::collections::HashMap;
 
 use encoding_rs::{Encoding, WINDOWS_1252};
 
@@ -12,10 +16,9 @@ use super::{Converted, DocError, DocKind};
 const MAX_DEPTH: usize = 4096;
 
 /// Destinations whose text is not part of the document.
-const SKIPPED: [&str; 23] = [
+const SKIPPED: [&str; 22] = [
     "fonttbl",
     "colortbl",
-    "stylesheet",
     "listtable",
     "listoverridetable",
     "pict",
@@ -47,6 +50,20 @@ enum Dest {
     Title,
     Author,
     FieldInstruction,
+    /// The stylesheet: each group in it defines one style.
+    Styles,
+    /// One style definition: its number, outline level and name are read.
+    Style,
+    /// A list item's marker (bullet or number), shown by readers that ignore list tables.
+    ListText,
+}
+
+/// A style definition being read.
+#[derive(Debug, Default)]
+struct StyleEntry {
+    number: Option<i64>,
+    level: Option<u32>,
+    name: String,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -67,6 +84,14 @@ struct State {
     skip_chars: usize,
     in_table_para: bool,
     heading: Option<u32>,
+    /// Heading level of each paragraph style that is a heading.
+    styles: HashMap<i64, u32>,
+    style: StyleEntry,
+    /// List level (`\ilvl`) of the current paragraph, from 0.
+    list_level: usize,
+    /// The current paragraph's list marker, once its `\listtext` closed.
+    list: Option<Block>,
+    marker: String,
     title: String,
     author: String,
     instruction: String,
@@ -86,6 +111,11 @@ pub(crate) fn convert(bytes: &[u8]) -> Result<Converted, DocError> {
         skip_chars: 0,
         in_table_para: false,
         heading: None,
+        styles: HashMap::new(),
+        style: StyleEntry::default(),
+        list_level: 0,
+        list: None,
+        marker: String::new(),
         title: String::new(),
         author: String::new(),
         instruction: String::new(),
@@ -100,6 +130,10 @@ pub(crate) fn convert(bytes: &[u8]) -> Result<Converted, DocError> {
                 }
                 st.stack.push(st.cur);
                 st.cur.link = false;
+                if st.cur.dest == Dest::Styles {
+                    st.cur.dest = Dest::Style;
+                    st.style = StyleEntry::default();
+                }
                 i += 1;
             }
             b'}' => {
@@ -107,9 +141,14 @@ pub(crate) fn convert(bytes: &[u8]) -> Result<Converted, DocError> {
                 if st.cur.link {
                     st.flow.end_link();
                 }
-                match st.stack.pop() {
-                    Some(g) => st.cur = g,
-                    None => break,
+                let Some(parent) = st.stack.pop() else {
+                    break;
+                };
+                let closed = std::mem::replace(&mut st.cur, parent).dest;
+                if closed == Dest::Style && parent.dest == Dest::Styles {
+                    st.define_style();
+                } else if closed == Dest::ListText && parent.dest != Dest::ListText {
+                    st.list = Some(list_item(&st.marker, st.list_level));
                 }
                 i += 1;
             }
@@ -144,7 +183,9 @@ impl State {
             Dest::Title => self.title.push_str(s),
             Dest::Author => self.author.push_str(s),
             Dest::FieldInstruction => self.instruction.push_str(s),
-            Dest::Skip | Dest::Info => {}
+            Dest::Style => self.style.name.push_str(s),
+            Dest::ListText => self.marker.push_str(s),
+            Dest::Skip | Dest::Info | Dest::Styles => {}
         }
     }
 
@@ -245,12 +286,30 @@ impl State {
                 let label = format!("windows-{}", param.unwrap_or(1252));
                 self.encoding = Encoding::for_label(label.as_bytes()).unwrap_or(WINDOWS_1252);
             }
-            "pard" => {
+            "pard" if self.cur.dest == Dest::Text => {
                 self.in_table_para = false;
                 self.heading = None;
+                self.list_level = 0;
             }
             "intbl" => self.in_table_para = true,
-            "outlinelevel" => self.heading = param.and_then(|n| u32::try_from(n + 1).ok()),
+            "outlinelevel" => {
+                let level = param.and_then(|n| u32::try_from(n + 1).ok()).filter(|&l| (1..=9).contains(&l));
+                match self.cur.dest {
+                    Dest::Style => self.style.level = level,
+                    _ => self.heading = level,
+                }
+            }
+            "s" => match self.cur.dest {
+                Dest::Style => self.style.number = param,
+                Dest::Text => self.heading = param.and_then(|n| self.styles.get(&n)).copied(),
+                _ => {}
+            },
+            "stylesheet" => self.cur.dest = Dest::Styles,
+            "listtext" | "pntext" => {
+                self.marker.clear();
+                self.cur.dest = Dest::ListText;
+            }
+            "ilvl" => self.list_level = param.and_then(|n| usize::try_from(n).ok()).unwrap_or(0).min(8),
             "trowd" if !self.flow.in_table() => self.flow.start_table(),
             "cell" => {
                 self.flow.end_paragraph(Block::Paragraph);
@@ -280,9 +339,41 @@ impl State {
         if !self.in_table_para && self.flow.in_table() {
             self.flow.end_table();
         }
-        let block = self.heading.map_or(Block::Paragraph, Block::Heading);
+        let block = match (self.heading, self.list.take()) {
+            (Some(level), _) => Block::Heading(level),
+            (None, Some(item)) => item,
+            (None, None) => Block::Paragraph,
+        };
         self.flow.end_paragraph(block);
     }
+
+    /// Records the style just read when it is a heading: by its outline level, or by a
+    /// name such as "heading 2" (what Word and LibreOffice call their heading styles).
+    fn define_style(&mut self) {
+        let entry = std::mem::take(&mut self.style);
+        let Some(number) = entry.number else {
+            return;
+        };
+        let name = entry.name.trim().trim_end_matches(';').trim().to_ascii_lowercase();
+        let named = name
+            .strip_prefix("heading")
+            .and_then(|n| n.trim().parse::<u32>().ok())
+            .filter(|l| (1..=9).contains(l));
+        if let Some(level) = entry.level.or(named) {
+            self.styles.insert(number, level);
+        }
+    }
+}
+
+/// The list item a marker stands for: numbered when it holds a digit or is a short
+/// letter sequence ending in `.` or `)` ("a.", "iv)"), bulleted otherwise.
+fn list_item(marker: &str, level: usize) -> Block {
+    let marker = marker.trim();
+    let lettered = marker
+        .strip_suffix(['.', ')'])
+        .is_some_and(|m| (1..=4).contains(&m.len()) && m.chars().all(|c| c.is_ascii_alphabetic()));
+    let ordered = marker.chars().any(|c| c.is_ascii_digit()) || lettered;
+    Block::ListItem { depth: level + 1, ordered }
 }
 
 /// The URL of a `HYPERLINK "…"` field instruction.
@@ -316,6 +407,24 @@ See {\field{\*\fldinst HYPERLINK "https://example.com/notes"}{\fldrslt the notes
         assert!(md.contains("| Item | Price |") && md.contains("| Tea | 2 |"), "{md}");
         assert!(md.contains("After the table."), "{md}");
         assert!(!md.contains("Arial"), "{md}");
+    }
+
+    #[test]
+    fn stylesheet_headings_and_list_markers() {
+        let rtf = br#"{\rtf1\ansi{\stylesheet{\s0 Normal;}{\s1\sbasedon0\fs48\b Heading 1;}{\s2\outlinelevel1 Sub;}{\s5 Body Text;}}
+\pard\plain\s1\fs48 Seed report\par
+\pard\plain\s5 Germination was good.\par
+\pard\plain\s2 Notes\par
+\pard\ls1\ilvl0{\listtext\pard\plain \u8226\'95\tab}kale sprouted first\par
+\pard\ls1\ilvl1{\listtext\pard\plain o\tab}early\par
+\pard\ls2\ilvl0{\listtext\pard\plain 1.\tab}water\par
+\pard\ls2\ilvl0{\listtext\pard\plain 2.\tab}wait\par
+\pard After.\par}"#;
+        let md = to_markdown(&convert(rtf).expect("rtf").html);
+        assert!(md.contains("# Seed report\n\nGermination was good.\n\n## Notes"), "{md}");
+        assert!(md.contains("- kale sprouted first\n  - early"), "{md}");
+        assert!(md.contains("1. water\n2. wait") && md.contains("After."), "{md}");
+        assert!(!md.contains('•') && !md.contains("Body Text"), "{md}");
     }
 
     #[test]
