@@ -8,6 +8,7 @@ pub mod detect;
 mod flow;
 mod html;
 mod odf;
+mod ods;
 mod ooxml;
 mod pdf;
 mod rtf;

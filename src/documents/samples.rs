@@ -60,11 +60,36 @@ pub fn odt(text: &str, title: &str, author: &str) -> Vec<u8> {
 /// An XLSX with one sheet per `(name, rows)`; cells are inline strings, or numbers when
 /// they parse as one.
 pub fn xlsx(sheets: &[(&str, Vec<Vec<&str>>)]) -> Vec<u8> {
+    let parts: Vec<(&str, String)> = sheets
+        .iter()
+        .map(|(name, rows)| {
+            let mut data = String::new();
+            for (r, row) in rows.iter().enumerate() {
+                data.push_str(&format!(r#"<row r="{}">"#, r + 1));
+                for (c, value) in row.iter().enumerate() {
+                    let cell = format!("{}{}", (b'A' + c as u8) as char, r + 1);
+                    if value.parse::<f64>().is_ok() {
+                        data.push_str(&format!(r#"<c r="{cell}"><v>{value}</v></c>"#));
+                    } else {
+                        data.push_str(&format!(r#"<c r="{cell}" t="inlineStr"><is><t>{value}</t></is></c>"#));
+                    }
+                }
+                data.push_str("</row>");
+            }
+            (*name, data)
+        })
+        .collect();
+    xlsx_parts(&parts, None)
+}
+
+/// An XLSX from the `<sheetData>` XML of each `(name, data)` sheet and, when given, the
+/// body of a shared-string part (`<sst …>…</sst>`): for files no spreadsheet would write.
+pub fn xlsx_parts(sheets: &[(&str, String)], shared: Option<&str>) -> Vec<u8> {
     let mut entries: Vec<(String, String)> = Vec::new();
     let mut listed = String::new();
     let mut rels = String::new();
     let mut types = String::new();
-    for (i, (name, rows)) in sheets.iter().enumerate() {
+    for (i, (name, data)) in sheets.iter().enumerate() {
         let n = i + 1;
         listed.push_str(&format!(r#"<sheet name="{name}" sheetId="{n}" r:id="rId{n}"/>"#));
         rels.push_str(&format!(
@@ -73,25 +98,18 @@ pub fn xlsx(sheets: &[(&str, Vec<Vec<&str>>)]) -> Vec<u8> {
         types.push_str(&format!(
             r#"<Override PartName="/xl/worksheets/sheet{n}.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>"#
         ));
-        let mut data = String::new();
-        for (r, row) in rows.iter().enumerate() {
-            data.push_str(&format!(r#"<row r="{}">"#, r + 1));
-            for (c, value) in row.iter().enumerate() {
-                let cell = format!("{}{}", (b'A' + c as u8) as char, r + 1);
-                if value.parse::<f64>().is_ok() {
-                    data.push_str(&format!(r#"<c r="{cell}"><v>{value}</v></c>"#));
-                } else {
-                    data.push_str(&format!(r#"<c r="{cell}" t="inlineStr"><is><t>{value}</t></is></c>"#));
-                }
-            }
-            data.push_str("</row>");
-        }
         entries.push((
             format!("xl/worksheets/sheet{n}.xml"),
             format!(
                 r#"<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>{data}</sheetData></worksheet>"#
             ),
         ));
+    }
+    if let Some(sst) = shared {
+        rels.push_str(r#"<Relationship Id="rIdS" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/>"#);
+        types.push_str(r#"<Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/>"#);
+        entries
+            .push(("xl/sharedStrings.xml".into(), format!(r#"<?xml version="1.0" encoding="UTF-8"?>{sst}"#)));
     }
     let workbook = format!(
         r#"<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets>{listed}</sheets></workbook>"#

@@ -1,7 +1,7 @@
 //! Documents on the fixture site: office files and spreadsheets built in memory, served with
 //! their own media type or as `application/octet-stream` (so the server must look at the
 //! bytes), plus a corrupt file and a zip bomb. Files written by an office suite (a `.doc`,
-//! an `.xls` and an `.odt` LibreOffice made from a small HTML page and CSV file) are kept in
+//! an `.xls`, an `.ods`, an `.rtf` and an `.odt` LibreOffice made from a small HTML page and CSV file) are kept in
 //! `tests/fixtures/documents`.
 
 use ferrocrawl::documents::samples::{self, PdfText};
@@ -70,6 +70,10 @@ pub fn page(path: &str) -> Option<(&'static str, Vec<u8>)> {
             ("application/msword", include_bytes!("../fixtures/documents/report.doc").to_vec())
         }
         "/docs/yields-old" => (OCTETS, include_bytes!("../fixtures/documents/yields.xls").to_vec()),
+        "/docs/report.rtf" => {
+            ("application/rtf", include_bytes!("../fixtures/documents/report.rtf").to_vec())
+        }
+        "/docs/yields.ods" => (OCTETS, include_bytes!("../fixtures/documents/yields.ods").to_vec()),
         "/docs/guide.pdf" => ("application/pdf", guide()),
         "/docs/scan" => (OCTETS, samples::pdf(&[Vec::new(), Vec::new()], "Scan", "")),
         "/docs/locked.pdf" => ("application/pdf", samples::encrypted_pdf()),

@@ -57,8 +57,14 @@ async fn opendocument_legacy_office_spreadsheets_and_rtf() {
     let (md, _) = markdown_of(&app, site.url("/docs/report.doc")).await;
     assert!(md.contains("# Seed report") && md.contains("Germination was good this spring."), "{md}");
     assert!(md.contains("kale sprouted first") && md.contains("| Leek | 12 |"), "{md}");
-    let (md, _) = markdown_of(&app, site.url("/docs/yields-old")).await;
-    assert!(md.contains("| Crop | Kg |") && md.contains("| Peas | 80 |"), "{md}");
+    for path in ["/docs/yields-old", "/docs/yields.ods"] {
+        let (md, _) = markdown_of(&app, site.url(path)).await;
+        assert!(md.contains("| Crop | Kg |") && md.contains("| Peas | 80 |"), "{path}: {md}");
+    }
+
+    let (md, _) = markdown_of(&app, site.url("/docs/report.rtf")).await;
+    assert!(md.contains("# Seed report\n\nGermination was good this spring."), "{md}");
+    assert!(md.contains("- kale sprouted first\n- leeks were slow") && md.contains("| Leek | 12 |"), "{md}");
 
     let (md, meta) = markdown_of(&app, site.url("/docs/letter.rtf")).await;
     assert!(md.contains("Dear neighbour,\n\nThe fence is fixed."), "{md}");

@@ -4,7 +4,7 @@
 use ferrocrawl::documents::samples::{self, PdfText};
 use serde_json::{Value, json};
 
-use crate::common::{KEY, TestServer, assert_error, decode};
+use crate::common::{KEY, TestServer, assert_error, decode, docpages};
 
 /// One part of a form: name, file name, Content-Type, bytes.
 type Part<'a> = (&'a str, Option<&'a str>, Option<&'a str>, &'a [u8]);
@@ -143,4 +143,39 @@ async fn bad_uploads_get_clear_errors() {
         .await
         .expect("post");
     assert!(assert_error(&decode(resp).await, 400, "BAD_REQUEST").contains("multipart/form-data"));
+}
+
+#[tokio::test]
+async fn every_office_format_uploads_as_it_scrapes() {
+    let app = TestServer::start().await;
+    let cases: [(&str, &str, &[&str]); 8] = [
+        ("/docs/plan.odt", "plan.odt", &["# Garden plan", "Sow carrots in April."]),
+        (
+            "/docs/report-office.odt",
+            "report.odt",
+            &["# Seed report", "- kale sprouted first", "| Kale | 4 |"],
+        ),
+        ("/docs/report.doc", "report.doc", &["# Seed report", "kale sprouted first", "| Leek | 12 |"]),
+        ("/docs/letter.rtf", "letter.rtf", &["Dear neighbour,\n\nThe fence is fixed."]),
+        ("/docs/report.rtf", "report.rtf", &["# Seed report", "- leeks were slow", "| Leek | 12 |"]),
+        ("/docs/yields.xlsx", "yields.xlsx", &["## 2025", "## 2026", "| Crop | Kg |", "| Peas | 80 |"]),
+        ("/docs/yields-old", "yields.xls", &["| Crop | Kg |", "| Peas | 80 |"]),
+        ("/docs/yields.ods", "yields.ods", &["| Crop | Kg |", "| Peas | 80 |"]),
+    ];
+    for (path, name, wanted) in cases {
+        let (_, bytes) = docpages::page(path).expect("a fixture document");
+        let (status, body) = upload(&app, &[("file", Some(name), None, &bytes)]).await;
+        assert_eq!(status, 200, "{name}: {body}");
+        let md = body["data"]["markdown"].as_str().expect("markdown");
+        for text in wanted {
+            assert!(md.contains(text), "{name} lacks {text:?}: {md}");
+        }
+        assert_eq!(body["data"]["metadata"]["sourceURL"], name);
+        assert_eq!(body["data"]["metadata"]["creditsUsed"], 1, "{name}");
+        match name {
+            "plan.odt" => assert_eq!(body["data"]["metadata"]["author"], "Grace Hopper"),
+            "letter.rtf" => assert_eq!(body["data"]["metadata"]["title"], "Letter"),
+            _ => {}
+        }
+    }
 }
