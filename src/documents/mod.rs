@@ -11,6 +11,7 @@ mod odf;
 mod ods;
 mod ooxml;
 mod pdf;
+mod pdf_table;
 mod rtf;
 #[doc(hidden)]
 pub mod samples;

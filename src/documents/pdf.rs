@@ -1,6 +1,7 @@
 //! PDF: text in reading order (pdf_oxide's column-aware ordering of positioned spans),
 //! regrouped here into lines and paragraphs; paragraphs set larger than the body text become
-//! headings, ranked by size. Title and author come from the document information
+//! headings, ranked by size; lines whose cells line up in columns become tables
+//! (`pdf_table`). Title and author come from the document information
 //! dictionary. A PDF with no text layer (scanned pages) says so in the warning: no OCR model
 //! ships with ferrocrawl.
 
@@ -11,6 +12,7 @@ use pdf_oxide::object::Object;
 use pdf_oxide::{PdfDocument, ReadingOrder};
 
 use super::html::{HtmlOut, escape};
+use super::pdf_table::{self, Segment};
 use super::{Converted, DocError, DocKind, Limits};
 
 /// A paragraph is a heading when its text is this much larger than the body text…
@@ -25,6 +27,35 @@ struct Para {
     text: String,
 }
 
+/// What a page is read into.
+#[derive(Debug, Clone, PartialEq)]
+enum Item {
+    Para(Para),
+    /// Rows of cell texts, the first one the header.
+    Table(Vec<Vec<String>>),
+}
+
+impl Item {
+    fn para(&self) -> Option<&Para> {
+        match self {
+            Item::Para(p) => Some(p),
+            Item::Table(_) => None,
+        }
+    }
+}
+
+/// A page's items: paragraphs from its text, and its tables where they stand.
+fn page_items(spans: &[TextSpan]) -> Vec<Item> {
+    let mut items = Vec::new();
+    for segment in pdf_table::split(spans) {
+        match segment {
+            Segment::Text(spans) => items.extend(paragraphs(&spans).into_iter().map(Item::Para)),
+            Segment::Table(rows) => items.push(Item::Table(rows)),
+        }
+    }
+    items
+}
+
 /// Converts a PDF file, reading at most `limits.max_pdf_pages` pages.
 pub(crate) fn convert(bytes: &[u8], limits: &Limits) -> Result<Converted, DocError> {
     let doc = PdfDocument::from_bytes(bytes.to_vec()).map_err(|e| DocError::corrupt(DocKind::Pdf, e))?;
@@ -33,11 +64,11 @@ pub(crate) fn convert(bytes: &[u8], limits: &Limits) -> Result<Converted, DocErr
     }
     let total = doc.page_count().map_err(|e| DocError::corrupt(DocKind::Pdf, e))?;
     let read = total.min(limits.max_pdf_pages);
-    let mut pages: Vec<Vec<Para>> = Vec::with_capacity(read);
+    let mut pages: Vec<Vec<Item>> = Vec::with_capacity(read);
     let mut unreadable: Vec<usize> = Vec::new();
     for index in 0..read {
         match doc.extract_spans_with_reading_order(index, ReadingOrder::ColumnAware) {
-            Ok(spans) => pages.push(paragraphs(&spans)),
+            Ok(spans) => pages.push(page_items(&spans)),
             Err(_) => unreadable.push(index + 1),
         }
     }
@@ -50,13 +81,26 @@ pub(crate) fn convert(bytes: &[u8], limits: &Limits) -> Result<Converted, DocErr
     let levels = heading_levels(&pages, body_size);
     let mut out = HtmlOut::default();
     let mut chars = 0usize;
-    for para in pages.iter().flatten() {
+    for item in pages.iter().flatten() {
+        let para = match item {
+            Item::Para(para) => para,
+            Item::Table(rows) => {
+                chars += rows.iter().flatten().map(String::len).sum::<usize>();
+                let cells: Vec<Vec<String>> =
+                    rows.iter().map(|r| r.iter().map(|c| escape(c)).collect()).collect();
+                out.table(&cells);
+                continue;
+            }
+        };
         chars += para.text.len();
         match levels.get(&size_key(para.size)) {
             Some(&level) if para.text.chars().count() <= HEADING_MAX_CHARS => {
                 out.heading(level, &escape(&para.text))
             }
-            _ => out.paragraph(&escape(&para.text)),
+            _ => match list_marker(&para.text) {
+                Some((ordered, len)) => out.list_item(1, ordered, &escape(para.text[len..].trim_start())),
+                None => out.paragraph(&escape(&para.text)),
+            },
         }
     }
     let mut warnings = Vec::new();
@@ -102,7 +146,7 @@ fn paragraphs(spans: &[TextSpan]) -> Vec<Para> {
                 let same_line = dy < 0.5 * lsize.min(size) && x >= lx - lsize;
                 let resized = (size - lsize).abs() > 0.15 * lsize;
                 let far = dy > 1.6 * lsize.max(size) || (!same_line && x > lx + 3.0 * lsize);
-                (same_line, !same_line && (resized || far))
+                (same_line, !same_line && (resized || far || list_marker(text).is_some()))
             }
         };
         if new_para && let Some(done) = current.take() {
@@ -129,6 +173,25 @@ fn paragraphs(spans: &[TextSpan]) -> Vec<Para> {
     out
 }
 
+/// The list marker a line starts with: whether it numbers the item, and its length in
+/// bytes. Bullets are the usual glyphs (or `-`, `*`); numbers are one to three digits or
+/// one letter, then `.` or `)`. The marker stands alone or before a space.
+fn list_marker(text: &str) -> Option<(bool, usize)> {
+    let text = text.trim_start();
+    let ends_marker = |rest: &str| rest.is_empty() || rest.starts_with(char::is_whitespace);
+    let first = text.chars().next()?;
+    if matches!(first, '•' | '◦' | '▪' | '■' | '●' | '○' | '‣' | '⁃' | '–' | '-' | '*' | '\u{f0b7}')
+        && ends_marker(&text[first.len_utf8()..])
+    {
+        return Some((false, first.len_utf8()));
+    }
+    let head = text.find(['.', ')'])?;
+    let label = &text[..head];
+    let numbered = (1..=3).contains(&label.len()) && label.bytes().all(|b| b.is_ascii_digit());
+    let lettered = label.len() == 1 && label.bytes().all(|b| b.is_ascii_alphabetic());
+    ((numbered || lettered) && ends_marker(&text[head + 1..])).then_some((true, head + 1))
+}
+
 /// Ends a line inside a paragraph: a hyphen at a line end joins the word, anything else
 /// becomes a space.
 fn join_line(text: &mut String) {
@@ -148,9 +211,9 @@ fn size_key(size: f32) -> u32 {
 }
 
 /// The size most of the text is set in.
-fn body_size(pages: &[Vec<Para>]) -> f32 {
+fn body_size(pages: &[Vec<Item>]) -> f32 {
     let mut weight: HashMap<u32, usize> = HashMap::new();
-    for p in pages.iter().flatten() {
+    for p in pages.iter().flatten().filter_map(Item::para) {
         *weight.entry(size_key(p.size)).or_default() += p.text.len();
     }
     weight
@@ -160,10 +223,11 @@ fn body_size(pages: &[Vec<Para>]) -> f32 {
 }
 
 /// Heading level of each size clearly above the body size: the largest is level 1.
-fn heading_levels(pages: &[Vec<Para>], body: f32) -> HashMap<u32, u32> {
+fn heading_levels(pages: &[Vec<Item>], body: f32) -> HashMap<u32, u32> {
     let mut sizes: Vec<u32> = pages
         .iter()
         .flatten()
+        .filter_map(Item::para)
         .filter(|p| p.size >= body * HEADING_RATIO && p.text.chars().count() <= HEADING_MAX_CHARS)
         .map(|p| size_key(p.size))
         .collect();
@@ -242,6 +306,56 @@ mod tests {
         let last_left = md.find("left column line 11").expect("left");
         let first_right = md.find("right column line 0").expect("right");
         assert!(last_left < first_right, "{md}");
+    }
+
+    #[test]
+    fn aligned_short_cells_are_a_table() {
+        let mut page = vec![
+            line(72.0, 720.0, 16.0, "Seed trial"),
+            line(72.0, 690.0, 11.0, "The beds were sown in April and measured weekly."),
+        ];
+        let rows = [
+            ["Crop", "Bed", "Kilograms"],
+            ["Beans", "North", "120"],
+            ["Peas", "South", "80"],
+            ["Kale", "", "4.5"],
+        ];
+        for (r, row) in rows.iter().enumerate() {
+            for (c, cell) in row.iter().enumerate() {
+                // The last column is right-aligned, as numbers are.
+                let x = if c == 2 { 420.0 - 5.5 * cell.len() as f32 } else { 72.0 + 150.0 * c as f32 };
+                page.push(line(x, 650.0 - 18.0 * r as f32, 11.0, cell));
+            }
+        }
+        page.push(line(72.0, 560.0, 11.0, "After the table comes more prose."));
+        let out = convert(&pdf(&[page], "", ""), &Limits::default()).expect("pdf");
+        let md = to_markdown(&out.html);
+        assert!(
+            md.contains("| Crop | Bed | Kilograms |\n| --- | --- | --- |\n| Beans | North | 120 |"),
+            "{md}"
+        );
+        assert!(md.contains("| Kale | | 4.5 |"), "{md}");
+        let (before, after) =
+            (md.find("measured weekly").expect("prose"), md.find("After the table").expect("prose"));
+        let table = md.find("| Crop").expect("table");
+        assert!(before < table && table < after, "{md}");
+    }
+
+    #[test]
+    fn bulleted_and_numbered_lines_are_lists() {
+        let page = vec![
+            line(72.0, 720.0, 11.0, "Before sowing:"),
+            line(72.0, 706.0, 11.0, "\u{2022} rake the bed"),
+            line(72.0, 692.0, 11.0, "\u{2022} water it"),
+            line(72.0, 664.0, 11.0, "1. sow thinly"),
+            line(72.0, 650.0, 11.0, "2. cover lightly and"),
+            line(84.0, 636.0, 11.0, "firm the soil"),
+            line(72.0, 608.0, 11.0, "Prices rose 3.5 percent in a year."),
+        ];
+        let md = to_markdown(&convert(&pdf(&[page], "", ""), &Limits::default()).expect("pdf").html);
+        assert!(md.contains("- rake the bed\n- water it"), "{md}");
+        assert!(md.contains("1. sow thinly\n2. cover lightly and firm the soil"), "{md}");
+        assert!(md.contains("Prices rose 3.5 percent in a year."), "{md}");
     }
 
     #[test]

@@ -21,7 +21,8 @@ fn text(x: f32, y: f32, size: f32, text: &str) -> PdfText {
     PdfText { x, y, size, text: text.to_owned() }
 }
 
-/// A three-page guide: a title and a heading on the first page, a paragraph on each page.
+/// A three-page guide: a title and a heading on the first page, a paragraph on each page,
+/// a bulleted list and a table (text set in aligned columns) on the second.
 fn guide() -> Vec<u8> {
     let pages: Vec<Vec<PdfText>> = (1..=3)
         .map(|n| {
@@ -31,6 +32,18 @@ fn guide() -> Vec<u8> {
                 page.push(text(72.0, 680.0, 15.0, "Getting started"));
             }
             page.push(text(72.0, 640.0, 11.0, &format!("Turn the heap every week, page {n} says.")));
+            if n == 2 {
+                page.push(text(72.0, 610.0, 11.0, "\u{2022} greens: grass and peelings"));
+                page.push(text(72.0, 596.0, 11.0, "\u{2022} browns: leaves and card"));
+                for (r, row) in [["Month", "Heap", "Temperature"], ["May", "A", "55"], ["June", "B", "61"]]
+                    .iter()
+                    .enumerate()
+                {
+                    for (c, cell) in row.iter().enumerate() {
+                        page.push(text(72.0 + 140.0 * c as f32, 560.0 - 16.0 * r as f32, 11.0, cell));
+                    }
+                }
+            }
             page
         })
         .collect();

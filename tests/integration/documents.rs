@@ -84,6 +84,8 @@ async fn pdfs_are_read_in_order_and_billed_per_page() {
     );
     let (p1, p3) = (md.find("page 1 says").expect("page 1"), md.find("page 3 says").expect("page 3"));
     assert!(p1 < p3, "{md}");
+    assert!(md.contains("- greens: grass and peelings\n- browns: leaves and card"), "{md}");
+    assert!(md.contains("| Month | Heap | Temperature |\n| --- | --- | --- |\n| May | A | 55 |"), "{md}");
     let meta = &body["data"]["metadata"];
     assert_eq!(meta["title"], "Composting");
     assert_eq!(meta["author"], "Rachel Carson");
