@@ -359,6 +359,15 @@ mod tests {
     }
 
     #[test]
+    fn a_reader_panic_is_a_corrupt_file() {
+        // Found by fuzzing: pdf_oxide slices a decoded string inside a character on this
+        // file. The guard in `documents::convert` turns the panic into an error.
+        let bytes = include_bytes!("../../tests/fixtures/documents/pdf-char-boundary.bin");
+        let err = crate::documents::convert(DocKind::Pdf, bytes, &Limits::default()).expect_err("corrupt");
+        assert!(matches!(err, DocError::Corrupt { kind: DocKind::Pdf, .. }), "{err:?}");
+    }
+
+    #[test]
     fn page_limits_empty_pages_and_garbage() {
         let pages: Vec<Vec<PdfText>> =
             (0..5).map(|i| vec![line(72.0, 700.0, 11.0, &format!("page {i}"))]).collect();
