@@ -53,6 +53,12 @@ fn guide() -> Vec<u8> {
 /// The content type and body of a document fixture at `path`, if there is one.
 pub fn page(path: &str) -> Option<(&'static str, Vec<u8>)> {
     Some(match path {
+        "/docs/library" => (
+            "text/html",
+            br#"<html><head><title>Library</title></head><body><main><h1>Library</h1><p>Our garden files:</p>
+<ul><li><a href="report.docx">Harvest report</a></li><li><a href="guide.pdf">Composting guide</a></li><li><a href="yields.ods">Yields</a></li></ul></main></body></html>"#
+                .to_vec(),
+        ),
         "/docs/report.docx" => (DOCX, samples::docx(REPORT, "Harvest 2026", "Ada Lovelace")),
         "/docs/download" => (OCTETS, samples::docx(REPORT, "Harvest 2026", "Ada Lovelace")),
         "/docs/plan.odt" => (

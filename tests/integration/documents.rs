@@ -148,3 +148,33 @@ async fn batches_convert_documents() {
         "{errors}"
     );
 }
+
+#[tokio::test]
+async fn crawls_convert_the_documents_they_reach() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let (status, body) = app
+        .request(
+            reqwest::Method::POST,
+            "/v2/crawl",
+            Some(&json!({"url": site.url("/docs/library"), "sitemap": "skip", "crawlEntireDomain": true, "limit": 10})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let id = body["id"].as_str().expect("id");
+    let done = app.wait_job(&format!("/v2/crawl/{id}"), Duration::from_secs(30)).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let pages = done["data"].as_array().expect("data");
+    let by_url = |suffix: &str| {
+        pages
+            .iter()
+            .find(|p| p["metadata"]["sourceURL"].as_str().is_some_and(|u| u.ends_with(suffix)))
+            .unwrap_or_else(|| panic!("no page for {suffix}: {done}"))
+    };
+    assert!(by_url("/docs/report.docx")["markdown"].as_str().expect("md").contains("| Beans | 120 |"));
+    let guide = by_url("/docs/guide.pdf");
+    assert!(guide["markdown"].as_str().expect("md").contains("# Composting guide"), "{guide}");
+    assert_eq!(guide["metadata"]["creditsUsed"], 3, "one credit per PDF page in a crawl too");
+    assert!(by_url("/docs/yields.ods")["markdown"].as_str().expect("md").contains("| Peas | 80 |"));
+    assert_eq!(pages.len(), 4, "the library page and its three documents: {done}");
+}
