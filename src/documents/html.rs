@@ -80,6 +80,12 @@ impl HtmlOut {
         self.body.push_str(&format!("<li>{inner_html}"));
     }
 
+    /// A table of plain-text cells (escaped here); the first row becomes the header.
+    pub(crate) fn text_table(&mut self, rows: &[Vec<String>]) {
+        let escaped: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(|c| escape(c)).collect()).collect();
+        self.table(&escaped);
+    }
+
     /// A table of rows of inline-HTML cells; the first row becomes the header.
     pub(crate) fn table(&mut self, rows: &[Vec<String>]) {
         let width = rows.iter().map(Vec::len).max().unwrap_or(0);

@@ -117,8 +117,21 @@ pub fn convert_unguarded(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result
 /// Word 97–2003 (`.doc`): office_oxide reads the binary format (text in order, headings,
 /// lists, tables) and writes HTML, which goes through the same extraction as the rest.
 fn word97(bytes: &[u8]) -> Result<Converted, DocError> {
-    let cursor = std::io::Cursor::new(bytes.to_vec());
-    let doc = office_oxide::Document::from_reader(cursor, office_oxide::DocumentFormat::Doc)
-        .map_err(|e| DocError::corrupt(DocKind::Doc, e))?;
+    let doc = office_document(DocKind::Doc, bytes)?;
     Ok(Converted { html: doc.to_html(), ..Converted::default() })
+}
+
+/// Opens a DOC, XLS or XLSX file with office_oxide, whose readers bound what a file can
+/// make them allocate; an encrypted file is reported as such.
+fn office_document(kind: DocKind, bytes: &[u8]) -> Result<office_oxide::Document, DocError> {
+    use office_oxide::{DocumentFormat, OfficeError};
+    let format = match kind {
+        DocKind::Xls => DocumentFormat::Xls,
+        DocKind::Xlsx => DocumentFormat::Xlsx,
+        _ => DocumentFormat::Doc,
+    };
+    office_oxide::Document::from_reader(std::io::Cursor::new(bytes.to_vec()), format).map_err(|e| match e {
+        OfficeError::Xls(office_oxide::xls::XlsError::Encrypted) => DocError::Encrypted(kind),
+        other => DocError::corrupt(kind, other),
+    })
 }

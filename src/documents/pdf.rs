@@ -86,9 +86,7 @@ pub(crate) fn convert(bytes: &[u8], limits: &Limits) -> Result<Converted, DocErr
             Item::Para(para) => para,
             Item::Table(rows) => {
                 chars += rows.iter().flatten().map(String::len).sum::<usize>();
-                let cells: Vec<Vec<String>> =
-                    rows.iter().map(|r| r.iter().map(|c| escape(c)).collect()).collect();
-                out.table(&cells);
+                out.text_table(rows);
                 continue;
             }
         };

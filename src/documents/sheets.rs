@@ -7,10 +7,7 @@
 //! Sheets, rows and columns are bounded by [`Limits`]; what a limit leaves out is named in
 //! the warning.
 
-use std::io::Cursor;
-
 use office_oxide::ir::{Element, InlineContent};
-use office_oxide::{DocumentFormat, OfficeError};
 
 use super::html::{HtmlOut, escape};
 use super::zipped::Package;
@@ -22,7 +19,8 @@ pub(crate) const MAX_COLUMNS: usize = 1024;
 /// Markdown).
 pub(crate) const MAX_CELLS: usize = 1_000_000;
 
-/// One sheet's cell texts (rows may be ragged).
+/// One sheet's cell texts (rows may be ragged). Readers keep within the row, column and
+/// cell limits and record what they left out; the renderer only renders.
 #[derive(Debug, Default)]
 pub(crate) struct Sheet {
     pub name: String,
@@ -59,33 +57,21 @@ pub(crate) fn convert(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<Co
             limits.max_sheets, book.total_sheets
         ));
     }
-    let mut cells_left = MAX_CELLS;
-    let mut cells_cut = book.cells_cut;
-    for sheet in book.sheets.iter().take(limits.max_sheets) {
-        let mut rows: Vec<Vec<String>> = Vec::new();
-        for row in sheet.rows.iter().take(limits.max_rows) {
-            let width = row.len().min(MAX_COLUMNS);
-            if width > cells_left {
-                cells_cut = true;
-                break;
-            }
-            cells_left -= width;
-            rows.push(row.iter().take(MAX_COLUMNS).map(|cell| escape(cell)).collect());
-        }
+    for mut sheet in book.sheets {
         if sheet.height > limits.max_rows {
             cut.push(format!(
                 "sheet {:?} is cut to {} of {} rows",
                 sheet.name, limits.max_rows, sheet.height
             ));
         }
-        if sheet.wide || sheet.rows.iter().any(|r| r.len() > MAX_COLUMNS) {
+        if sheet.wide {
             cut.push(format!("sheet {:?} is cut to {MAX_COLUMNS} columns", sheet.name));
         }
-        trim(&mut rows);
+        trim(&mut sheet.rows);
         out.heading(2, &escape(&sheet.name));
-        out.table(&rows);
+        out.text_table(&sheet.rows);
     }
-    if cells_cut {
+    if book.cells_cut {
         cut.push(format!("only the first {MAX_CELLS} cells are included"));
     }
     let title = book.title.filter(|t| !t.trim().is_empty());
@@ -101,59 +87,44 @@ pub(crate) fn convert(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<Co
 /// XLSX and XLS through office_oxide's document model: one section per sheet, its cells in
 /// the section's table.
 fn office(kind: DocKind, bytes: &[u8], limits: &Limits) -> Result<Book, DocError> {
-    let format = if kind == DocKind::Xls {
-        DocumentFormat::Xls
-    } else {
+    if kind == DocKind::Xlsx {
         // Our unzip budget holds for XLSX too: refuse a package that claims too much.
         Package::open(kind, bytes, limits)?.check_declared_size()?;
-        DocumentFormat::Xlsx
-    };
-    let doc = office_oxide::Document::from_reader(Cursor::new(bytes.to_vec()), format)
-        .map_err(|e| failure(kind, e))?;
+    }
+    let doc = super::office_document(kind, bytes)?;
     let ir = doc.to_ir();
-    let total_sheets = ir.sections.len();
-    let sheets = ir
-        .sections
-        .iter()
-        .take(limits.max_sheets)
-        .map(|section| {
-            let table = section.elements.iter().find_map(|e| match e {
-                Element::Table(t) => Some(t),
-                _ => None,
-            });
-            let rows: Vec<Vec<String>> = table
-                .map(|t| {
-                    t.rows
-                        .iter()
-                        .take(limits.max_rows)
-                        .map(|row| {
-                            row.cells.iter().take(MAX_COLUMNS + 1).map(|c| cell_text(&c.content)).collect()
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            Sheet {
-                name: section.title.clone().unwrap_or_default(),
-                rows,
-                height: table.map_or(0, |t| t.rows.len()),
-                wide: false,
+    let mut cells_left = MAX_CELLS;
+    let mut cells_cut = false;
+    let mut sheets = Vec::new();
+    for section in ir.sections.iter().take(limits.max_sheets) {
+        let table = section.elements.iter().find_map(|e| match e {
+            Element::Table(t) => Some(t),
+            _ => None,
+        });
+        let mut sheet = Sheet {
+            name: section.title.clone().unwrap_or_default(),
+            height: table.map_or(0, |t| t.rows.len()),
+            ..Sheet::default()
+        };
+        for row in table.map_or(&[][..], |t| &t.rows).iter().take(limits.max_rows) {
+            let width = row.cells.len().min(MAX_COLUMNS);
+            if width > cells_left {
+                cells_cut = true;
+                break;
             }
-        })
-        .collect();
+            cells_left -= width;
+            sheet.wide |= row.cells.len() > MAX_COLUMNS;
+            sheet.rows.push(row.cells.iter().take(MAX_COLUMNS).map(|c| cell_text(&c.content)).collect());
+        }
+        sheets.push(sheet);
+    }
     Ok(Book {
         sheets,
-        total_sheets,
-        cells_cut: false,
+        total_sheets: ir.sections.len(),
+        cells_cut,
         title: ir.metadata.title.clone(),
         author: ir.metadata.author.clone(),
     })
-}
-
-fn failure(kind: DocKind, e: OfficeError) -> DocError {
-    match e {
-        OfficeError::Xls(office_oxide::xls::XlsError::Encrypted) => DocError::Encrypted(kind),
-        other => DocError::corrupt(kind, other),
-    }
 }
 
 /// The text of a cell's paragraphs, one space between them.
