@@ -26,13 +26,7 @@ pub(crate) fn convert(bytes: &[u8], limits: &Limits) -> Result<Converted, DocErr
         numbered.extend(numbered_styles(&styles));
         headings.extend(heading_styles(&styles));
     }
-    let (title, author) = match pkg.text("meta.xml")? {
-        Some(meta) => {
-            let t = element_texts(&meta, &["title", "initial-creator", "creator"]);
-            (t[0].clone(), t[1].clone().or_else(|| t[2].clone()))
-        }
-        None => (None, None),
-    };
+    let (title, author) = properties(&mut pkg)?;
     let styles = Styles { numbered, headings };
     let flow = body(&content, &styles).map_err(|e| DocError::corrupt(DocKind::Odt, e))?;
     Ok(Converted { html: flow.finish(title.as_deref()), title, author, ..Converted::default() })
@@ -145,6 +139,23 @@ fn body(xml: &str, styles: &Styles) -> Result<Flow, quick_xml::Error> {
     Ok(flow)
 }
 
+/// Title and author from `meta.xml` (any OpenDocument file).
+pub(super) fn properties(pkg: &mut Package<'_>) -> Result<(Option<String>, Option<String>), DocError> {
+    Ok(match pkg.text("meta.xml")? {
+        Some(meta) => {
+            let t = element_texts(&meta, &["title", "initial-creator", "creator"]);
+            (t[0].clone(), t[1].clone().or_else(|| t[2].clone()))
+        }
+        None => (None, None),
+    })
+}
+
+/// The spaces a `<text:s text:c=…/>` stands for (bounded).
+pub(super) fn spaces(e: &BytesStart<'_>) -> String {
+    let n: usize = attr(e, "c").and_then(|v| v.parse().ok()).unwrap_or(1);
+    " ".repeat(n.clamp(1, MAX_SPACES))
+}
+
 fn level(e: &BytesStart<'_>) -> u32 {
     attr(e, "outline-level").and_then(|v| v.parse().ok()).unwrap_or(1)
 }
@@ -152,10 +163,7 @@ fn level(e: &BytesStart<'_>) -> u32 {
 /// Inline elements: spaces, tabs, line breaks, images.
 fn inline(e: &BytesStart<'_>, flow: &mut Flow) {
     match e.local_name().as_ref() {
-        "s" => {
-            let n: usize = attr(e, "c").and_then(|v| v.parse().ok()).unwrap_or(1);
-            flow.text(&" ".repeat(n.clamp(1, MAX_SPACES)));
-        }
+        "s" => flow.text(&spaces(e)),
         "tab" => flow.text(" "),
         "line-break" => flow.raw("<br>"),
         "image" => {

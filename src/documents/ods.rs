@@ -9,23 +9,14 @@ use quick_xml::events::{BytesStart, Event};
 
 use super::sheets::{Book, MAX_CELLS, MAX_COLUMNS, Sheet};
 use super::zipped::Package;
-use super::{DocError, DocKind, Limits};
-use crate::xml::{attr, element_texts, entity};
-
-/// Most spaces one `<text:s text:c=…>` may stand for.
-const MAX_SPACES: usize = 64;
+use super::{DocError, DocKind, Limits, odf};
+use crate::xml::{attr, entity};
 
 /// Reads an ODS workbook.
 pub(crate) fn read(bytes: &[u8], limits: &Limits) -> Result<Book, DocError> {
     let mut pkg = Package::open(DocKind::Ods, bytes, limits)?;
     let content = pkg.required("content.xml")?;
-    let (title, author) = match pkg.text("meta.xml")? {
-        Some(meta) => {
-            let t = element_texts(&meta, &["title", "initial-creator", "creator"]);
-            (t[0].clone(), t[1].clone().or_else(|| t[2].clone()))
-        }
-        None => (None, None),
-    };
+    let (title, author) = odf::properties(&mut pkg)?;
     let mut reader = Reading::new(limits);
     reader.run(&content)?;
     Ok(Book {
@@ -64,6 +55,8 @@ struct Reading {
     /// Empty rows waiting for a row with text (trailing ones are never stored).
     empty_rows: u64,
     row: Vec<String>,
+    /// The current row has a cell with text (kept or not).
+    row_has_text: bool,
     row_repeat: u64,
     /// Empty cells waiting for a cell with text.
     empty_cells: u64,
@@ -91,6 +84,7 @@ impl Reading {
             seen_rows: 0,
             empty_rows: 0,
             row: Vec::new(),
+            row_has_text: false,
             row_repeat: 1,
             empty_cells: 0,
             cell: None,
@@ -121,10 +115,7 @@ impl Reading {
             match name {
                 "table" if !empty => self.nested += 1,
                 "p" | "h" => self.separate(),
-                "s" => {
-                    let n: usize = attr(e, "c").and_then(|v| v.parse().ok()).unwrap_or(1);
-                    self.text(&" ".repeat(n.clamp(1, MAX_SPACES)));
-                }
+                "s" => self.text(&odf::spaces(e)),
                 "tab" | "line-break" => self.text(" "),
                 _ => {}
             }
@@ -139,6 +130,7 @@ impl Reading {
             }
             "table-row" => {
                 self.row.clear();
+                self.row_has_text = false;
                 self.empty_cells = 0;
                 self.row_repeat = repeat(e, "number-rows-repeated");
                 if empty {
@@ -213,6 +205,12 @@ impl Reading {
         Ok(())
     }
 
+    /// Whether cells read now can still be kept (a sheet within the limits, rows and cells
+    /// left); past that, rows are only counted.
+    fn storing(&self) -> bool {
+        self.cells_left > 0 && self.sheet.as_ref().is_some_and(|s| s.rows.len() < self.max_rows)
+    }
+
     fn end_cell(&mut self) -> Result<(), DocError> {
         let Some(cell) = self.cell.take() else {
             return Ok(());
@@ -221,6 +219,10 @@ impl Reading {
         let text = if shown.is_empty() { cell.value.as_deref().unwrap_or("").trim() } else { shown };
         if text.is_empty() {
             self.empty_cells = self.empty_cells.saturating_add(cell.repeat);
+            return Ok(());
+        }
+        self.row_has_text = true;
+        if !self.storing() {
             return Ok(());
         }
         let room = MAX_COLUMNS.saturating_sub(self.row.len()) as u64;
@@ -233,37 +235,37 @@ impl Reading {
         {
             sheet.wide = true;
         }
-        self.charge(copies.saturating_mul(text.len() as u64 + 1))?;
         self.row.extend((0..copies).map(|_| text.to_owned()));
         Ok(())
     }
 
     fn end_row(&mut self) -> Result<(), DocError> {
         let repeat = self.row_repeat;
-        if self.row.is_empty() {
+        self.seen_rows = self.seen_rows.saturating_add(repeat);
+        if !std::mem::take(&mut self.row_has_text) {
             self.empty_rows = self.empty_rows.saturating_add(repeat);
-            self.seen_rows = self.seen_rows.saturating_add(repeat);
             return Ok(());
         }
-        self.seen_rows = self.seen_rows.saturating_add(repeat);
         let row = std::mem::take(&mut self.row);
-        let width: u64 = row.iter().map(|c| c.len() as u64 + 1).sum();
         let Some(sheet) = &mut self.sheet else {
             return Ok(());
         };
         sheet.height = usize::try_from(self.seen_rows).unwrap_or(usize::MAX);
         let room = self.max_rows.saturating_sub(sheet.rows.len()) as u64;
+        if row.is_empty() {
+            // Read while nothing more could be kept: counted only.
+            self.cells_cut |= room > 0;
+            return Ok(());
+        }
         let gap = self.empty_rows.min(room);
         sheet.rows.extend((0..gap).map(|_| Vec::new()));
         self.empty_rows = 0;
-        let fit = (self.cells_left / row.len().max(1)) as u64;
-        let copies = repeat.min(room - gap).min(fit);
-        if copies < repeat.min(room - gap) {
-            self.cells_cut = true;
-        }
+        let wanted = repeat.min(room - gap);
+        let copies = wanted.min((self.cells_left / row.len()) as u64);
+        self.cells_cut |= copies < wanted;
         self.cells_left -= usize::try_from(copies).unwrap_or(0) * row.len();
-        let chars = copies.saturating_mul(width);
-        self.charge(chars)?;
+        let width: u64 = row.iter().map(|c| c.len() as u64 + 1).sum();
+        self.charge(copies.saturating_mul(width))?;
         if let Some(sheet) = &mut self.sheet {
             sheet.rows.extend((0..copies).map(|_| row.clone()));
         }
