@@ -13,6 +13,9 @@ use pdf_oxide::layout::TextSpan;
 const CELL_GAP: f32 = 1.2;
 /// Fewest lines that make a table (a header and two rows).
 const MIN_ROWS: usize = 3;
+/// Most lines one table may have: more than a page holds, and a bound on the work of
+/// trying each start line of a long run of multi-cell lines.
+const MAX_ROWS: usize = 150;
 /// Most columns a table may have.
 const MAX_COLUMNS: usize = 20;
 /// Longest average cell text of a table, in characters and in words: lines of prose set in
@@ -128,11 +131,11 @@ fn lines(spans: &[TextSpan]) -> Vec<Line> {
     out
 }
 
-/// How many lines from `first` on could be rows of one table: lines with two or more
-/// cells, each close below the one before.
+/// How many lines from `first` on (at most [`MAX_ROWS`]) could be rows of one table: lines
+/// with two or more cells, each close below the one before.
 fn run_from(lines: &[Line], first: usize) -> usize {
     let mut n = 0;
-    for (k, line) in lines[first..].iter().enumerate() {
+    for (k, line) in lines[first..].iter().take(MAX_ROWS).enumerate() {
         if line.cells.len() < 2 {
             break;
         }
