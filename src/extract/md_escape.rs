@@ -8,12 +8,15 @@ use super::tags::Tag;
 
 /// Collapsible whitespace; a no-break space is folded in too, since Markdown has no
 /// use for it and it would otherwise glue emphasis markers to words.
+/// The set is defined once, by [`collapsible_len`].
 pub(crate) fn is_collapsible(c: char) -> bool {
-    matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0c' | '\u{a0}')
+    let mut buf = [0u8; 4];
+    collapsible_len(c.encode_utf8(&mut buf).as_bytes(), 0) != 0
 }
 
-/// Length in bytes of the collapsible character starting at byte `i` of UTF-8 text, or 0.
-/// Scanning bytes spares decoding characters in the Markdown writer's busiest loop.
+/// Length in bytes of the collapsible character (see [`is_collapsible`]) starting at byte
+/// `i` of UTF-8 text, or 0. Scanning bytes spares decoding characters in the Markdown
+/// writer's busiest loop.
 #[inline]
 pub(crate) fn collapsible_len(bytes: &[u8], i: usize) -> usize {
     match bytes.get(i) {
