@@ -1,12 +1,13 @@
 //! `CrawlJob`: one actor per running crawl or batch. It keeps at most `maxConcurrency`
-//! pages in flight (one, spaced by `delay`, when a delay is set), hands each URL to its
+//! requests in flight (one, spaced by `delay`, when a delay is set), and as many pages
+//! again being converted once their response is in, hands each URL to its
 //! site's [`Domain`](super::domain::Domain) actor, and settles every answer in one store
 //! transaction: result or error stored, queue entry removed, and for crawls the links that
 //! pass the scope rules enqueued. The frontier, seen-set and results live in the store, so
 //! the actor holds only what is in flight, and a restarted actor simply resumes the queue.
 //! A page that fails is recorded as data; it never fails the actor.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, rpc::CallResult};
@@ -30,6 +31,8 @@ const DISCOVERY_CHUNK: usize = 1024;
 pub enum CrawlJobMsg {
     /// Start what the limits allow.
     Pump,
+    /// A page's response is in; it no longer counts against `maxConcurrency`.
+    Retrieved(u64),
     /// A page is done.
     Settled {
         /// Its queue sequence number.
@@ -77,6 +80,8 @@ pub struct CrawlJobState {
     scope: Option<Scope>,
     rules: KeyRules,
     in_flight: HashMap<u64, JoinHandle<()>>,
+    /// Pages of `in_flight` whose response is in and which are being converted.
+    converting: HashSet<u64>,
     cursor: u64,
     max_in_flight: usize,
     delay: Option<Duration>,
@@ -135,6 +140,7 @@ impl Actor for CrawlJob {
             team,
             scope,
             in_flight: HashMap::new(),
+            converting: HashSet::new(),
             cursor: 0,
             max_in_flight,
             delay,
@@ -176,8 +182,17 @@ impl Actor for CrawlJob {
         }
         match msg {
             CrawlJobMsg::Pump => state.pump_scheduled = false,
+            CrawlJobMsg::Retrieved(seq) => {
+                if state.in_flight.contains_key(&seq) {
+                    state.converting.insert(seq);
+                }
+                if let Some(delay) = state.delay {
+                    state.next_dispatch = Instant::now() + delay;
+                }
+            }
             CrawlJobMsg::Settled { seq, entry, outcome } => {
                 state.in_flight.remove(&seq);
+                state.converting.remove(&seq);
                 let mut memo = std::mem::take(&mut state.memo);
                 let pending = settle::prepare(&rules(state), &mut memo, seq, &entry, outcome);
                 state.memo = memo;
@@ -243,9 +258,21 @@ fn scope_options(options: &CrawlOptions) -> ScopeOptions {
     }
 }
 
+/// Pages that may be started now: requests in flight stay within `maxConcurrency`, and
+/// pages being converted within as many again, so a site that answers faster than pages
+/// convert does not pile up responses in memory.
+fn room(state: &CrawlJobState) -> usize {
+    room_for(state.in_flight.len(), state.converting.len(), state.max_in_flight)
+}
+
+fn room_for(in_flight: usize, converting: usize, max: usize) -> usize {
+    let requests = in_flight.saturating_sub(converting);
+    max.saturating_sub(requests).min((2 * max).saturating_sub(in_flight))
+}
+
 /// Starts pages up to the concurrency limit; completes the job when nothing is left.
 fn pump(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState) -> Result<(), ActorProcessingErr> {
-    while state.in_flight.len() < state.max_in_flight {
+    while room(state) > 0 {
         let now = Instant::now();
         if state.delay.is_some() && now < state.next_dispatch {
             if !state.pump_scheduled {
@@ -255,8 +282,7 @@ fn pump(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState) -> Result<(),
             break;
         }
         // Entries below the cursor are in flight or settled; newer ones get higher numbers.
-        let room = state.max_in_flight - state.in_flight.len();
-        let fresh = state.jobs.queued(state.id, state.cursor, room)?;
+        let fresh = state.jobs.queued(state.id, state.cursor, room(state))?;
         if fresh.is_empty() {
             break;
         }
@@ -296,15 +322,26 @@ fn dispatch(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState, seq: u64,
         let mut task = task;
         let admission = teams.admit(&task.team).await;
         task.queued_ms = admission.waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
-        let outcome = fetch_via_site(&domains, task).await;
+        let mut admission = Some(admission);
+        let outcome = fetch_via_site(&domains, task, || {
+            admission.take();
+            let _ = myself.cast(CrawlJobMsg::Retrieved(seq));
+        })
+        .await;
         drop(admission);
         let _ = myself.cast(CrawlJobMsg::Settled { seq, entry, outcome });
     });
     state.in_flight.insert(seq, handle);
 }
 
-/// Sends a page to its site actor; a site actor that went away is looked up again.
-async fn fetch_via_site(domains: &ActorRef<DomainsMsg>, task: FetchTask) -> FetchOutcome {
+/// Sends a page to its site actor and waits for the outcome, calling `on_retrieved` when
+/// the response is in (the team's concurrency slot is then free); a site actor that went
+/// away is looked up again.
+async fn fetch_via_site(
+    domains: &ActorRef<DomainsMsg>,
+    task: FetchTask,
+    mut on_retrieved: impl FnMut(),
+) -> FetchOutcome {
     let Some(origin) = Url::parse(&task.url).ok().as_ref().and_then(origin_of) else {
         return FetchOutcome::Failed {
             code: "BAD_REQUEST".into(),
@@ -323,11 +360,24 @@ async fn fetch_via_site(domains: &ActorRef<DomainsMsg>, task: FetchTask) -> Fetc
                 continue;
             }
         };
-        let boxed = Box::new(task.clone());
-        match site.call(|reply| DomainMsg::Fetch(boxed, reply), None).await {
-            Ok(CallResult::Success(outcome)) => return outcome,
+        let (retrieved, on_response) = ractor::concurrency::oneshot();
+        let (reply, on_outcome) = ractor::concurrency::oneshot();
+        let message = DomainMsg::Fetch {
+            task: Box::new(task.clone()),
+            retrieved: Some(retrieved.into()),
+            reply: reply.into(),
+        };
+        if let Err(e) = site.cast(message) {
+            last_error = format!("site actor unavailable: {e}");
+            continue;
+        }
+        if on_response.await.is_ok() {
+            on_retrieved();
+        }
+        match on_outcome.await {
+            Ok(outcome) => return outcome,
             // The site actor stopped (idle exit or failure) before answering.
-            other => last_error = format!("site actor stopped: {other:?}"),
+            Err(_) => last_error = "site actor stopped before answering".to_owned(),
         }
     }
     FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: last_error }
@@ -357,6 +407,7 @@ fn commit(state: &mut CrawlJobState) -> Result<(), ActorProcessingErr> {
     if events {
         state.services.webhooks.notify_one();
     }
+    state.services.job_progress.notify_one();
     state.services.teams.charge(&state.team, credits)?;
     Ok(())
 }
@@ -377,9 +428,26 @@ fn finish(
     }
     let record = super::events::end(&state.jobs, state.id, status, None)?;
     state.services.webhooks.notify_one();
+    state.services.job_progress.notify_one();
     if let Some(record) = record {
         tracing::info!(job = %state.id, status = record.status.as_str(), "job finished");
     }
     myself.stop(None);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::room_for;
+
+    #[test]
+    fn requests_and_conversions_have_separate_bounds() {
+        assert_eq!(room_for(0, 0, 4), 4, "an idle job starts maxConcurrency pages");
+        assert_eq!(room_for(4, 0, 4), 0, "four requests in flight: no fifth");
+        assert_eq!(room_for(4, 3, 4), 3, "responses being converted free their request slots");
+        assert_eq!(room_for(6, 4, 4), 2);
+        assert_eq!(room_for(8, 4, 4), 0, "at most maxConcurrency pages wait for conversion");
+        assert_eq!(room_for(8, 8, 4), 0);
+        assert_eq!(room_for(7, 7, 4), 1);
+    }
 }

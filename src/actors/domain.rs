@@ -69,7 +69,15 @@ pub enum FetchOutcome {
 #[derive(Debug)]
 pub enum DomainMsg {
     /// Fetch a page and answer when done.
-    Fetch(Box<FetchTask>, RpcReplyPort<FetchOutcome>),
+    Fetch {
+        /// The page.
+        task: Box<FetchTask>,
+        /// Told once the response is in and the site's slot is free again; the page is
+        /// then being converted, which is CPU work that holds no connection.
+        retrieved: Option<RpcReplyPort<()>>,
+        /// The outcome.
+        reply: RpcReplyPort<FetchOutcome>,
+    },
     /// The site's sitemap URLs from robots.txt (after it is read).
     Sitemaps(RpcReplyPort<Vec<String>>),
     /// Drop a job's waiting pages and stop its running ones.
@@ -100,6 +108,7 @@ pub enum DomainMsg {
 #[derive(Debug)]
 pub struct Waiting {
     task: Box<FetchTask>,
+    retrieved: Option<RpcReplyPort<()>>,
     reply: RpcReplyPort<FetchOutcome>,
     attempts: u32,
 }
@@ -188,7 +197,9 @@ impl Actor for Domain {
             state.last_active = Instant::now();
         }
         match msg {
-            DomainMsg::Fetch(task, reply) => state.waiting.push_back(Waiting { task, reply, attempts: 0 }),
+            DomainMsg::Fetch { task, retrieved, reply } => {
+                state.waiting.push_back(Waiting { task, retrieved, reply, attempts: 0 });
+            }
             DomainMsg::Sitemaps(reply) => match &mut state.robots {
                 Robots::Ready(robots) => {
                     let _ = reply.send(robots.sitemaps());
@@ -348,46 +359,52 @@ fn default_backoff(attempts: u32) -> Duration {
     Duration::from_secs(1u64 << attempts.min(6)).min(Duration::from_secs(60))
 }
 
+/// Fetches one page. The site's slot is given back as soon as the response is in (or the
+/// fetch failed); converting the page happens after, outside the site's limits.
 async fn fetch(myself: ActorRef<DomainMsg>, services: Services, token: u64, waiting: Waiting) {
-    let Waiting { task, reply, attempts } = waiting;
-    let outcome = match Url::parse(&task.url) {
-        Err(e) => FetchOutcome::Failed { code: "BAD_REQUEST".into(), error: format!("invalid URL: {e}") },
-        Ok(url) => {
-            let job = ScrapeJob {
-                id: task.scrape_id,
-                team: task.team.clone(),
-                source_url: task.url.clone(),
-                url,
-                options: task.options.clone(),
-                queued_ms: task.queued_ms,
-            };
-            match services.scraper.scrape_page(&job, task.discover).await {
-                Ok(page) => {
-                    let status = page.document.metadata.status_code;
-                    if matches!(status, 429 | 503) {
-                        let wait = page.retry_after.unwrap_or_else(|| default_backoff(attempts));
-                        if attempts + 1 < services.settings.crawl.max_attempts {
-                            let retry = Waiting { task, reply, attempts: attempts + 1 };
-                            let _ = myself.cast(DomainMsg::Finished {
-                                token,
-                                backoff: Some(wait),
-                                retry: Some(retry),
-                            });
-                            return;
-                        }
-                        let _ = reply.send(FetchOutcome::Page {
-                            document: Box::new(page.document),
-                            links: page.links,
-                        });
-                        let _ = myself.cast(DomainMsg::Finished { token, backoff: Some(wait), retry: None });
-                        return;
-                    }
-                    FetchOutcome::Page { document: Box::new(page.document), links: page.links }
-                }
-                Err(e) => FetchOutcome::Failed { code: e.code().as_str().to_owned(), error: e.to_string() },
-            }
+    let Waiting { task, retrieved, reply, attempts } = waiting;
+    let url = match Url::parse(&task.url) {
+        Ok(url) => url,
+        Err(e) => {
+            let _ = myself.cast(DomainMsg::Finished { token, backoff: None, retry: None });
+            let error = format!("invalid URL: {e}");
+            let _ = reply.send(FetchOutcome::Failed { code: "BAD_REQUEST".into(), error });
+            return;
         }
     };
+    let job = ScrapeJob {
+        id: task.scrape_id,
+        team: task.team.clone(),
+        source_url: task.url.clone(),
+        url,
+        options: task.options.clone(),
+        queued_ms: task.queued_ms,
+    };
+    let page = services.scraper.retrieve(&job).await;
+    let mut backoff = None;
+    if let Ok(page) = &page
+        && matches!(page.status(), 429 | 503)
+    {
+        let wait = page.retry_after().unwrap_or_else(|| default_backoff(attempts));
+        if attempts + 1 < services.settings.crawl.max_attempts {
+            let retry = Waiting { task, retrieved, reply, attempts: attempts + 1 };
+            let _ = myself.cast(DomainMsg::Finished { token, backoff: Some(wait), retry: Some(retry) });
+            return;
+        }
+        // Out of attempts: the 429/503 page is the result.
+        backoff = Some(wait);
+    }
+    let _ = myself.cast(DomainMsg::Finished { token, backoff, retry: None });
+    if let Some(port) = retrieved {
+        let _ = port.send(());
+    }
+    let converted = match page {
+        Ok(page) => services.scraper.convert(&job, page, task.discover).await,
+        Err(e) => Err(e),
+    };
+    let outcome = match converted {
+        Ok(page) => FetchOutcome::Page { document: Box::new(page.document), links: page.links },
+        Err(e) => FetchOutcome::Failed { code: e.code().as_str().to_owned(), error: e.to_string() },
+    };
     let _ = reply.send(outcome);
-    let _ = myself.cast(DomainMsg::Finished { token, backoff: None, retry: None });
 }

@@ -137,7 +137,7 @@ async fn start_page(
         discover: true,
         queued_ms: None,
     };
-    match site.call(|r| DomainMsg::Fetch(Box::new(task), r), None).await {
+    match site.call(|reply| DomainMsg::Fetch { task: Box::new(task), retrieved: None, reply }, None).await {
         Ok(CallResult::Success(FetchOutcome::Page { document, links })) => {
             let meta = document.metadata;
             let mut out =

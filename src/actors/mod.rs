@@ -49,6 +49,9 @@ pub struct Services {
     pub settings: Arc<Settings>,
     /// Rung when webhook events were queued, so the dispatcher delivers at once.
     pub webhooks: Arc<tokio::sync::Notify>,
+    /// Rung when a job stored pages or ended, for whoever follows jobs as they run (the
+    /// command-line crawl writes each page as soon as it is stored).
+    pub job_progress: Arc<tokio::sync::Notify>,
     /// Team plans, credits and limits.
     pub teams: Arc<crate::teams::Teams>,
     volatile: Arc<OnceLock<JobStore>>,
@@ -63,6 +66,7 @@ impl Services {
             store,
             settings,
             webhooks: Arc::new(tokio::sync::Notify::new()),
+            job_progress: Arc::new(tokio::sync::Notify::new()),
             teams,
             volatile: Arc::new(OnceLock::new()),
         }

@@ -139,6 +139,7 @@ pub enum ReplayLookup {
 }
 
 /// A page and where it came from.
+#[derive(Debug)]
 struct Sourced {
     page: CachedPage,
     final_url: Url,
@@ -146,6 +147,45 @@ struct Sourced {
     cached_at: Option<String>,
     retry_after: Option<Duration>,
     output: Option<rendering::BrowserOutput>,
+}
+
+/// Lowers the calling thread's scheduling priority a little, once per thread. Conversion
+/// runs on the blocking pool and can keep every core busy; the runtime's workers, which
+/// send the next requests and settle results, then get the CPU first, so a crawl keeps its
+/// connections busy while pages convert. (On Linux the nice value belongs to the thread.)
+fn yield_to_io() {
+    thread_local! {
+        static LOWERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    LOWERED.with(|lowered| {
+        if !lowered.replace(true) {
+            // SAFETY: setpriority takes plain integers; `0` names the calling thread. A
+            // refusal leaves the priority as it was.
+            unsafe {
+                libc::setpriority(libc::PRIO_PROCESS, 0, 5);
+            }
+        }
+    });
+}
+
+/// A page retrieved by [`Scraper::retrieve`] and waiting for [`Scraper::convert`].
+#[derive(Debug)]
+pub struct Retrieved {
+    sourced: Sourced,
+    warnings: Vec<String>,
+    deadline: tokio::time::Instant,
+}
+
+impl Retrieved {
+    /// The HTTP status the target answered with.
+    pub fn status(&self) -> u16 {
+        self.sourced.page.status
+    }
+
+    /// `Retry-After` of a 429/503 answer.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.sourced.retry_after
+    }
 }
 
 /// A page scraped for a crawl or batch: its document, the links it reveals, and the
@@ -240,8 +280,32 @@ impl Scraper {
     /// Scrapes one page within its time budget without storing a result record (crawl and
     /// batch pages are stored with their job); `discover` also returns the page's links.
     pub async fn scrape_page(&self, job: &ScrapeJob, discover: bool) -> Result<PageResult, ScrapeError> {
+        let page = self.retrieve(job).await?;
+        self.convert(job, page, discover).await
+    }
+
+    /// The first half of [`Scraper::scrape_page`]: the page from the cache or the target,
+    /// not yet converted, so a crawl can free the site's slot before the CPU work starts.
+    /// The time budget starts here and covers [`Scraper::convert`] too.
+    pub async fn retrieve(&self, job: &ScrapeJob) -> Result<Retrieved, ScrapeError> {
         let ms = job.options.timeout_ms;
-        tokio::time::timeout(Duration::from_millis(ms), self.produce(job, discover))
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(ms);
+        let mut warnings = Vec::new();
+        let sourced = tokio::time::timeout_at(deadline, self.source(job, &mut warnings))
+            .await
+            .map_err(|_| ScrapeError::Timeout { ms })??;
+        Ok(Retrieved { sourced, warnings, deadline })
+    }
+
+    /// The second half of [`Scraper::scrape_page`]: extraction and formats.
+    pub async fn convert(
+        &self,
+        job: &ScrapeJob,
+        page: Retrieved,
+        discover: bool,
+    ) -> Result<PageResult, ScrapeError> {
+        let ms = job.options.timeout_ms;
+        tokio::time::timeout_at(page.deadline, self.produce(job, page.sourced, page.warnings, discover))
             .await
             .map_err(|_| ScrapeError::Timeout { ms })?
     }
@@ -263,10 +327,14 @@ impl Scraper {
             .map_err(Into::into)
     }
 
-    async fn produce(&self, job: &ScrapeJob, discover: bool) -> Result<PageResult, ScrapeError> {
+    async fn produce(
+        &self,
+        job: &ScrapeJob,
+        mut sourced: Sourced,
+        mut warnings: Vec<String>,
+        discover: bool,
+    ) -> Result<PageResult, ScrapeError> {
         let options = &job.options;
-        let mut warnings = Vec::new();
-        let mut sourced = self.source(job, &mut warnings).await?;
         let retry_after = sourced.retry_after;
         let output = sourced.output.take();
         let engine = if sourced.page.rendered { Engine::Chromium } else { Engine::Http };
@@ -277,6 +345,7 @@ impl Scraper {
             let source_url = job.source_url.clone();
             let limits = self.settings.documents.limits();
             tokio::task::spawn_blocking(move || {
+                yield_to_io();
                 let input = document::PageInput {
                     source_url: &source_url,
                     final_url: &sourced.final_url,
