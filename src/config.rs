@@ -75,6 +75,10 @@ pub struct StorageSettings {
     pub result_ttl_secs: u64,
     /// sled's page cache, MiB.
     pub cache_mb: u64,
+    /// The store lives only as long as one command (a command-line crawl without
+    /// `--data`): it is written but never synced, and deleted when closed. Not a file setting.
+    #[serde(skip)]
+    pub scratch: bool,
 }
 
 impl StorageSettings {

@@ -63,8 +63,13 @@ pub struct CrawlSummary {
 /// Opens the store and starts the actor tree for a command.
 async fn start(settings: Settings) -> anyhow::Result<Runtime> {
     let settings = Arc::new(settings);
-    let store = Store::open_with_cache(&settings.storage.data_dir, settings.storage.cache_bytes())
-        .context("opening the data directory")?;
+    let storage = &settings.storage;
+    let store = if storage.scratch {
+        Store::open_scratch(&storage.data_dir, storage.cache_bytes())
+    } else {
+        Store::open_with_cache(&storage.data_dir, storage.cache_bytes())
+    }
+    .context("opening the data directory")?;
     let scraper = Scraper::new(store.clone(), Arc::clone(&settings)).map_err(anyhow::Error::msg)?;
     Ok(Runtime::start(Services::new(scraper, store, settings)).await?)
 }
@@ -161,6 +166,7 @@ async fn write_results(
     started: Instant,
 ) -> anyhow::Result<CrawlSummary> {
     let jobs = runtime.services().store.jobs.clone();
+    let stored = std::sync::Arc::clone(&runtime.services().job_progress);
     let mut index = std::io::BufWriter::new(std::fs::File::create(out.join("index.jsonl"))?);
     let bar = bar(progress);
     let mut written = 0u64;
@@ -201,7 +207,8 @@ async fn write_results(
                 elapsed: started.elapsed(),
             });
         }
-        tokio::time::sleep(Duration::from_millis(25)).await;
+        // Woken when pages are stored or the job ends; the timeout keeps the bar ticking.
+        let _ = tokio::time::timeout(Duration::from_millis(250), stored.notified()).await;
     }
 }
 

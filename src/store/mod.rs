@@ -154,9 +154,21 @@ impl Store {
     /// Opens the store with `cache_bytes` of sled page cache: what stays in memory however
     /// large the database grows.
     pub fn open_with_cache(data_dir: &Path, cache_bytes: u64) -> Result<Self> {
+        Self::open_configured(data_dir, cache_bytes, false)
+    }
+
+    /// Opens a store that lives only as long as this process uses it: it is written like
+    /// any other but never synced to disk (there is nothing to recover it for), and sled
+    /// deletes it when the last handle is dropped.
+    pub fn open_scratch(data_dir: &Path, cache_bytes: u64) -> Result<Self> {
+        Self::open_configured(data_dir, cache_bytes, true)
+    }
+
+    fn open_configured(data_dir: &Path, cache_bytes: u64, scratch: bool) -> Result<Self> {
         std::fs::create_dir_all(data_dir).map_err(sled::Error::Io)?;
         let config = sled::Config::new()
             .path(data_dir.join("db"))
+            .temporary(scratch)
             .flush_every_ms(Some(500))
             // Nodes holding many result documents would otherwise exceed the default blob
             // threshold (a quarter segment) and be written as one file each.
