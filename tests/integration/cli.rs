@@ -274,3 +274,26 @@ fn crawl_and_map_commands_write_what_they_find() {
     let lines: Vec<String> = String::from_utf8_lossy(&mapped.stdout).lines().map(str::to_owned).collect();
     assert_eq!(lines, vec![site.url("/blog/"), site.url("/blog/post-1")]);
 }
+
+#[test]
+fn crawl_store_is_temporary_unless_data_names_one() {
+    let site = crate::common::CrawlSite::start(0);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir_all(&tmp).expect("tmp");
+    let out = dir.path().join("out");
+    let out_str = out.to_str().expect("utf8");
+    let start = site.url("/");
+    let args = ["crawl", &start, "--allow-private", "--quiet", "--out", out_str, "--limit", "3"];
+    let result = run(&args, &[("TMPDIR", tmp.to_str().expect("utf8"))]);
+    assert!(String::from_utf8_lossy(&result.stdout).contains("pages=3 "), "{result:?}");
+    let left: Vec<_> = std::fs::read_dir(&tmp).expect("read tmp").collect();
+    assert!(left.is_empty(), "the temporary store is deleted at the end: {left:?}");
+
+    let data = dir.path().join("data");
+    let data_str = data.to_str().expect("utf8");
+    let result = run(&[&args[..], &["--data", data_str]].concat(), &[]);
+    assert!(String::from_utf8_lossy(&result.stdout).contains("pages=3 "), "{result:?}");
+    let db = std::fs::metadata(data.join("db").join("db")).expect("the named store is kept");
+    assert!(db.len() > 0);
+}
