@@ -42,8 +42,9 @@ fn tune_memory() {
             libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
         }
     }
-    // SAFETY: PR_SET_THP_DISABLE takes plain integers and changes only this process's flag.
-    // A kernel without it answers EINVAL, which leaves things as they were.
+    // SAFETY: PR_SET_THP_DISABLE takes plain integers and changes only this process's flag
+    // (children, Chromium among them, inherit it). A kernel without it answers EINVAL,
+    // which leaves things as they were.
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
