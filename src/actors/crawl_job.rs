@@ -186,21 +186,19 @@ impl Actor for CrawlJob {
                 if state.in_flight.contains_key(&seq) {
                     state.converting.insert(seq);
                 }
-                if let Some(delay) = state.delay {
-                    state.next_dispatch = Instant::now() + delay;
-                }
+                start_delay(state);
             }
             CrawlJobMsg::Settled { seq, entry, outcome } => {
                 state.in_flight.remove(&seq);
-                state.converting.remove(&seq);
+                if !state.converting.remove(&seq) {
+                    // No response (robots.txt, a failed lookup): the delay starts now.
+                    start_delay(state);
+                }
                 let mut memo = std::mem::take(&mut state.memo);
                 let pending = settle::prepare(&rules(state), &mut memo, seq, &entry, outcome);
                 state.memo = memo;
                 if let Some(pending) = pending? {
                     state.buffer.push(pending);
-                }
-                if state.delay.is_some() {
-                    state.next_dispatch = Instant::now() + state.delay.unwrap_or_default();
                 }
                 if state.buffer.len() >= settle::GROUP_MAX || state.in_flight.is_empty() {
                     commit(state)?;
@@ -255,6 +253,13 @@ fn scope_options(options: &CrawlOptions) -> ScopeOptions {
         crawl_entire_domain: options.crawl_entire_domain,
         allow_external_links: options.allow_external_links,
         allow_subdomains: options.allow_subdomains,
+    }
+}
+
+/// With a `delay`, the next page waits that long from the last response.
+fn start_delay(state: &mut CrawlJobState) {
+    if let Some(delay) = state.delay {
+        state.next_dispatch = Instant::now() + delay;
     }
 }
 

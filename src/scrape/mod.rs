@@ -149,10 +149,23 @@ struct Sourced {
     output: Option<rendering::BrowserOutput>,
 }
 
-/// Lowers the calling thread's scheduling priority a little, once per thread. Conversion
-/// runs on the blocking pool and can keep every core busy; the runtime's workers, which
-/// send the next requests and settle results, then get the CPU first, so a crawl keeps its
-/// connections busy while pages convert. (On Linux the nice value belongs to the thread.)
+/// Runs conversion work (pages, documents) on the blocking pool, at a slightly lower
+/// priority than the runtime's workers: conversion can keep every core busy, and the
+/// workers, which send the next requests and settle results, then get the CPU first, so a
+/// crawl keeps its connections busy while pages convert.
+async fn convert_off_runtime<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ScrapeError> {
+    tokio::task::spawn_blocking(move || {
+        yield_to_io();
+        work()
+    })
+    .await
+    .map_err(|e| ScrapeError::Internal(e.to_string()))
+}
+
+/// Lowers the calling thread's scheduling priority a little, once per thread (on Linux the
+/// nice value belongs to the thread).
 fn yield_to_io() {
     thread_local! {
         static LOWERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -344,8 +357,7 @@ impl Scraper {
             let options = options.clone();
             let source_url = job.source_url.clone();
             let limits = self.settings.documents.limits();
-            tokio::task::spawn_blocking(move || {
-                yield_to_io();
+            convert_off_runtime(move || {
                 let input = document::PageInput {
                     source_url: &source_url,
                     final_url: &sourced.final_url,
@@ -357,8 +369,7 @@ impl Scraper {
                     .map(|built| (built, sourced.cache_state, sourced.cached_at))
                     .map_err(ScrapeError::from)
             })
-            .await
-            .map_err(|e| ScrapeError::Internal(e.to_string()))?
+            .await?
         };
         let (built, cache_state, cached_at) = built?;
         let pdf_pages = built.pdf_pages;

@@ -60,11 +60,10 @@ impl Scraper {
         let limits = self.settings.documents.limits();
         let Upload { id, team, file_name, content_type, bytes, options, queued_ms } = upload;
         let task_options = options.clone();
-        let built = tokio::task::spawn_blocking(move || {
+        let built = super::convert_off_runtime(move || {
             convert_file(&file_name, content_type.as_deref(), &bytes, &task_options, &limits)
         })
-        .await
-        .map_err(|e| ScrapeError::Internal(e.to_string()))??;
+        .await??;
         let pdf_pages = built.pdf_pages;
         let mut doc = built.document;
         let meta = &mut doc.metadata;
