@@ -78,7 +78,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), StartupError> {
     let settings = Arc::new(settings);
-    let store = Store::open_with_cache(&settings.storage.data_dir, settings.storage.cache_bytes())?;
+    let store = Store::open_with(&settings.storage)?;
     if let Some(key) = bootstrap_key(&store, &settings.storage.data_dir)? {
         // Printed once, on first start: the operator's way in.
         println!(

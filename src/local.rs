@@ -63,13 +63,7 @@ pub struct CrawlSummary {
 /// Opens the store and starts the actor tree for a command.
 async fn start(settings: Settings) -> anyhow::Result<Runtime> {
     let settings = Arc::new(settings);
-    let storage = &settings.storage;
-    let store = if storage.scratch {
-        Store::open_scratch(&storage.data_dir, storage.cache_bytes())
-    } else {
-        Store::open_with_cache(&storage.data_dir, storage.cache_bytes())
-    }
-    .context("opening the data directory")?;
+    let store = Store::open_with(&settings.storage).context("opening the data directory")?;
     let scraper = Scraper::new(store.clone(), Arc::clone(&settings)).map_err(anyhow::Error::msg)?;
     Ok(Runtime::start(Services::new(scraper, store, settings)).await?)
 }

@@ -148,23 +148,19 @@ fn is_lock_error(io: &std::io::Error) -> bool {
 impl Store {
     /// Opens (creating if needed) the database under `data_dir/db`.
     pub fn open(data_dir: &Path) -> Result<Self> {
-        Self::open_with_cache(data_dir, DEFAULT_CACHE_BYTES)
+        Self::open_at(data_dir, DEFAULT_CACHE_BYTES, false)
     }
 
-    /// Opens the store with `cache_bytes` of sled page cache: what stays in memory however
-    /// large the database grows.
-    pub fn open_with_cache(data_dir: &Path, cache_bytes: u64) -> Result<Self> {
-        Self::open_configured(data_dir, cache_bytes, false)
+    /// Opens the store the `[storage]` settings describe, with `cache_mb` of sled page
+    /// cache: what stays in memory however large the database grows. A scratch store lives
+    /// only as long as this process uses it: it is written like any other but never synced
+    /// to disk (there is nothing to recover it for), and sled deletes it when the last
+    /// handle drops.
+    pub fn open_with(storage: &crate::config::StorageSettings) -> Result<Self> {
+        Self::open_at(&storage.data_dir, storage.cache_bytes(), storage.scratch)
     }
 
-    /// Opens a store that lives only as long as this process uses it: it is written like
-    /// any other but never synced to disk (there is nothing to recover it for), and sled
-    /// deletes it when the last handle is dropped.
-    pub fn open_scratch(data_dir: &Path, cache_bytes: u64) -> Result<Self> {
-        Self::open_configured(data_dir, cache_bytes, true)
-    }
-
-    fn open_configured(data_dir: &Path, cache_bytes: u64, scratch: bool) -> Result<Self> {
+    fn open_at(data_dir: &Path, cache_bytes: u64, scratch: bool) -> Result<Self> {
         std::fs::create_dir_all(data_dir).map_err(sled::Error::Io)?;
         let config = sled::Config::new()
             .path(data_dir.join("db"))
