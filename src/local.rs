@@ -1,7 +1,8 @@
 //! Jobs run from the command line (`ferrocrawl crawl`, `ferrocrawl map`): the same actor
 //! tree and store as the server, in-process, with the results written to a folder — one
 //! Markdown file per page and an `index.jsonl` line for each — as they complete, under a
-//! progress bar.
+//! progress bar. The job hands its pages over through a tap (`actors::tap`) rather than
+//! the store, which keeps them only when `--data` names it.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
+use tokio::sync::mpsc;
 use url::Url;
 
 use crate::actors::map::MapLink;
@@ -18,10 +20,15 @@ use crate::actors::{Runtime, Services};
 use crate::config::Settings;
 use crate::crawl::keys::{self, KeyRules};
 use crate::crawl::scope::{self, ScopeOptions};
-use crate::model::{CrawlOptions, JobId, JobStatus, MapOptions, ScrapeOptions, SitemapMode, TeamId, time};
+use crate::model::{
+    CrawlOptions, Document, JobId, JobStatus, MapOptions, ScrapeOptions, SitemapMode, TeamId, time,
+};
 use crate::scrape::Scraper;
 use crate::store::Store;
 use crate::store::jobs::{JobKind, JobRecord, NewEntry, QueueEntry};
+
+/// How often the progress bar is refreshed.
+const TICK: Duration = Duration::from_millis(250);
 
 /// Team that command-line jobs run as.
 const LOCAL_TEAM: &str = "local";
@@ -82,6 +89,8 @@ pub async fn crawl(mut settings: Settings, cmd: CrawlCommand) -> anyhow::Result<
     })?;
     std::fs::create_dir_all(&cmd.out).with_context(|| format!("creating {}", cmd.out.display()))?;
     let ttl_ms = settings.crawl.job_ttl_secs.saturating_mul(1000);
+    // A store named with `--data` keeps the documents; a temporary one only counts them.
+    let keep_documents = !settings.storage.scratch;
     let runtime = start(settings).await?;
     let options = CrawlOptions {
         include_paths: cmd.include,
@@ -112,8 +121,9 @@ pub async fn crawl(mut settings: Settings, cmd: CrawlCommand) -> anyhow::Result<
     };
     let id = JobId::new();
     let started = Instant::now();
+    let pages = runtime.services().taps.open(id, keep_documents);
     runtime.submit(id, &record, &first, false).await?;
-    let summary = write_results(&runtime, id, &cmd.out, cmd.progress, started).await;
+    let summary = write_results(&runtime, id, pages, &cmd.out, cmd.progress, started).await;
     runtime.shutdown().await;
     summary
 }
@@ -130,57 +140,50 @@ fn bar(progress: bool) -> ProgressBar {
     bar
 }
 
-/// The parts of a stored result document the index needs, borrowed from its JSON.
-#[derive(serde::Deserialize)]
-struct StoredPage<'a> {
-    #[serde(borrow)]
-    markdown: Option<std::borrow::Cow<'a, str>>,
-    #[serde(borrow)]
-    metadata: StoredMeta<'a>,
+/// Writes one page: its Markdown file and its `index.jsonl` line.
+fn write_page(out: &Path, index: &mut impl Write, n: u64, doc: &Document) -> anyhow::Result<()> {
+    let file = format!("{n:06}.md");
+    std::fs::write(out.join(&file), doc.markdown.as_deref().unwrap_or_default())?;
+    let meta = &doc.metadata;
+    let line = json!({
+        "url": meta.url, "sourceURL": meta.source_url, "title": meta.title,
+        "statusCode": meta.status_code, "file": file,
+    });
+    writeln!(index, "{line}")?;
+    Ok(())
 }
 
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct StoredMeta<'a> {
-    #[serde(borrow)]
-    url: std::borrow::Cow<'a, str>,
-    #[serde(rename = "sourceURL", borrow)]
-    source_url: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    title: Option<std::borrow::Cow<'a, str>>,
-    status_code: u16,
-}
-
-/// Follows the job, writing each finished page, until it ends.
+/// Writes each page the job hands over, until the job ends.
 async fn write_results(
     runtime: &Runtime,
     id: JobId,
+    mut pages: mpsc::Receiver<Document>,
     out: &Path,
     progress: bool,
     started: Instant,
 ) -> anyhow::Result<CrawlSummary> {
     let jobs = runtime.services().store.jobs.clone();
-    let stored = std::sync::Arc::clone(&runtime.services().job_progress);
     let mut index = std::io::BufWriter::new(std::fs::File::create(out.join("index.jsonl"))?);
     let bar = bar(progress);
     let mut written = 0u64;
+    let mut shown = Instant::now();
     loop {
-        let record = jobs.record(id)?.context("the job vanished")?;
-        let counters = jobs.counters(id)?;
-        while written < counters.completed {
-            for raw in jobs.pages(id, written, 256, usize::MAX)? {
-                let doc: StoredPage<'_> = serde_json::from_slice(&raw)?;
+        // The tap ends once the job has finished and handed over every page; the timeout
+        // keeps the bar ticking while a slow site sends nothing.
+        let ended = match tokio::time::timeout(TICK, pages.recv()).await {
+            Ok(Some(doc)) => {
                 written += 1;
-                let file = format!("{written:06}.md");
-                std::fs::write(out.join(&file), doc.markdown.as_deref().unwrap_or_default())?;
-                let meta = doc.metadata;
-                let line = json!({
-                    "url": meta.url, "sourceURL": meta.source_url, "title": meta.title,
-                    "statusCode": meta.status_code, "file": file,
-                });
-                writeln!(index, "{line}")?;
+                write_page(out, &mut index, written, &doc)?;
+                false
             }
+            Ok(None) => true,
+            Err(_) => false,
+        };
+        if !ended && shown.elapsed() < TICK {
+            continue;
         }
+        shown = Instant::now();
+        let counters = jobs.counters(id)?;
         let secs = started.elapsed().as_secs_f64().max(0.001);
         bar.set_message(format!(
             "{written} pages, {} queued, {} errors, {:.0} pages/s",
@@ -188,21 +191,21 @@ async fn write_results(
             counters.failed + counters.blocked,
             written as f64 / secs
         ));
-        if record.status.is_terminal() && written >= counters.completed {
-            index.flush()?;
-            bar.finish_and_clear();
-            if record.status == JobStatus::Failed {
-                bail!("the crawl failed: {}", record.error.unwrap_or_default());
-            }
-            return Ok(CrawlSummary {
-                pages: written,
-                failed: counters.failed,
-                blocked: counters.blocked,
-                elapsed: started.elapsed(),
-            });
+        if !ended {
+            continue;
         }
-        // Woken when pages are stored or the job ends; the timeout keeps the bar ticking.
-        let _ = tokio::time::timeout(Duration::from_millis(250), stored.notified()).await;
+        index.flush()?;
+        bar.finish_and_clear();
+        let record = jobs.record(id)?.context("the job vanished")?;
+        if record.status == JobStatus::Failed {
+            bail!("the crawl failed: {}", record.error.unwrap_or_default());
+        }
+        return Ok(CrawlSummary {
+            pages: written,
+            failed: counters.failed,
+            blocked: counters.blocked,
+            elapsed: started.elapsed(),
+        });
     }
 }
 

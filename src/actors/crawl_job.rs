@@ -18,6 +18,7 @@ use super::Services;
 use super::domain::{DomainMsg, FetchOutcome, FetchTask};
 use super::domains::{DomainsMsg, origin_of};
 use super::settle::{self, LinkMemo, Pending};
+use super::tap::Tap;
 use crate::crawl::keys::KeyRules;
 use crate::crawl::scope::{Scope, ScopeOptions};
 use crate::model::{CrawlOptions, JobId, JobStatus, SitemapMode, TeamId};
@@ -92,6 +93,8 @@ pub struct CrawlJobState {
     buffer: Vec<Pending>,
     memo: LinkMemo,
     commit_scheduled: bool,
+    /// Where finished documents go in this process, when someone here reads them.
+    tap: Option<Tap>,
 }
 
 /// The per-job actor.
@@ -127,6 +130,7 @@ impl Actor for CrawlJob {
         let discovering = record.kind == JobKind::Crawl
             && options.sitemap != SitemapMode::Skip
             && !record.status.is_terminal();
+        let tap = args.services.taps.get(args.id);
         let state = CrawlJobState {
             id: args.id,
             jobs: args.jobs,
@@ -151,6 +155,7 @@ impl Actor for CrawlJob {
             buffer: Vec::new(),
             memo: LinkMemo::default(),
             commit_scheduled: false,
+            tap,
         };
         if state.discovering {
             let limit = state.record.options.limit;
@@ -168,7 +173,7 @@ impl Actor for CrawlJob {
             myself.stop(Some("already finished".into()));
             return Ok(());
         }
-        pump(&myself, state)
+        pump(&myself, state).await
     }
 
     async fn handle(
@@ -201,7 +206,7 @@ impl Actor for CrawlJob {
                     state.buffer.push(pending);
                 }
                 if state.buffer.len() >= settle::GROUP_MAX || state.in_flight.is_empty() {
-                    commit(state)?;
+                    commit(state).await?;
                 } else if !state.commit_scheduled && !state.buffer.is_empty() {
                     state.commit_scheduled = true;
                     myself.send_after(settle::GROUP_WINDOW, || CrawlJobMsg::Commit);
@@ -209,7 +214,7 @@ impl Actor for CrawlJob {
             }
             CrawlJobMsg::Commit => {
                 state.commit_scheduled = false;
-                commit(state)?;
+                commit(state).await?;
             }
             CrawlJobMsg::Discovered(urls) => {
                 let rules = rules(state);
@@ -224,13 +229,13 @@ impl Actor for CrawlJob {
             }
             CrawlJobMsg::DiscoveryDone => state.discovering = false,
             CrawlJobMsg::Cancel => {
-                finish(&myself, state, JobStatus::Cancelled)?;
+                finish(&myself, state, JobStatus::Cancelled).await?;
                 return Ok(());
             }
             #[cfg(test)]
             CrawlJobMsg::Panic => panic!("crawl job asked to fail"),
         }
-        pump(&myself, state)
+        pump(&myself, state).await
     }
 
     async fn post_stop(
@@ -276,7 +281,7 @@ fn room_for(in_flight: usize, converting: usize, max: usize) -> usize {
 }
 
 /// Starts pages up to the concurrency limit; completes the job when nothing is left.
-fn pump(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState) -> Result<(), ActorProcessingErr> {
+async fn pump(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState) -> Result<(), ActorProcessingErr> {
     while room(state) > 0 {
         let now = Instant::now();
         if state.delay.is_some() && now < state.next_dispatch {
@@ -301,7 +306,7 @@ fn pump(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState) -> Result<(),
     }
     let idle = state.in_flight.is_empty() && state.buffer.is_empty() && !state.discovering;
     if idle && !state.jobs.has_queued(state.id)? {
-        finish(myself, state, JobStatus::Completed)?;
+        finish(myself, state, JobStatus::Completed).await?;
     }
     Ok(())
 }
@@ -403,27 +408,32 @@ fn rules(state: &CrawlJobState) -> settle::Rules<'_> {
         keys: state.rules,
         options: &state.record.options,
         kind: state.record.kind,
+        tap: state.tap.as_ref(),
     }
 }
 
-/// Writes the buffered pages in one transaction.
-fn commit(state: &mut CrawlJobState) -> Result<(), ActorProcessingErr> {
-    let (events, credits) = settle::commit(&state.jobs, state.id, &state.record, &mut state.buffer)?;
-    if events {
+/// Writes the buffered pages in one transaction, then hands them to the job's tap.
+async fn commit(state: &mut CrawlJobState) -> Result<(), ActorProcessingErr> {
+    let done = settle::commit(&state.jobs, state.id, &state.record, &mut state.buffer)?;
+    if done.events {
         state.services.webhooks.notify_one();
     }
-    state.services.job_progress.notify_one();
-    state.services.teams.charge(&state.team, credits)?;
+    state.services.teams.charge(&state.team, done.credits)?;
+    if let Some(tap) = &state.tap {
+        for document in done.tapped {
+            tap.send(document).await;
+        }
+    }
     Ok(())
 }
 
-fn finish(
+async fn finish(
     myself: &ActorRef<CrawlJobMsg>,
     state: &mut CrawlJobState,
     status: JobStatus,
 ) -> Result<(), ActorProcessingErr> {
     // Pages fetched before the end are results too.
-    commit(state)?;
+    commit(state).await?;
     state.finished = true;
     for (_, handle) in state.in_flight.drain() {
         handle.abort();
@@ -432,8 +442,10 @@ fn finish(
         let _ = state.domains.cast(DomainsMsg::CancelJob(state.id));
     }
     let record = super::events::end(&state.jobs, state.id, status, None)?;
+    // Every page is handed over: the tap's reader sees its end.
+    state.tap = None;
+    state.services.taps.close(state.id);
     state.services.webhooks.notify_one();
-    state.services.job_progress.notify_one();
     if let Some(record) = record {
         tracing::info!(job = %state.id, status = record.status.as_str(), "job finished");
     }

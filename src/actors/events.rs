@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::model::{EventKind, JobId, time};
+use crate::model::{CrawlOptions, EventKind, JobId, time};
 use crate::store::jobs::{JobKind, JobRecord};
 use crate::store::outbox::{Delivery, NewEvent};
 use crate::store::{JobStore, StoreError};
@@ -120,6 +120,11 @@ pub fn end(
     jobs.finish(id, status, time::now_ms(), error, event.as_ref())
 }
 
+/// Whether the job's webhook wants an event per page.
+pub fn page_events_wanted(options: &CrawlOptions) -> bool {
+    options.webhook.as_ref().is_some_and(|s| s.wants(EventKind::Page))
+}
+
 /// `{kind}.page`.
 pub fn page(
     jobs: &JobStore,
@@ -127,6 +132,9 @@ pub fn page(
     record: &JobRecord,
     report: PageReport<'_>,
 ) -> Result<Option<NewEvent>, StoreError> {
+    if !page_events_wanted(&record.options) {
+        return Ok(None);
+    }
     match report {
         PageReport::Done(document) => {
             let raw: &RawValue = serde_json::from_slice(document)?;

@@ -24,6 +24,7 @@ pub mod jobs;
 pub mod map;
 pub mod root;
 mod settle;
+pub mod tap;
 pub mod webhook;
 
 use std::sync::{Arc, OnceLock};
@@ -49,11 +50,10 @@ pub struct Services {
     pub settings: Arc<Settings>,
     /// Rung when webhook events were queued, so the dispatcher delivers at once.
     pub webhooks: Arc<tokio::sync::Notify>,
-    /// Rung when a job stored pages or ended, for whoever follows jobs as they run (the
-    /// command-line crawl writes each page as soon as it is stored).
-    pub job_progress: Arc<tokio::sync::Notify>,
     /// Team plans, credits and limits.
     pub teams: Arc<crate::teams::Teams>,
+    /// Jobs whose pages go straight to a reader in this process (the command line).
+    pub taps: tap::Taps,
     volatile: Arc<OnceLock<JobStore>>,
 }
 
@@ -66,8 +66,8 @@ impl Services {
             store,
             settings,
             webhooks: Arc::new(tokio::sync::Notify::new()),
-            job_progress: Arc::new(tokio::sync::Notify::new()),
             teams,
+            taps: tap::Taps::default(),
             volatile: Arc::new(OnceLock::new()),
         }
     }

@@ -10,6 +10,7 @@ use url::Url;
 
 use super::domain::FetchOutcome;
 use super::events::{self, PageReport};
+use super::tap::Tap;
 use crate::crawl::keys::{self, KeyRules};
 use crate::crawl::scope::{Rejection, Scope};
 use crate::model::{CrawlOptions, Document, JobId, SitemapMode, time};
@@ -32,6 +33,8 @@ pub(super) struct Rules<'a> {
     pub(super) options: &'a CrawlOptions,
     /// Crawl or batch.
     pub(super) kind: JobKind,
+    /// Where finished documents go besides (or instead of) the store.
+    pub(super) tap: Option<&'a Tap>,
 }
 
 /// A settled page waiting for its group commit.
@@ -44,7 +47,14 @@ pub(super) struct Pending {
 
 #[derive(Debug)]
 enum Owned {
-    Page { document: Vec<u8>, credits: u64 },
+    /// A finished page: its JSON when it is kept in the store or a page event needs it,
+    /// and the document itself when it goes to the job's tap.
+    Page {
+        json: Option<Vec<u8>>,
+        keep: bool,
+        tapped: Option<Box<Document>>,
+        credits: u64,
+    },
     Failed(ErrorEntry),
     Blocked(String),
 }
@@ -54,7 +64,7 @@ enum Owned {
 /// seen-set lookups. Forgetting is safe: the seen-set in the store is the real dedup.
 #[derive(Debug, Default)]
 pub(super) struct LinkMemo {
-    seen: std::collections::HashSet<String>,
+    seen: std::collections::HashSet<String, foldhash::fast::RandomState>,
 }
 
 impl LinkMemo {
@@ -119,7 +129,13 @@ pub(super) fn prepare(
                 Some(reason) => pending(Owned::Failed(failure("CRAWL_DENIAL", reason)), new),
                 None => {
                     let credits = u64::from(document.metadata.credits_used);
-                    pending(Owned::Page { document: to_json(&document)?, credits }, new)
+                    let keep = rules.tap.is_none_or(Tap::keeps_documents);
+                    let json = match keep || events::page_events_wanted(options) {
+                        true => Some(to_json(&document)?),
+                        false => None,
+                    };
+                    let tapped = rules.tap.map(|_| document);
+                    pending(Owned::Page { json, keep, tapped, credits }, new)
                 }
             }
         }
@@ -138,24 +154,35 @@ fn to_json(document: &Document) -> Result<Vec<u8>, serde_json::Error> {
     Ok(out)
 }
 
+/// What a commit did.
+#[derive(Debug, Default)]
+pub(super) struct Committed {
+    /// Webhook events were queued.
+    pub(super) events: bool,
+    /// Credits the pages settled now cost.
+    pub(super) credits: u64,
+    /// Documents for the job's tap, of the pages settled now, in settlement order.
+    pub(super) tapped: Vec<Document>,
+}
+
 /// Commits and empties `buffer`, with a page event per finished page when the job's
-/// webhook wants them. Returns whether any event was queued and the credits the stored
-/// pages cost.
+/// webhook wants them.
 pub(super) fn commit(
     jobs: &JobStore,
     id: JobId,
     record: &JobRecord,
     buffer: &mut Vec<Pending>,
-) -> Result<(bool, u64), StoreError> {
+) -> Result<Committed, StoreError> {
     if buffer.is_empty() {
-        return Ok((false, 0));
+        return Ok(Committed::default());
     }
     let mut events = Vec::new();
     for p in buffer.iter() {
         let report = match &p.outcome {
-            Owned::Page { document, .. } => PageReport::Done(document),
+            Owned::Page { json: Some(json), .. } => PageReport::Done(json),
+            // Not serialized: no page events are wanted (see `prepare`).
+            Owned::Page { json: None, .. } | Owned::Blocked(_) => continue,
             Owned::Failed(entry) => PageReport::Failed { url: &entry.url, error: &entry.error },
-            Owned::Blocked(_) => continue,
         };
         events.extend(events::page(jobs, id, record, report)?);
     }
@@ -163,7 +190,9 @@ pub(super) fn commit(
         .iter()
         .map(|p| {
             let outcome = match &p.outcome {
-                Owned::Page { document, credits } => Outcome::Page { document, credits: *credits },
+                Owned::Page { json, keep, credits, .. } => {
+                    Outcome::Page { document: json.as_deref().filter(|_| *keep), credits: *credits }
+                }
                 Owned::Failed(entry) => Outcome::Failed(entry),
                 Owned::Blocked(url) => Outcome::Blocked(url),
             };
@@ -171,18 +200,20 @@ pub(super) fn commit(
         })
         .collect();
     let results = jobs.settle_batch(id, record.options.limit, &batch, &events)?;
-    // Only entries settled now are billed (a duplicate completion after a restart is not).
-    let credits = buffer
-        .iter()
-        .zip(&results)
-        .filter(|(_, settled)| settled.is_some())
-        .map(|(p, _)| match p.outcome {
-            Owned::Page { credits, .. } => credits,
-            _ => 0,
-        })
-        .sum();
-    buffer.clear();
-    Ok((!events.is_empty(), credits))
+    drop(batch);
+    // Only entries settled now are billed and handed over (a duplicate completion after a
+    // restart is neither).
+    let mut done = Committed { events: !events.is_empty(), ..Committed::default() };
+    for (p, settled) in buffer.drain(..).zip(&results) {
+        if settled.is_none() {
+            continue;
+        }
+        if let Owned::Page { credits, tapped, .. } = p.outcome {
+            done.credits += credits;
+            done.tapped.extend(tapped.map(|d| *d));
+        }
+    }
+    Ok(done)
 }
 
 /// Why a fetched page is not kept: the start page failing the include/exclude patterns, or a

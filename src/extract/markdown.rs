@@ -8,8 +8,8 @@ use url::Url;
 use super::dom::{Dom, Id, NONE};
 use super::md_code::{code_language, longest_fence, longest_run, pre_text};
 use super::md_escape::{
-    collapsible_len, escape_brackets, escape_word, is_collapsible, is_skip_link, is_word_char, next_char,
-    push_destination, push_title, starts_with_ci,
+    collapsible_len, escape_brackets, escape_word, escape_words, is_collapsible, is_skip_link, is_word_char,
+    next_char, push_destination, push_title, starts_with_ci,
 };
 use super::tags::Tag;
 use super::urls;
@@ -318,21 +318,27 @@ impl<'d, 'a> Writer<'d, 'a> {
     /// Collapses whitespace and escapes Markdown syntax in a text node.
     pub(crate) fn text(&mut self, s: &str) {
         let bytes = s.as_bytes();
-        let (mut start, mut i) = (0, 0);
+        let mut i = 0;
         while i < bytes.len() {
             let sep = collapsible_len(bytes, i);
             if sep == 0 {
-                i += 1;
-                continue;
+                break;
             }
-            self.word(s.get(start..i).unwrap_or_default());
             if !self.fresh {
                 self.space = true;
             }
             i += sep;
-            start = i;
         }
-        self.word(s.get(start..).unwrap_or_default());
+        let start = i;
+        while i < bytes.len() && collapsible_len(bytes, i) == 0 {
+            i += 1;
+        }
+        // The first word settles line starts and pending markup; the rest of the text
+        // continues that line, so it is written in one pass.
+        self.word(s.get(start..i).unwrap_or_default());
+        if i < bytes.len() && escape_words(&mut self.out, s.get(i..).unwrap_or_default(), self.link > 0) {
+            self.space = true;
+        }
     }
 
     /// Writes one word of a text node, escaped.

@@ -93,28 +93,71 @@ pub(crate) fn escape_word(out: &mut String, word: &str, line_start: bool, in_lin
         }
     }
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let escape = match b {
-            b'*' | b'`' => true,
-            b'_' => {
-                let prev = if i == 0 { None } else { bytes.get(i - 1) };
-                let next = bytes.get(i + 1);
-                !(prev.is_some_and(u8::is_ascii_alphanumeric) && next.is_some_and(u8::is_ascii_alphanumeric))
-            }
-            b'[' | b']' => in_link,
-            b'<' => {
-                bytes.get(i + 1).is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, b'/' | b'!' | b'?'))
-            }
-            b'\\' => bytes.get(i + 1).is_some_and(u8::is_ascii_punctuation),
-            _ => false,
-        };
-        if escape {
+    for i in 0..bytes.len() {
+        if needs_escape(bytes, i, in_link) {
             out.push_str(word.get(start..i).unwrap_or(""));
             out.push('\\');
             start = i;
         }
     }
     out.push_str(word.get(start..).unwrap_or(""));
+}
+
+/// Whether byte `i` of `bytes` must be escaped. Neighbours outside a word are
+/// whitespace, which no rule here treats as a letter, a digit or punctuation, so the
+/// answer is the same for a word alone and for the word inside its text.
+#[inline]
+fn needs_escape(bytes: &[u8], i: usize, in_link: bool) -> bool {
+    match bytes.get(i) {
+        Some(b'*' | b'`') => true,
+        Some(b'_') => {
+            let prev = if i == 0 { None } else { bytes.get(i - 1) };
+            let next = bytes.get(i + 1);
+            !(prev.is_some_and(u8::is_ascii_alphanumeric) && next.is_some_and(u8::is_ascii_alphanumeric))
+        }
+        Some(b'[' | b']') => in_link,
+        Some(b'<') => {
+            bytes.get(i + 1).is_some_and(|n| n.is_ascii_alphabetic() || matches!(n, b'/' | b'!' | b'?'))
+        }
+        Some(b'\\') => bytes.get(i + 1).is_some_and(u8::is_ascii_punctuation),
+        _ => false,
+    }
+}
+
+/// Writes the words of `text` in one pass, as [`escape_word`] would one by one away
+/// from a line start, each whitespace run between them as one space. Whitespace at the
+/// end is not written; returns whether there was some.
+pub(crate) fn escape_words(out: &mut String, text: &str, in_link: bool) -> bool {
+    let bytes = text.as_bytes();
+    let (mut start, mut i) = (0, 0);
+    while i < bytes.len() {
+        let sep = collapsible_len(bytes, i);
+        if sep == 0 {
+            if needs_escape(bytes, i, in_link) {
+                out.push_str(text.get(start..i).unwrap_or(""));
+                out.push('\\');
+                start = i;
+            }
+            i += 1;
+            continue;
+        }
+        out.push_str(text.get(start..i).unwrap_or(""));
+        i += sep;
+        loop {
+            let more = collapsible_len(bytes, i);
+            if more == 0 {
+                break;
+            }
+            i += more;
+        }
+        if i >= bytes.len() {
+            return true;
+        }
+        out.push(' ');
+        start = i;
+    }
+    out.push_str(text.get(start..).unwrap_or(""));
+    false
 }
 
 /// Letters and digits of alphabetic scripts; ideographic scripts have no spaces
@@ -160,4 +203,40 @@ pub(crate) fn is_skip_link(dom: &Dom, id: Id) -> bool {
     let words: Vec<&str> = text.split_whitespace().collect();
     let joined = words.join(" ").to_ascii_lowercase();
     joined == "skip to content" || joined == "skip to main content"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-pass writer gives what escaping word by word, joined by spaces, gives.
+    #[test]
+    fn words_in_one_pass_match_word_by_word() {
+        let texts = [
+            " snake_case and _lead trail_ a*b `code` ",
+            "x <b> a < b \\* \\a [link] \u{a0}nbsp\u{a0} end",
+            "tab\tnew\nline\r\x0c__init__ done",
+            "single",
+            "   ",
+        ];
+        for in_link in [false, true] {
+            for text in texts {
+                let mut one_pass = String::new();
+                let trailing = escape_words(&mut one_pass, text, in_link);
+                let mut by_word = String::new();
+                let words: Vec<&str> = text.split(is_collapsible).filter(|w| !w.is_empty()).collect();
+                for (n, w) in words.iter().enumerate() {
+                    if n > 0 || text.starts_with(is_collapsible) {
+                        by_word.push(' ');
+                    }
+                    escape_word(&mut by_word, w, false, in_link);
+                }
+                if words.is_empty() {
+                    by_word.clear();
+                }
+                assert_eq!(one_pass, by_word, "{text:?} in_link={in_link}");
+                assert_eq!(trailing, text.ends_with(is_collapsible), "{text:?}");
+            }
+        }
+    }
 }

@@ -167,10 +167,23 @@ pub(crate) fn image_source(el: &Element) -> Option<&str> {
     src
 }
 
+/// A hash set with a fast keyed hasher (pages hold hundreds of links; SipHash showed up).
+type FastSet<T> = HashSet<T, foldhash::fast::RandomState>;
+
+/// Drops repeated items, keeping first occurrences in order (no copies of the strings).
+fn dedup_in_order(items: &mut Vec<String>) {
+    let keep: Vec<bool> = {
+        let mut seen = FastSet::with_capacity_and_hasher(items.len(), Default::default());
+        items.iter().map(|s| seen.insert(s.as_str())).collect()
+    };
+    let mut keep = keep.into_iter();
+    items.retain(|_| keep.next().unwrap_or(true));
+}
+
 /// Every link of the page, absolute, de-duplicated, in document order.
 pub(crate) fn page_links(html: &Html, base: &Url) -> Vec<String> {
-    let mut seen = HashSet::new();
-    let mut raw_seen: HashSet<&str> = HashSet::new();
+    // Repeated hrefs (navigation, footers) are resolved once.
+    let mut raw_seen: FastSet<&str> = FastSet::default();
     let mut out = Vec::new();
     for el in html.tree.values().filter_map(|n| n.as_element()) {
         if el.name() != "a" {
@@ -186,43 +199,29 @@ pub(crate) fn page_links(html: &Html, base: &Url) -> Vec<String> {
         {
             continue;
         }
-        let link = if strip_prefix_ci(href, "mailto:").is_some() {
-            href.to_string()
-        } else {
-            match resolve(base, href) {
-                Some(u) => String::from(u),
-                None => continue,
-            }
-        };
-        if seen.insert(link.clone()) {
-            out.push(link);
+        if strip_prefix_ci(href, "mailto:").is_some() {
+            out.push(href.to_string());
+        } else if let Some(u) = resolve(base, href) {
+            out.push(String::from(u));
         }
     }
+    dedup_in_order(&mut out);
     out
 }
 
 /// Every image of the page, absolute, de-duplicated, `data:` URIs left out.
 pub(crate) fn page_images(html: &Html, base: &Url) -> Vec<String> {
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
-    for el in html.tree.values().filter_map(|n| n.as_element()) {
-        if el.name() != "img" {
-            continue;
-        }
-        let Some(src) = image_source(el) else {
-            continue;
-        };
-        if strip_prefix_ci(src, "data:").is_some() {
-            continue;
-        }
-        let Some(url) = resolve(base, src) else {
-            continue;
-        };
-        let url = String::from(url);
-        if seen.insert(url.clone()) {
-            out.push(url);
-        }
-    }
+    let mut out: Vec<String> = html
+        .tree
+        .values()
+        .filter_map(|n| n.as_element())
+        .filter(|el| el.name() == "img")
+        .filter_map(image_source)
+        .filter(|src| strip_prefix_ci(src, "data:").is_none())
+        .filter_map(|src| resolve(base, src))
+        .map(String::from)
+        .collect();
+    dedup_in_order(&mut out);
     out
 }
 

@@ -123,10 +123,10 @@ pub struct ErrorEntry {
 /// How a queued URL ended.
 #[derive(Debug, Clone, Copy)]
 pub enum Outcome<'a> {
-    /// Stored: the document JSON and its credits.
+    /// Done: the document JSON and its credits.
     Page {
-        /// Document JSON.
-        document: &'a [u8],
+        /// Document JSON; `None` when the page went to a tap and is not kept.
+        document: Option<&'a [u8]>,
         /// Credits billed.
         credits: u64,
     },
@@ -418,7 +418,9 @@ impl JobStore {
                     }
                     match settlement.outcome {
                         Outcome::Page { document, credits } => {
-                            pages.insert(&key(id, c.completed)[..], document)?;
+                            if let Some(document) = document {
+                                pages.insert(&key(id, c.completed)[..], document)?;
+                            }
                             c.completed += 1;
                             c.credits += credits;
                         }

@@ -253,6 +253,8 @@ fn crawl_and_map_commands_write_what_they_find() {
     let lines: Vec<serde_json::Value> =
         index.lines().map(|l| serde_json::from_str(l).expect("json line")).collect();
     assert_eq!(lines.len(), 11);
+    let urls: std::collections::HashSet<&str> = lines.iter().filter_map(|l| l["url"].as_str()).collect();
+    assert_eq!(urls.len(), 11, "each page is written once");
     for line in &lines {
         let file = out.join(line["file"].as_str().expect("file"));
         let markdown = std::fs::read_to_string(&file).expect("markdown file");
@@ -296,4 +298,15 @@ fn crawl_store_is_temporary_unless_data_names_one() {
     assert!(String::from_utf8_lossy(&result.stdout).contains("pages=3 "), "{result:?}");
     let db = std::fs::metadata(data.join("db").join("db")).expect("the named store is kept");
     assert!(db.len() > 0);
+    // A named store keeps the documents too, not only the files written out.
+    let store = ferrocrawl::store::Store::open(&data).expect("reopen the named store");
+    let jobs = store.jobs.all().expect("jobs");
+    assert_eq!(jobs.len(), 1, "one crawl: {jobs:?}");
+    let pages = store.jobs.pages(jobs[0].0, 0, 10, usize::MAX).expect("pages");
+    assert_eq!(pages.len(), 3);
+    for (page, file) in pages.iter().zip(["000001.md", "000002.md", "000003.md"]) {
+        let doc: serde_json::Value = serde_json::from_slice(page).expect("stored JSON");
+        let written = std::fs::read_to_string(out.join(file)).expect("markdown file");
+        assert_eq!(doc["markdown"].as_str(), Some(written.as_str()), "{file} is the stored page");
+    }
 }

@@ -36,7 +36,7 @@ fn pages_settle_exactly_once_and_enqueue_their_links() {
     assert_eq!(first, vec![(0, QueueEntry { url: "http://a.test/".into(), depth: 0 })]);
     let links = [entry("/a", 1), entry("/b", 1), entry("/", 1)];
     let done = Settlement {
-        outcome: Outcome::Page { document: b"{\"markdown\":\"root\"}", credits: 1 },
+        outcome: Outcome::Page { document: Some(&b"{\"markdown\":\"root\"}"[..]), credits: 1 },
         links: &links,
     };
     let added = jobs.settle(id, 0, 10, done).expect("settle").expect("first time");
@@ -55,7 +55,8 @@ fn the_limit_counts_unique_urls() {
     let id = JobId::new();
     store.jobs.create(id, &record(2), &[entry("/", 0)], None).expect("create");
     let links = [entry("/a", 1), entry("/b", 1), entry("/c", 1)];
-    let done = Settlement { outcome: Outcome::Page { document: b"{}", credits: 1 }, links: &links };
+    let done =
+        Settlement { outcome: Outcome::Page { document: Some(&b"{}"[..]), credits: 1 }, links: &links };
     let added = store.jobs.settle(id, 0, 2, done).expect("ok");
     assert_eq!(added.expect("settled").len(), 1);
     assert_eq!(store.jobs.counters(id).expect("c").enqueued, 2);
@@ -126,7 +127,10 @@ fn pages_are_cut_by_size() {
     let first: Vec<NewEntry> = (0..5).map(|i| entry(&format!("/{i}"), 0)).collect();
     store.jobs.create(id, &record(10), &first, None).expect("create");
     for seq in 0..5 {
-        let done = Settlement { outcome: Outcome::Page { document: &[b'x'; 100], credits: 1 }, links: &[] };
+        let done = Settlement {
+            outcome: Outcome::Page { document: Some(&[b'x'; 100][..]), credits: 1 },
+            links: &[],
+        };
         store.jobs.settle(id, seq, 10, done).expect("settle");
     }
     assert_eq!(store.jobs.pages(id, 0, 100, 250).expect("pages").len(), 3);
@@ -140,7 +144,7 @@ fn a_batch_settles_together_and_skips_duplicates() {
     let store = Store::open(dir.path()).expect("open");
     let id = JobId::new();
     store.jobs.create(id, &record(10), &[entry("/", 0), entry("/a", 0)], None).expect("create");
-    let page = Outcome::Page { document: b"{}", credits: 1 };
+    let page = Outcome::Page { document: Some(&b"{}"[..]), credits: 1 };
     let links = [entry("/b", 1)];
     let batch = [
         (0, Settlement { outcome: page, links: &links }),
@@ -166,7 +170,12 @@ fn appending_reopens_a_finished_batch() {
     store.jobs.create(id, &batch, &[entry("/a", 0)], None).expect("create");
     store
         .jobs
-        .settle(id, 0, 1, Settlement { outcome: Outcome::Page { document: b"{}", credits: 1 }, links: &[] })
+        .settle(
+            id,
+            0,
+            1,
+            Settlement { outcome: Outcome::Page { document: Some(&b"{}"[..]), credits: 1 }, links: &[] },
+        )
         .expect("settle");
     store.jobs.finish(id, JobStatus::Completed, 5, None, None).expect("complete");
     let added = store.jobs.append(id, &[entry("/a", 0), entry("/b", 0)]).expect("append");
