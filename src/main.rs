@@ -98,8 +98,9 @@ enum Command {
         /// Follow links outside the start URL's path.
         #[arg(long)]
         entire_domain: bool,
-        /// Data directory for the job, kept and synced like the server's. By default a
-        /// temporary store is used: written but never synced, and deleted at the end.
+        /// Data directory for the job, kept and synced like the server's, holding every
+        /// result document too. By default a temporary store keeps only the frontier and
+        /// counters: written but never synced, and deleted at the end.
         #[arg(long)]
         data: Option<PathBuf>,
         /// Allow private and loopback targets (a site on this machine or network).
