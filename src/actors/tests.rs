@@ -1,6 +1,6 @@
 //! The actor tree against a real local HTTP server and a real store: a job actor that
-//! panics is restarted by its supervisor and the job still completes with every page once;
-//! the janitor deletes what expired and nothing else.
+//! panics is restarted by its supervisor and the job still completes with every page once
+//! (in the store, or through a tap); the janitor deletes what expired and nothing else.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -115,6 +115,44 @@ async fn a_panicking_job_actor_is_restarted_and_the_job_completes() {
     let unique: BTreeSet<&String> = sources.iter().collect();
     assert_eq!(sources.len(), 12, "{sources:?}");
     assert_eq!(unique.len(), 12, "no page twice after the restart");
+    rt.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tapped_job_hands_each_page_over_once_across_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = chain_site(Duration::from_millis(20)).await;
+    let rt = runtime(dir.path()).await;
+    let id = JobId::new();
+    let start = format!("{base}/p/0");
+    let first = [NewEntry { key: start.clone(), entry: QueueEntry { url: start.clone(), depth: 0 } }];
+    let mut pages = rt.services().taps.open(id, false);
+    rt.submit(id, &crawl_record(&start, 12), &first, false).await.expect("submit");
+
+    let mut sources = Vec::new();
+    for _ in 0..3 {
+        let doc = tokio::time::timeout(Duration::from_secs(30), pages.recv()).await.expect("a page in time");
+        sources.push(doc.expect("the tap is open").metadata.source_url);
+    }
+    let supervisors = rt.supervisors().await.expect("supervisors");
+    supervisors.jobs.cast(JobsMsg::Crash(id)).expect("cast");
+    // The tap ends once the job has finished.
+    loop {
+        match tokio::time::timeout(Duration::from_secs(30), pages.recv()).await.expect("the tap ends in time")
+        {
+            Some(doc) => sources.push(doc.metadata.source_url),
+            None => break,
+        }
+    }
+    let unique: BTreeSet<&String> = sources.iter().collect();
+    assert_eq!(sources.len(), 12, "{sources:?}");
+    assert_eq!(unique.len(), 12, "no page twice after the restart");
+
+    let jobs = &rt.services().store.jobs;
+    let record = jobs.record(id).expect("record").expect("kept");
+    assert_eq!(record.status, JobStatus::Completed);
+    assert_eq!(jobs.counters(id).expect("counters").completed, 12);
+    assert!(jobs.pages(id, 0, 100, usize::MAX).expect("pages").is_empty(), "documents went to the tap only");
     rt.shutdown().await;
 }
 
