@@ -137,12 +137,10 @@ async fn a_tapped_job_hands_each_page_over_once_across_a_restart() {
     let supervisors = rt.supervisors().await.expect("supervisors");
     supervisors.jobs.cast(JobsMsg::Crash(id)).expect("cast");
     // The tap ends once the job has finished.
-    loop {
-        match tokio::time::timeout(Duration::from_secs(30), pages.recv()).await.expect("the tap ends in time")
-        {
-            Some(doc) => sources.push(doc.metadata.source_url),
-            None => break,
-        }
+    while let Some(doc) =
+        tokio::time::timeout(Duration::from_secs(30), pages.recv()).await.expect("the tap ends in time")
+    {
+        sources.push(doc.metadata.source_url);
     }
     let unique: BTreeSet<&String> = sources.iter().collect();
     assert_eq!(sources.len(), 12, "{sources:?}");
