@@ -5,6 +5,8 @@
 //! transaction: result or error stored, queue entry removed, and for crawls the links that
 //! pass the scope rules enqueued. The frontier, seen-set and results live in the store, so
 //! the actor holds only what is in flight, and a restarted actor simply resumes the queue.
+//! A job with a [tap](super::tap) hands each committed page to its reader in this process
+//! (and stores the document only when the tap keeps documents).
 //! A page that fails is recorded as data; it never fails the actor.
 
 use std::collections::{HashMap, HashSet};
