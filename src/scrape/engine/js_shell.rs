@@ -19,7 +19,7 @@ const HIDDEN: [(&str, &str); 4] =
 /// Whether `body` (served as `content_type`) looks rendered by JavaScript.
 ///
 /// Runs on every page fetched over HTTP, so it works on the bytes as received and stops as
-/// soon as the answer is known: most pages have more than [`THIN`] characters of text, and
+/// soon as the answer is known: most pages have more than `THIN` characters of text, and
 /// counting stops there.
 pub fn looks_js_rendered(content_type: Option<&str>, body: &[u8]) -> bool {
     if !content_type.is_none_or(|t| t.to_ascii_lowercase().contains("html")) {
