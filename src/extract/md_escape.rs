@@ -93,8 +93,8 @@ pub(crate) fn escape_word(out: &mut String, word: &str, line_start: bool, in_lin
         }
     }
     let mut start = 0;
-    for i in 0..bytes.len() {
-        if needs_escape(bytes, i, in_link) {
+    for (i, &b) in bytes.iter().enumerate() {
+        if notable(b) && needs_escape(bytes, i, in_link) {
             out.push_str(word.get(start..i).unwrap_or(""));
             out.push('\\');
             start = i;
@@ -103,10 +103,28 @@ pub(crate) fn escape_word(out: &mut String, word: &str, line_start: bool, in_lin
     out.push_str(word.get(start..).unwrap_or(""));
 }
 
+/// Bytes the text writers must look at: whitespace, the lead byte of a no-break space,
+/// and the characters that may need escaping. Every other byte is copied as it is.
+const NOTABLE: [bool; 256] = {
+    let mut table = [false; 256];
+    let list = b" \t\n\r\x0c\xc2*`_[]<\\";
+    let mut k = 0;
+    while k < list.len() {
+        table[list[k] as usize] = true;
+        k += 1;
+    }
+    table
+};
+
+#[inline(always)]
+fn notable(b: u8) -> bool {
+    NOTABLE[usize::from(b)]
+}
+
 /// Whether byte `i` of `bytes` must be escaped. Neighbours outside a word are
 /// whitespace, which no rule here treats as a letter, a digit or punctuation, so the
 /// answer is the same for a word alone and for the word inside its text.
-#[inline]
+#[inline(always)]
 fn needs_escape(bytes: &[u8], i: usize, in_link: bool) -> bool {
     match bytes.get(i) {
         Some(b'*' | b'`') => true,
@@ -130,7 +148,8 @@ fn needs_escape(bytes: &[u8], i: usize, in_link: bool) -> bool {
 pub(crate) fn escape_words(out: &mut String, text: &str, in_link: bool) -> bool {
     let bytes = text.as_bytes();
     let (mut start, mut i) = (0, 0);
-    while i < bytes.len() {
+    while let Some(skip) = bytes.get(i..).and_then(|rest| rest.iter().position(|&b| notable(b))) {
+        i += skip;
         let sep = collapsible_len(bytes, i);
         if sep == 0 {
             if needs_escape(bytes, i, in_link) {
