@@ -74,6 +74,20 @@ fn crawl_record(url: &str, limit: u64) -> JobRecord {
     }
 }
 
+/// Submits a crawl of the chain site from `/p/0`, at most `limit` pages.
+async fn submit_chain(rt: &Runtime, id: JobId, base: &str, limit: u64) {
+    let start = format!("{base}/p/0");
+    let first = [NewEntry { key: start.clone(), entry: QueueEntry { url: start.clone(), depth: 0 } }];
+    rt.submit(id, &crawl_record(&start, limit), &first, false).await.expect("submit");
+}
+
+/// `n` pages, none of them twice.
+fn assert_each_once(sources: &[String], n: usize) {
+    let unique: BTreeSet<&String> = sources.iter().collect();
+    assert_eq!(sources.len(), n, "{sources:?}");
+    assert_eq!(unique.len(), n, "no page twice after the restart");
+}
+
 async fn wait_for(mut check: impl FnMut() -> bool, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !check() {
@@ -88,9 +102,7 @@ async fn a_panicking_job_actor_is_restarted_and_the_job_completes() {
     let base = chain_site(Duration::from_millis(20)).await;
     let rt = runtime(dir.path()).await;
     let id = JobId::new();
-    let start = format!("{base}/p/0");
-    let first = [NewEntry { key: start.clone(), entry: QueueEntry { url: start.clone(), depth: 0 } }];
-    rt.submit(id, &crawl_record(&start, 12), &first, false).await.expect("submit");
+    submit_chain(&rt, id, &base, 12).await;
     let jobs = rt.services().store.jobs.clone();
     wait_for(|| jobs.counters(id).map(|c| c.completed >= 3).unwrap_or(false), "progress").await;
 
@@ -112,9 +124,7 @@ async fn a_panicking_job_actor_is_restarted_and_the_job_completes() {
                 .to_owned()
         })
         .collect();
-    let unique: BTreeSet<&String> = sources.iter().collect();
-    assert_eq!(sources.len(), 12, "{sources:?}");
-    assert_eq!(unique.len(), 12, "no page twice after the restart");
+    assert_each_once(&sources, 12);
     rt.shutdown().await;
 }
 
@@ -124,10 +134,8 @@ async fn a_tapped_job_hands_each_page_over_once_across_a_restart() {
     let base = chain_site(Duration::from_millis(20)).await;
     let rt = runtime(dir.path()).await;
     let id = JobId::new();
-    let start = format!("{base}/p/0");
-    let first = [NewEntry { key: start.clone(), entry: QueueEntry { url: start.clone(), depth: 0 } }];
     let mut pages = rt.services().taps.open(id, false);
-    rt.submit(id, &crawl_record(&start, 12), &first, false).await.expect("submit");
+    submit_chain(&rt, id, &base, 12).await;
 
     let mut sources = Vec::new();
     for _ in 0..3 {
@@ -142,9 +150,7 @@ async fn a_tapped_job_hands_each_page_over_once_across_a_restart() {
     {
         sources.push(doc.metadata.source_url);
     }
-    let unique: BTreeSet<&String> = sources.iter().collect();
-    assert_eq!(sources.len(), 12, "{sources:?}");
-    assert_eq!(unique.len(), 12, "no page twice after the restart");
+    assert_each_once(&sources, 12);
 
     let jobs = &rt.services().store.jobs;
     let record = jobs.record(id).expect("record").expect("kept");
