@@ -168,9 +168,9 @@ async fn write_results(
     let mut written = 0u64;
     let mut shown = Instant::now();
     loop {
-        // The tap ends once the job has finished and handed over every page; the timeout
-        // keeps the bar ticking while a slow site sends nothing.
-        let mut ended = match tokio::time::timeout(TICK, pages.recv()).await {
+        // The tap ends once the job's actor has ended, after handing over every page; the
+        // timeout keeps the bar ticking while a slow site sends nothing.
+        let ended = match tokio::time::timeout(TICK, pages.recv()).await {
             Ok(Some(doc)) => {
                 written += 1;
                 write_page(out, &mut index, written, &doc)?;
@@ -183,16 +183,6 @@ async fn write_results(
             continue;
         }
         shown = Instant::now();
-        let record = jobs.record(id)?.context("the job vanished")?;
-        if !ended && record.status.is_terminal() {
-            // A job marks itself finished only after handing over its last page, so what
-            // is left in the channel is all there is (even if the tap was never closed).
-            while let Ok(doc) = pages.try_recv() {
-                written += 1;
-                write_page(out, &mut index, written, &doc)?;
-            }
-            ended = true;
-        }
         let counters = jobs.counters(id)?;
         let secs = started.elapsed().as_secs_f64().max(0.001);
         bar.set_message(format!(
@@ -206,6 +196,7 @@ async fn write_results(
         }
         index.flush()?;
         bar.finish_and_clear();
+        let record = jobs.record(id)?.context("the job vanished")?;
         if record.status == JobStatus::Failed {
             bail!("the crawl failed: {}", record.error.unwrap_or_default());
         }

@@ -444,9 +444,6 @@ async fn finish(
         let _ = state.domains.cast(DomainsMsg::CancelJob(state.id));
     }
     let record = super::events::end(&state.jobs, state.id, status, None)?;
-    // Every page is handed over: the tap's reader sees its end.
-    state.tap = None;
-    state.services.taps.close(state.id);
     state.services.webhooks.notify_one();
     if let Some(record) = record {
         tracing::info!(job = %state.id, status = record.status.as_str(), "job finished");

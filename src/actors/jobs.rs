@@ -76,8 +76,47 @@ impl JobsState {
                 let error = format!("the job could not start: {e}");
                 let _ = super::events::end(&jobs, id, JobStatus::Failed, Some(&error));
                 self.services.webhooks.notify_one();
+                self.services.taps.close(id);
             }
         }
+    }
+
+    /// After job `id`'s actor ended: runs the job again if it was reopened or its actor
+    /// failed (up to [`MAX_RESTARTS`] times, then the job is marked failed).
+    async fn after_exit(
+        &mut self,
+        myself: &ActorRef<JobsMsg>,
+        id: JobId,
+        jobs: JobStore,
+        failure: Option<ActorProcessingErr>,
+    ) -> Result<(), ActorProcessingErr> {
+        let Some(err) = failure else {
+            self.restarts.remove(&id);
+            // A job reopened (URLs appended) while its actor was finishing runs again.
+            if jobs.record(id)?.is_some_and(|r| r.status == JobStatus::Scraping) {
+                self.spawn(myself, id, jobs).await;
+            }
+            return Ok(());
+        };
+        let count = self.restarts.entry(id).or_insert(0);
+        *count += 1;
+        if *count > MAX_RESTARTS {
+            tracing::error!(job = %id, error = %err, "job failed repeatedly; giving up");
+            super::events::end(
+                &jobs,
+                id,
+                JobStatus::Failed,
+                Some(&format!("the job failed repeatedly: {err}")),
+            )?;
+            self.services.webhooks.notify_one();
+            self.restarts.remove(&id);
+            return Ok(());
+        }
+        tracing::warn!(job = %id, error = %err, restart = *count, "job actor failed; restarting it from the store");
+        if jobs.record(id)?.is_some_and(|r| r.status == JobStatus::Scraping) {
+            self.spawn(myself, id, jobs).await;
+        }
+        Ok(())
     }
 }
 
@@ -169,33 +208,12 @@ impl Actor for JobSupervisor {
         let Some((_, jobs)) = state.running.remove(&id) else {
             return Ok(());
         };
-        let Some(err) = failure else {
-            state.restarts.remove(&id);
-            // A job reopened (URLs appended) while its actor was finishing runs again.
-            if jobs.record(id)?.is_some_and(|r| r.status == JobStatus::Scraping) {
-                state.spawn(&myself, id, jobs).await;
-            }
-            return Ok(());
-        };
-        let count = state.restarts.entry(id).or_insert(0);
-        *count += 1;
-        if *count > MAX_RESTARTS {
-            tracing::error!(job = %id, error = %err, "job failed repeatedly; giving up");
-            super::events::end(
-                &jobs,
-                id,
-                JobStatus::Failed,
-                Some(&format!("the job failed repeatedly: {err}")),
-            )?;
-            state.services.webhooks.notify_one();
-            state.restarts.remove(&id);
-            return Ok(());
+        let result = state.after_exit(&myself, id, jobs, failure).await;
+        if !state.running.contains_key(&id) {
+            // The job has no actor any more: whoever reads its pages in this process is done.
+            state.services.taps.close(id);
         }
-        tracing::warn!(job = %id, error = %err, restart = *count, "job actor failed; restarting it from the store");
-        if jobs.record(id)?.is_some_and(|r| r.status == JobStatus::Scraping) {
-            state.spawn(&myself, id, jobs).await;
-        }
-        Ok(())
+        result
     }
 
     async fn post_stop(&self, _: ActorRef<JobsMsg>, state: &mut JobsState) -> Result<(), ActorProcessingErr> {

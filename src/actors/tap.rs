@@ -44,8 +44,9 @@ pub struct Taps(Arc<Mutex<HashMap<JobId, Tap>>>);
 
 impl Taps {
     /// Opens a tap for `job`, before the job is submitted. Its pages arrive on the
-    /// receiver, which ends once the job has finished (or the tap is closed). With `keep`
-    /// the job stores its documents as well.
+    /// receiver, which ends once the job has no actor any more (finished, failed or given
+    /// up on: the job supervisor closes the tap then). With `keep` the job stores its
+    /// documents as well.
     pub fn open(&self, job: JobId, keep: bool) -> mpsc::Receiver<Document> {
         let (sender, receiver) = mpsc::channel(CAPACITY);
         self.map().insert(job, Tap { sender, keep });
@@ -57,7 +58,8 @@ impl Taps {
         self.map().get(&job).cloned()
     }
 
-    /// Closes the job's tap; the receiver ends once the job drops its copy too.
+    /// Closes the job's tap; the receiver ends once the job's actor, which holds a copy,
+    /// has ended too.
     pub fn close(&self, job: JobId) {
         self.map().remove(&job);
     }
