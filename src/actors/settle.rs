@@ -47,11 +47,10 @@ pub(super) struct Pending {
 
 #[derive(Debug)]
 enum Owned {
-    /// A finished page: its JSON when it is kept in the store or a page event needs it,
-    /// and the document itself when it goes to the job's tap.
+    /// A finished page: its JSON when the store keeps it, and the document itself when it
+    /// goes to the job's tap.
     Page {
-        json: Option<Vec<u8>>,
-        keep: bool,
+        stored: Option<Vec<u8>>,
         tapped: Option<Box<Document>>,
         credits: u64,
     },
@@ -129,13 +128,12 @@ pub(super) fn prepare(
                 Some(reason) => pending(Owned::Failed(failure("CRAWL_DENIAL", reason)), new),
                 None => {
                     let credits = u64::from(document.metadata.credits_used);
-                    let keep = rules.tap.is_none_or(Tap::keeps_documents);
-                    let json = match keep || events::page_events_wanted(options) {
+                    let stored = match rules.tap.is_none_or(Tap::keeps_documents) {
                         true => Some(to_json(&document)?),
                         false => None,
                     };
                     let tapped = rules.tap.map(|_| document);
-                    pending(Owned::Page { json, keep, tapped, credits }, new)
+                    pending(Owned::Page { stored, tapped, credits }, new)
                 }
             }
         }
@@ -177,11 +175,17 @@ pub(super) fn commit(
         return Ok(Committed::default());
     }
     let mut events = Vec::new();
+    let page_events = events::page_events_wanted(&record.options);
     for p in buffer.iter() {
+        let unstored;
         let report = match &p.outcome {
-            Owned::Page { json: Some(json), .. } => PageReport::Done(json),
-            // Not serialized: no page events are wanted (see `prepare`).
-            Owned::Page { json: None, .. } | Owned::Blocked(_) => continue,
+            Owned::Page { stored: Some(json), .. } => PageReport::Done(json),
+            // A page that only went to the tap is serialized for its event alone.
+            Owned::Page { tapped: Some(document), .. } if page_events => {
+                unstored = to_json(document)?;
+                PageReport::Done(&unstored)
+            }
+            Owned::Page { .. } | Owned::Blocked(_) => continue,
             Owned::Failed(entry) => PageReport::Failed { url: &entry.url, error: &entry.error },
         };
         events.extend(events::page(jobs, id, record, report)?);
@@ -190,8 +194,8 @@ pub(super) fn commit(
         .iter()
         .map(|p| {
             let outcome = match &p.outcome {
-                Owned::Page { json, keep, credits, .. } => {
-                    Outcome::Page { document: json.as_deref().filter(|_| *keep), credits: *credits }
+                Owned::Page { stored, credits, .. } => {
+                    Outcome::Page { document: stored.as_deref(), credits: *credits }
                 }
                 Owned::Failed(entry) => Outcome::Failed(entry),
                 Owned::Blocked(url) => Outcome::Blocked(url),
@@ -233,5 +237,67 @@ fn rejection(scope: &Scope, seq: u64, url: &str, final_url: &str) -> Option<Stri
     match scope.check(&landed) {
         Ok(()) | Err(Rejection::Scheme) => None,
         Err(r) => Some(format!("redirected to {landed}, outside the crawl's scope ({r:?})")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::actors::tap::Taps;
+    use crate::model::{EventKind, JobStatus, WebhookSpec};
+    use crate::store::Store;
+
+    /// A page that goes only to the tap is not stored, yet its page event carries it.
+    #[test]
+    fn a_tapped_page_is_not_stored_but_its_event_has_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let record = JobRecord {
+            kind: JobKind::Batch,
+            team: "t".into(),
+            url: "http://a.test/".into(),
+            options: CrawlOptions {
+                webhook: Some(WebhookSpec {
+                    url: "http://hooks.test/in".into(),
+                    events: vec![EventKind::Page],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+            status: JobStatus::Scraping,
+            created_ms: 0,
+            expires_ms: 0,
+            finished_ms: None,
+            error: None,
+        };
+        let id = JobId::new();
+        let entry = QueueEntry { url: "http://a.test/".into(), depth: 0 };
+        let first = [NewEntry { key: entry.url.clone(), entry: entry.clone() }];
+        store.jobs.create(id, &record, &first, None).expect("create");
+        let taps = Taps::default();
+        let _reader = taps.open(id, false);
+        let tap = taps.get(id).expect("open tap");
+        let rules = Rules {
+            scope: None,
+            keys: KeyRules { ignore_query: false, similar: false },
+            options: &record.options,
+            kind: JobKind::Batch,
+            tap: Some(&tap),
+        };
+        let mut document = Document { markdown: Some("tapped words".into()), ..Document::default() };
+        document.metadata.url = entry.url.clone();
+        let outcome = FetchOutcome::Page { document: Box::new(document), links: Vec::new() };
+        let pending = prepare(&rules, &mut LinkMemo::default(), 0, &entry, outcome).expect("prepare");
+        let mut buffer: Vec<Pending> = pending.into_iter().collect();
+
+        let done = commit(&store.jobs, id, &record, &mut buffer).expect("commit");
+        assert_eq!(done.tapped.len(), 1, "handed to the tap");
+        assert!(done.events, "a page event was queued");
+        assert_eq!(store.jobs.counters(id).expect("counters").completed, 1);
+        assert!(store.jobs.pages(id, 0, 10, usize::MAX).expect("pages").is_empty(), "not stored");
+        let (key, _) = store.jobs.outbox().head_of(id).expect("outbox").expect("an event");
+        let body = store.jobs.outbox().body(key).expect("body").expect("stored body");
+        let body: serde_json::Value = serde_json::from_slice(&body).expect("json");
+        assert_eq!(body["data"][0]["markdown"], "tapped words");
     }
 }

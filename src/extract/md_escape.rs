@@ -92,15 +92,7 @@ pub(crate) fn escape_word(out: &mut String, word: &str, line_start: bool, in_lin
             return;
         }
     }
-    let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        if notable(b) && needs_escape(bytes, i, in_link) {
-            out.push_str(word.get(start..i).unwrap_or(""));
-            out.push('\\');
-            start = i;
-        }
-    }
-    out.push_str(word.get(start..).unwrap_or(""));
+    escape_words(out, word, in_link);
 }
 
 /// Bytes the text writers must look at: whitespace, the lead byte of a no-break space,
