@@ -149,12 +149,13 @@ pub fn page(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::model::{CrawlOptions, JobStatus, WebhookSpec};
     use crate::store::Store;
 
-    fn record(events: Vec<EventKind>) -> JobRecord {
+    /// A running batch whose webhook wants `events` (all when empty).
+    pub(in crate::actors) fn record(events: Vec<EventKind>) -> JobRecord {
         JobRecord {
             kind: JobKind::Batch,
             team: "t".into(),

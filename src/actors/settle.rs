@@ -244,7 +244,7 @@ fn rejection(scope: &Scope, seq: u64, url: &str, final_url: &str) -> Option<Stri
 mod tests {
     use super::*;
     use crate::actors::tap::Taps;
-    use crate::model::{EventKind, JobStatus, WebhookSpec};
+    use crate::model::EventKind;
     use crate::store::Store;
 
     /// A page that goes only to the tap is not stored, yet its page event carries it.
@@ -252,24 +252,7 @@ mod tests {
     fn a_tapped_page_is_not_stored_but_its_event_has_it() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
-        let record = JobRecord {
-            kind: JobKind::Batch,
-            team: "t".into(),
-            url: "http://a.test/".into(),
-            options: CrawlOptions {
-                webhook: Some(WebhookSpec {
-                    url: "http://hooks.test/in".into(),
-                    events: vec![EventKind::Page],
-                    ..Default::default()
-                }),
-                ..Default::default()
-            },
-            status: JobStatus::Scraping,
-            created_ms: 0,
-            expires_ms: 0,
-            finished_ms: None,
-            error: None,
-        };
+        let record = events::tests::record(vec![EventKind::Page]);
         let id = JobId::new();
         let entry = QueueEntry { url: "http://a.test/".into(), depth: 0 };
         let first = [NewEntry { key: entry.url.clone(), entry: entry.clone() }];
