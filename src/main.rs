@@ -419,5 +419,10 @@ fn extract_file(file: &Path, url: &str, full: bool) -> anyhow::Result<()> {
     let wanted = Wanted { markdown: true, ..Wanted::default() };
     let out = extract::extract(&html, &url, &options, wanted);
     println!("{}", out.markdown.unwrap_or_default());
+    if out.placeholder && ferrocrawl::scrape::engine::js_shell::has_scripts(&bytes) {
+        eprintln!(
+            "note: this content looks like a placeholder that scripts fill in; a scrape renders it in the browser"
+        );
+    }
     Ok(())
 }

@@ -320,7 +320,7 @@ impl Grab<'_, '_> {
                 let single_p = prep::single_child_tag(self.dom, node, Tag::P);
                 if single_p != NONE && self.st.get(node).link_density() < 0.25 {
                     let parent = self.dom.parent(node);
-                    self.dom.replace(node, single_p);
+                    self.dom.hoist(node, single_p);
                     self.st.mark_dirty(self.dom, parent);
                     node = single_p;
                     to_score.push(node);

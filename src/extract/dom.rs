@@ -12,6 +12,7 @@ use ego_tree::iter::Edge;
 use scraper::node::Element;
 use scraper::{Html, Node as SNode};
 
+use super::chrome;
 use super::patterns;
 use super::prune;
 use super::stats::{Seg, TextInfo};
@@ -50,9 +51,6 @@ pub(crate) struct Node<'a> {
     pub data: Data<'a>,
 }
 
-/// Flagged ad or consent containers with at least this much text are kept.
-const AD_MAX_TEXT: u32 = 2000;
-
 /// Which subtrees to leave out while building.
 pub(crate) struct BuildOptions<'s> {
     pub block_ads: bool,
@@ -66,9 +64,6 @@ pub(crate) struct Dom<'a> {
     pub nodes: Vec<Node<'a>>,
     /// The `body` element, if any survived.
     pub body: Id,
-    /// Ad and consent containers to remove from whatever content is finally chosen;
-    /// they stay in place until then so they do not skew main-content scoring.
-    pub ads: Vec<Id>,
 }
 
 impl<'a> Dom<'a> {
@@ -76,22 +71,24 @@ impl<'a> Dom<'a> {
     /// elements, ads (when asked) and excluded subtrees. Elements of `opts.include`
     /// that were kept are returned, with their source ids, in document order.
     pub(crate) fn build(html: &'a Html, opts: &BuildOptions) -> (Dom<'a>, Vec<(NodeId, Id)>) {
-        let mut dom =
-            Dom { nodes: Vec::with_capacity(html.tree.nodes().len() / 2 + 8), body: NONE, ads: Vec::new() };
+        let mut dom = Dom { nodes: Vec::with_capacity(html.tree.nodes().len() / 2 + 8), body: NONE };
         dom.push_node(Tag::Document, Data::Document);
         let mut included = Vec::new();
-        let mut stack: Vec<(NodeId, Id)> = Vec::with_capacity(64);
+        // Open elements: source id, arena id, and whether an `article`/`main` is open at or
+        // above it.
+        let mut stack: Vec<(NodeId, Id, bool)> = Vec::with_capacity(64);
         let mut skip: Option<NodeId> = None;
         let mut ads: Vec<Id> = Vec::new();
+        let mut chrome: Vec<(Id, chrome::Kind)> = Vec::new();
         for edge in html.tree.root().traverse() {
             match edge {
                 Edge::Open(node) => {
                     if skip.is_some() {
                         continue;
                     }
-                    let parent = stack.last().map_or(0, |&(_, id)| id);
+                    let (parent, in_article) = stack.last().map_or((0, false), |&(_, id, a)| (id, a));
                     match node.value() {
-                        SNode::Document => stack.push((node.id(), 0)),
+                        SNode::Document => stack.push((node.id(), 0, false)),
                         SNode::Text(t) => {
                             let text: &'a str = t;
                             let id = dom.push_node(Tag::Text, Data::Text(text, TextInfo::of(text)));
@@ -117,13 +114,22 @@ impl<'a> Dom<'a> {
                             if seen.ad && !matches!(tag, Tag::Html | Tag::Body | Tag::Main) {
                                 ads.push(id);
                             }
+                            if let Some(kind) =
+                                chrome::kind(tag, seen.class, seen.id, seen.role, seen.modal, in_article)
+                            {
+                                chrome.push((id, kind));
+                            }
                             if tag == Tag::Body && dom.body == NONE {
                                 dom.body = id;
                             }
                             if opts.include.contains(&node.id()) {
                                 included.push((node.id(), id));
                             }
-                            stack.push((node.id(), id));
+                            stack.push((
+                                node.id(),
+                                id,
+                                in_article || matches!(tag, Tag::Article | Tag::Main),
+                            ));
                         }
                         _ => {}
                     }
@@ -131,41 +137,28 @@ impl<'a> Dom<'a> {
                 Edge::Close(node) => {
                     if skip == Some(node.id()) {
                         skip = None;
-                    } else if stack.last().is_some_and(|&(sid, _)| sid == node.id()) {
+                    } else if stack.last().is_some_and(|&(sid, _, _)| sid == node.id()) {
                         stack.pop();
                     }
                 }
             }
         }
-        dom.ads = dom.small_ones(ads);
+        chrome::mark(&mut dom, &ads, &chrome);
         (dom, included)
     }
 
-    /// Keeps the flagged ad and consent containers that hold little text; class flags
-    /// also sit on page-level wrappers, which must survive.
-    fn small_ones(&self, flagged: Vec<Id>) -> Vec<Id> {
-        let mut small = Vec::with_capacity(flagged.len());
-        for id in flagged {
-            let mut seg = Seg::EMPTY;
-            for d in self.descendants(id) {
-                if let Some(info) = self.text_info(d) {
-                    seg = seg.join(info.seg);
-                    if seg.len >= AD_MAX_TEXT {
-                        break;
-                    }
-                }
+    /// Detaches the subtrees below `root` marked with any bit of `mask` (ad slots, consent
+    /// banners, page chrome; see `chrome`).
+    pub(crate) fn drop_marked(&mut self, root: Id, mask: u8) {
+        let mut id = self.n(root).first;
+        while id != NONE {
+            if self.n(id).mark & mask == 0 {
+                id = self.next_in(id, root);
+                continue;
             }
-            if seg.len < AD_MAX_TEXT {
-                small.push(id);
-            }
-        }
-        small
-    }
-
-    /// Detaches the ad and consent containers found while building.
-    pub(crate) fn drop_ads(&mut self) {
-        for id in std::mem::take(&mut self.ads) {
+            let next = self.next_skipping_children(id, root);
             self.detach(id);
+            id = next;
         }
     }
 
@@ -199,6 +192,12 @@ impl<'a> Dom<'a> {
     #[inline]
     fn m(&mut self, id: Id) -> &mut Node<'a> {
         &mut self.nodes[id as usize]
+    }
+
+    /// The node, for changing its scratch bits.
+    #[inline]
+    pub(crate) fn n_mut(&mut self, id: Id) -> &mut Node<'a> {
+        self.m(id)
     }
 
     #[inline]
@@ -371,6 +370,14 @@ impl<'a> Dom<'a> {
     pub(crate) fn replace(&mut self, old: Id, new: Id) {
         self.insert_before(old, new);
         self.detach(old);
+    }
+
+    /// Puts `child`, a descendant of `old`, where `old` is: the element is unwrapped, so
+    /// the child also takes over its drop marks.
+    pub(crate) fn hoist(&mut self, old: Id, child: Id) {
+        let marks = self.n(old).mark & chrome::ALL;
+        self.replace(old, child);
+        self.m(child).mark |= marks;
     }
 
     /// Is `anc` a proper ancestor of `id`?

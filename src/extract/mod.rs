@@ -7,6 +7,7 @@
 //! write Markdown / serialize HTML from that same tree. Synchronous, no I/O.
 
 mod article;
+mod chrome;
 pub mod diff;
 mod dom;
 mod markdown;
@@ -15,6 +16,7 @@ mod md_escape;
 mod md_table;
 mod metadata;
 mod patterns;
+mod placeholder;
 mod prep;
 mod prune;
 mod serialize;
@@ -89,6 +91,9 @@ pub struct Extracted {
     pub images: Option<Vec<String>>,
     /// Page metadata (always).
     pub metadata: PageMetadata,
+    /// The content (page chrome aside) is nearly empty or a loading notice, as when
+    /// JavaScript fills the page in (computed with Markdown or HTML).
+    pub placeholder: bool,
 }
 
 /// Checks that a CSS selector parses; the error text names the problem (used for 400 errors).
@@ -154,9 +159,17 @@ pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted
         &dom::BuildOptions { block_ads: opts.block_ads, exclude: &exclude_set, include: &include_set },
     );
     let body = if page.body == dom::NONE { 0 } else { page.body };
+    let main_only = opts.only_main_content && opts.include_tags.is_empty();
+    // What is dropped from the page when no narrower content is chosen: page chrome too for
+    // main content, as much of it as leaves something to show.
+    let page_mask = if main_only { chrome::mask_for(&page, body) } else { chrome::AD };
 
     let chosen: Option<(Dom, Id)> = if !opts.include_tags.is_empty() {
-        page.drop_ads();
+        // What the caller names is kept, even an element that looks like an ad slot.
+        for &(_, id) in &kept {
+            page.n_mut(id).mark &= !chrome::ALL;
+        }
+        page.drop_marked(0, chrome::AD);
         let root = gather_included(&mut page, &included, &kept);
         Some((page.clone(), root))
     } else if opts.only_main_content {
@@ -164,33 +177,34 @@ pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted
         let filter_hints = article::Hints { title, has_byline: hints.has_author };
         article::main_content(&page, &filter_hints)
             .map(|(mut d, root)| {
-                d.drop_ads();
+                let mask = chrome::mask_for(&d, root);
+                d.drop_marked(root, mask);
                 (d, root)
             })
             .filter(|(d, root)| has_content(d, *root))
     } else {
         None
     };
-    page.drop_ads();
+    page.drop_marked(0, page_mask);
     let (tree, root) = match &chosen {
         Some((d, r)) => (d, *r),
         None => (&page, body),
     };
 
     let md_opts = markdown::MdOptions { remove_base64_images: opts.remove_base64_images };
+    let (mut tree, mut root) = (tree, root);
     if wanted.markdown {
         let mut md = markdown::render(tree, root, &base, md_opts);
-        if md.trim().is_empty() && opts.only_main_content && opts.include_tags.is_empty() {
-            md = markdown::render(&page, body, &base, md_opts);
-            if wanted.html {
-                out.html = Some(serialize::to_html(&page, body, &base));
-            }
+        if md.trim().is_empty() && main_only {
+            (tree, root) = (&page, body);
+            md = markdown::render(tree, root, &base, md_opts);
         }
         out.markdown = Some(md);
     }
-    if wanted.html && out.html.is_none() {
+    if wanted.html {
         out.html = Some(serialize::to_html(tree, root, &base));
     }
+    out.placeholder = placeholder::is_placeholder(tree, root, if main_only { 0 } else { chrome::ALL });
     out
 }
 

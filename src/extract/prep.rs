@@ -419,5 +419,5 @@ fn unwrap_single_cell(dom: &mut Dom, table: Id) {
     }
     let phrasing = dom.children(cell).all(|c| is_phrasing(dom, c));
     dom.set_tag(cell, if phrasing { Tag::P } else { Tag::Div });
-    dom.replace(table, cell);
+    dom.hoist(table, cell);
 }

@@ -18,17 +18,22 @@ pub(crate) struct Inspection<'e> {
     pub ad: bool,
     pub class: &'e str,
     pub id: &'e str,
+    pub role: &'e str,
+    /// `aria-modal="true"`: a modal dialog.
+    pub modal: bool,
 }
 
 /// Inspects `el` (ad rules only when `block_ads`).
 pub(crate) fn inspect(el: &Element, tag: Tag, block_ads: bool) -> Inspection<'_> {
-    let mut out = Inspection { hidden: false, ad: false, class: "", id: "" };
+    let mut out = Inspection { hidden: false, ad: false, class: "", id: "", role: "", modal: false };
     let mut aria_hidden = false;
     for (name, value) in el.attrs() {
         match name {
             "class" => out.class = value,
             "id" => out.id = value,
             "hidden" => out.hidden = true,
+            "role" => out.role = value,
+            "aria-modal" => out.modal = value.trim().eq_ignore_ascii_case("true"),
             "aria-hidden" => aria_hidden = value.trim().eq_ignore_ascii_case("true"),
             "style" => out.hidden |= style_hides(value),
             "src" if block_ads && matches!(tag, Tag::Iframe | Tag::Img | Tag::Other) => {

@@ -9,7 +9,7 @@ use base64::Engine as _;
 use serde_json::Value;
 use url::Url;
 
-use super::engine::charset;
+use super::engine::{charset, js_shell};
 use crate::documents::{self, DocError, DocKind, Limits};
 use crate::extract::{self, ExtractOptions, PageMetadata, Wanted};
 use crate::model::document::AttributeValues;
@@ -92,6 +92,9 @@ pub struct Built {
     pub links: Vec<String>,
     /// PDF pages converted (billed one credit each).
     pub pdf_pages: Option<u32>,
+    /// An HTML page with scripts whose content is nearly empty or a loading notice: the
+    /// browser would show more.
+    pub placeholder: bool,
 }
 
 /// Why a response could not become a document.
@@ -119,6 +122,7 @@ pub fn build(
     let formats = &options.formats;
     let mut doc = Document::default();
     let mut discovered = Vec::new();
+    let mut placeholder = false;
     let text = match &kind {
         ContentKind::Unsupported(media) => return Err(BuildError::Unsupported(media.clone())),
         _ => charset::decode(page.body, page.content_type),
@@ -129,6 +133,7 @@ pub fn build(
                 extract::extract(&text, page.final_url, &extract_options(options), wanted(options, discover));
             doc.markdown = out.markdown;
             doc.html = out.html;
+            placeholder = out.placeholder && js_shell::has_scripts(page.body);
             if discover {
                 discovered = out.links.clone().unwrap_or_default();
             }
@@ -170,7 +175,7 @@ pub fn build(
     doc.raw_html = formats.raw_html.then(|| text.into_owned());
     doc.raw_base64 = formats.raw_base64.then(|| base64::engine::general_purpose::STANDARD.encode(page.body));
     doc.metadata = metadata(page, page_meta.unwrap_or_default());
-    Ok(Built { document: doc, links: discovered, pdf_pages: None })
+    Ok(Built { document: doc, links: discovered, pdf_pages: None, placeholder })
 }
 
 /// What extraction should keep, as the scrape options say.
@@ -239,7 +244,7 @@ fn build_document(
         pdf_pages = Some(pages.min(u32::try_from(limits.max_pdf_pages).unwrap_or(u32::MAX)));
     }
     doc.metadata = meta;
-    Ok(Built { document: doc, links: Vec::new(), pdf_pages })
+    Ok(Built { document: doc, links: Vec::new(), pdf_pages, placeholder: false })
 }
 
 /// A PDF left unparsed (`parsers: []`): the whole file, base64-encoded, as the Markdown (and
@@ -254,7 +259,7 @@ fn pdf_as_base64(page: &PageInput<'_>, options: &ScrapeOptions) -> Built {
         metadata: metadata(page, PageMetadata::default()),
         ..Document::default()
     };
-    Built { document, links: Vec::new(), pdf_pages: None }
+    Built { document, links: Vec::new(), pdf_pages: None, placeholder: false }
 }
 
 fn pre(text: &str) -> String {

@@ -318,9 +318,8 @@ impl Scraper {
         discover: bool,
     ) -> Result<PageResult, ScrapeError> {
         let ms = job.options.timeout_ms;
-        tokio::time::timeout_at(page.deadline, self.produce(job, page.sourced, page.warnings, discover))
-            .await
-            .map_err(|_| ScrapeError::Timeout { ms })?
+        let produced = self.produce(job, page.sourced, page.warnings, discover, page.deadline);
+        tokio::time::timeout_at(page.deadline, produced).await.map_err(|_| ScrapeError::Timeout { ms })?
     }
 
     /// Fetches a URL as-is (robots.txt, sitemaps): no cache, no extraction.
@@ -343,35 +342,32 @@ impl Scraper {
     async fn produce(
         &self,
         job: &ScrapeJob,
-        mut sourced: Sourced,
+        sourced: Sourced,
         mut warnings: Vec<String>,
         discover: bool,
+        deadline: tokio::time::Instant,
     ) -> Result<PageResult, ScrapeError> {
         let options = &job.options;
+        let (mut built, mut sourced) = self.build(job, sourced, discover).await?;
+        if built.placeholder && !sourced.page.rendered && sourced.output.is_none() {
+            // Served HTML whose content is a stand-in for what its scripts build.
+            if let Some(rendered) = self.render_placeholder(job, &mut warnings, deadline).await {
+                let page = self.page_of(job, rendered.fetched, rendered.engine);
+                sourced = Sourced {
+                    final_url: Url::parse(&page.final_url).unwrap_or_else(|_| job.url.clone()),
+                    page,
+                    output: rendered.output,
+                    ..sourced
+                };
+                (built, sourced) = self.build(job, sourced, discover).await?;
+            }
+        }
         let retry_after = sourced.retry_after;
         let output = sourced.output.take();
         let engine = if sourced.page.rendered { Engine::Chromium } else { Engine::Http };
         let proxy_used = if sourced.page.via_proxy { ProxyUsed::Stealth } else { ProxyUsed::Basic };
         let status = sourced.page.status;
-        let built = {
-            let options = options.clone();
-            let source_url = job.source_url.clone();
-            let limits = self.settings.documents.limits();
-            convert_off_runtime(move || {
-                let input = document::PageInput {
-                    source_url: &source_url,
-                    final_url: &sourced.final_url,
-                    status: sourced.page.status,
-                    content_type: sourced.page.content_type.as_deref(),
-                    body: &sourced.page.body,
-                };
-                document::build(&input, &options, discover, &limits)
-                    .map(|built| (built, sourced.cache_state, sourced.cached_at))
-                    .map_err(ScrapeError::from)
-            })
-            .await?
-        };
-        let (built, cache_state, cached_at) = built?;
+        let (cache_state, cached_at) = (sourced.cache_state, sourced.cached_at);
         let pdf_pages = built.pdf_pages;
         let mut doc = built.document;
         if let Some(spec) = &options.formats.change_tracking {
@@ -410,6 +406,52 @@ impl Scraper {
         Ok(PageResult { document: doc, links: built.links, retry_after })
     }
 
+    /// Converts a sourced page on the blocking pool; hands the page back for a second
+    /// attempt.
+    async fn build(
+        &self,
+        job: &ScrapeJob,
+        sourced: Sourced,
+        discover: bool,
+    ) -> Result<(document::Built, Sourced), ScrapeError> {
+        let options = job.options.clone();
+        let source_url = job.source_url.clone();
+        let limits = self.settings.documents.limits();
+        convert_off_runtime(move || {
+            let input = document::PageInput {
+                source_url: &source_url,
+                final_url: &sourced.final_url,
+                status: sourced.page.status,
+                content_type: sourced.page.content_type.as_deref(),
+                body: &sourced.page.body,
+            };
+            let built = document::build(&input, &options, discover, &limits);
+            built.map(|built| (built, sourced)).map_err(ScrapeError::from)
+        })
+        .await?
+    }
+
+    /// A freshly fetched page as the cache keeps it, written to the cache when the options
+    /// allow and the answer is a success (error pages are fetched again next time).
+    fn page_of(&self, job: &ScrapeJob, fetched: engine::Fetched, engine: Engine) -> CachedPage {
+        let page = CachedPage {
+            final_url: fetched.final_url.to_string(),
+            status: fetched.status,
+            content_type: fetched.content_type,
+            body: fetched.body,
+            fetched_ms: time::now_ms(),
+            via_proxy: fetched.via_proxy,
+            rendered: engine == Engine::Chromium,
+        };
+        if job.options.may_write_cache() && (200..300).contains(&page.status) {
+            let key = cache::key(&job.url, &job.options);
+            if let Err(e) = self.store.cache.put(key, &page) {
+                tracing::warn!(error = %e, "page not cached");
+            }
+        }
+        page
+    }
+
     /// The page: from the cache when allowed and fresh enough, else from the target.
     async fn source(&self, job: &ScrapeJob, warnings: &mut Vec<String>) -> Result<Sourced, ScrapeError> {
         let options = &job.options;
@@ -437,21 +479,10 @@ impl Scraper {
         }
         let rendering::FetchedPage { fetched, engine, output } = self.fetch_page(job, warnings).await?;
         let retry_after = fetched.retry_after;
-        let page = CachedPage {
-            final_url: fetched.final_url.to_string(),
-            status: fetched.status,
-            content_type: fetched.content_type,
-            body: fetched.body,
-            fetched_ms: time::now_ms(),
-            via_proxy: fetched.via_proxy,
-            rendered: engine == Engine::Chromium,
-        };
-        // Error pages are not cached: the next request should try again.
-        if options.may_write_cache() && (200..300).contains(&page.status) {
-            self.store.cache.put(key, &page)?;
-        }
+        let final_url = fetched.final_url.clone();
+        let page = self.page_of(job, fetched, engine);
         let cache_state = options.may_read_cache().then_some(CacheState::Miss);
-        Ok(Sourced { page, final_url: fetched.final_url, cache_state, cached_at: None, retry_after, output })
+        Ok(Sourced { page, final_url, cache_state, cached_at: None, retry_after, output })
     }
 
     /// Fetches over HTTP according to the proxy mode.

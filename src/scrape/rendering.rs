@@ -70,6 +70,41 @@ impl Scraper {
         Ok(FetchedPage { fetched, engine: Engine::Http, output: None })
     }
 
+    /// Renders a page whose served HTML turned out to be a placeholder (its content nearly
+    /// empty or a loading notice), when automatic rendering is on and Chromium is here.
+    /// `None` keeps the served page: no browser, or rendering failed or ran out of time
+    /// (said in `warnings`).
+    pub(super) async fn render_placeholder(
+        &self,
+        job: &ScrapeJob,
+        warnings: &mut Vec<String>,
+        deadline: Instant,
+    ) -> Option<FetchedPage> {
+        if !self.settings.browser.auto_render || self.browser.available().is_err() {
+            return None;
+        }
+        let mut notes = Vec::new();
+        let rendered =
+            tokio::time::timeout_at(deadline - DEADLINE_MARGIN, self.render(job, &mut notes)).await;
+        warnings.append(&mut notes);
+        match rendered {
+            Ok(Ok(page)) => Some(page),
+            Ok(Err(e)) => {
+                warnings.push(format!(
+                    "The page's content looks filled in by JavaScript but rendering it failed ({e}); this is the HTML as served."
+                ));
+                None
+            }
+            Err(_) => {
+                warnings.push(
+                    "The page's content looks filled in by JavaScript but rendering it did not finish in time; this is the HTML as served."
+                        .to_owned(),
+                );
+                None
+            }
+        }
+    }
+
     /// Renders the page in Chromium.
     async fn render(&self, job: &ScrapeJob, warnings: &mut Vec<String>) -> Result<FetchedPage, ScrapeError> {
         let options = &job.options;

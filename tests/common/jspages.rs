@@ -26,6 +26,20 @@ fetch('/api/content').then((r) => r.json()).then((data) => {
 });
 </script></body></html>"#;
 
+/// An app behind a server-rendered header, menu and cookie banner: the content area says
+/// "Loading..." until an inline script fills it.
+pub const HEADED_SHELL: &str = r#"<!DOCTYPE html><html><head><title>Seed shop</title></head><body>
+<header class="site-header"><a href="/">Seed Shop</a> <a href="/account">My account</a></header>
+<nav><a href="/seeds">Seeds</a> <a href="/tools">Tools</a> <a href="/offers">Offers</a> <a href="/help">Help</a></nav>
+<div id="cookie" class="cookie cookie-banner">We use cookies to run this shop and to count visits. <button>Accept all</button></div>
+<div id="app">Loading...</div>
+<script>
+setTimeout(() => {
+  document.getElementById('app').innerHTML = '<main><h1>Tomato seeds</h1><p>Twelve heirloom varieties, sown from March to May under glass.</p></main>';
+}, 50);
+</script>
+<footer>Seed Shop Ltd, 2026</footer></body></html>"#;
+
 /// JSON behind the app shell.
 pub const APP_CONTENT: &str =
     r#"{"title": "Fetched headline", "body": "Seedlings need sixteen hours of light a day."}"#;
@@ -121,6 +135,7 @@ pub fn page(path: &str) -> Option<(&'static str, &'static str)> {
     Some(match path {
         "/js/late" => (html, JS_LATE),
         "/js/shell" => (html, APP_SHELL),
+        "/js/headed-shell" => (html, HEADED_SHELL),
         "/api/content" => ("application/json", APP_CONTENT),
         "/js/interactive" => (html, INTERACTIVE),
         "/js/probe" => (html, PROBE),

@@ -66,6 +66,28 @@ pub const ARTICLE: &str = r#"<!DOCTYPE html>
 </body>
 </html>"#;
 
+/// A short post (a few hundred characters of text) in the usual page chrome, with an
+/// author box, comments, related posts and a newsletter box after it.
+pub const SHORT_POST: &str = r#"<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>First frost</title></head>
+<body>
+  <header><a href="/">Garden Weekly</a></header>
+  <nav><a href="/news">News</a> <a href="/shop">Shop</a> <a href="/about">About us</a></nav>
+  <div id="cookie" class="cookie cookie-banner">We use cookies to improve your experience. <button>Accept all</button></div>
+  <main><article>
+    <h1>First frost</h1>
+    <p>The first frost arrived two weeks early this year, so cover the dahlias tonight.</p>
+    <p>Lift the tubers once the leaves blacken and store them somewhere dry and cool.</p>
+    <div class="author-box"><p>Ann Gardner has written about dahlias since 1998.</p></div>
+  </article>
+  <section id="comments"><h3>3 comments</h3><p>Mine froze already, thanks for the warning!</p></section>
+  <div class="related-posts"><h3>Read next</h3><p>Twenty tulips for a sunny border.</p></div>
+  <div class="newsletter"><p>Get the weekly letter in your inbox.</p><button>Subscribe</button></div>
+  </main>
+  <aside><h3>Popular posts</h3><a href="/p/1">Ten lawn myths</a></aside>
+  <footer><p>Copyright 2026 Garden Weekly. All rights reserved.</p></footer>
+</body></html>"#;
+
 /// Counts and knobs shared with the handlers.
 #[derive(Default)]
 struct State {
@@ -132,6 +154,7 @@ async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
     let port = req.app_config().local_addr().port();
     match path.as_str() {
         "/article" => html(ARTICLE),
+        "/short-post" => html(SHORT_POST),
         "/redirect" => HttpResponse::Found().insert_header(("Location", "/article")).finish(),
         "/redirect-chain" => HttpResponse::MovedPermanently().insert_header(("Location", "/redirect")).finish(),
         "/redirect-loop" => HttpResponse::Found().insert_header(("Location", "/redirect-loop")).finish(),

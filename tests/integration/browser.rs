@@ -55,6 +55,31 @@ async fn script_content_is_rendered_when_asked_and_when_detected() {
     assert_eq!(article["data"]["metadata"]["engine"], "http", "static pages stay on HTTP");
 }
 
+/// Served HTML with a real header, menu and banner around a "Loading..." app root is not a
+/// shell by its bytes; its extracted content is a placeholder, so it is rendered.
+#[tokio::test]
+async fn a_loading_placeholder_behind_a_static_header_is_rendered() {
+    let site = FixtureSite::start();
+    let app = TestServer::builder().start().await;
+    let (status, body) = scrape(&app, json!({"url": site.url("/js/headed-shell")})).await;
+    assert_eq!(status, 200, "{body}");
+    let md = markdown(&body);
+    assert!(md.contains("Twelve heirloom varieties"), "the script's content: {body}");
+    assert!(!md.contains("Loading..."), "{md}");
+    assert_eq!(body["data"]["metadata"]["engine"], "chromium");
+    // The rendered page is what the cache keeps: a second scrape renders nothing again.
+    let (_, again) = scrape(&app, json!({"url": site.url("/js/headed-shell")})).await;
+    assert_eq!(again["data"]["metadata"]["cacheState"], "hit", "{again}");
+    assert_eq!(again["data"]["metadata"]["engine"], "chromium");
+    assert!(markdown(&again).contains("Twelve heirloom varieties"));
+    assert_eq!(site.hits("/js/headed-shell"), 2, "one HTTP fetch and one render, then the cache");
+
+    let off = TestServer::builder().settings(|s| s.browser.auto_render = false).start().await;
+    let (_, served) = scrape(&off, json!({"url": site.url("/js/headed-shell"), "maxAge": 0})).await;
+    assert_eq!(served["data"]["metadata"]["engine"], "http", "auto_render off keeps the served page");
+    assert_eq!(markdown(&served).trim(), "Loading...", "{served}");
+}
+
 #[tokio::test]
 async fn screenshots_are_files_of_the_right_size_for_their_team_only() {
     let site = FixtureSite::start();

@@ -32,6 +32,37 @@ async fn article_markdown_keeps_the_content_and_drops_the_chrome() {
     assert!(!data.contains_key("html") && !data.contains_key("rawHtml") && !data.contains_key("links"));
 }
 
+/// A short page has little text for the main-content filter to go on; its chrome and
+/// boilerplate boxes still never reach the Markdown, unless the caller names them.
+#[tokio::test]
+async fn a_short_post_drops_its_chrome_too() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let (status, body) = app.scrape(json!({"url": site.url("/short-post")})).await;
+    assert_eq!(status, 200, "{body}");
+    let md = body["data"]["markdown"].as_str().expect("markdown");
+    assert!(md.contains("cover the dahlias tonight") && md.contains("dry and cool"), "{md}");
+    for boilerplate in [
+        "We use cookies",
+        "Accept all",
+        "Garden Weekly",
+        "About us",
+        "Ann Gardner",
+        "3 comments",
+        "Read next",
+        "weekly letter",
+        "Popular posts",
+        "All rights reserved",
+    ] {
+        assert!(!md.contains(boilerplate), "`{boilerplate}` leaked into: {md}");
+    }
+    let (_, named) = app
+        .scrape(json!({"url": site.url("/short-post"), "includeTags": ["#cookie", "nav"], "maxAge": 0}))
+        .await;
+    let md = named["data"]["markdown"].as_str().expect("markdown");
+    assert!(md.contains("We use cookies") && md.contains("About us"), "named in includeTags: {md}");
+}
+
 #[tokio::test]
 async fn every_basic_format_on_request() {
     let site = FixtureSite::start();

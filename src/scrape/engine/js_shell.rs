@@ -25,10 +25,10 @@ pub fn looks_js_rendered(content_type: Option<&str>, body: &[u8]) -> bool {
     if !content_type.is_none_or(|t| t.to_ascii_lowercase().contains("html")) {
         return false;
     }
-    let html = &body[..body.len().min(2 << 20)];
-    if find_ci(html, b"<script").is_none() {
+    if !has_scripts(body) {
         return false;
     }
+    let html = &body[..body.len().min(2 << 20)];
     let text = visible_text_len(html, THIN);
     if text < NEARLY_EMPTY {
         return true;
@@ -38,6 +38,11 @@ pub fn looks_js_rendered(content_type: Option<&str>, body: &[u8]) -> bool {
     }
     let html = String::from_utf8_lossy(html).to_ascii_lowercase();
     NOTICES.iter().any(|n| html.contains(n)) || has_empty_root(&compact(&html))
+}
+
+/// Whether an HTML body carries a script (inline or linked) anywhere in its first 2 MiB.
+pub fn has_scripts(body: &[u8]) -> bool {
+    find_ci(&body[..body.len().min(2 << 20)], b"<script").is_some()
 }
 
 /// Position of `needle` (ASCII, lowercase, starting with `<`) in `hay`, ignoring ASCII case.
