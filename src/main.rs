@@ -166,14 +166,18 @@ enum KeysCommand {
 
 #[derive(Debug, Subcommand)]
 enum TeamsCommand {
-    /// Set the secret that signs a team's webhook deliveries and print it.
+    /// Print the secret that signs a team's webhook deliveries (every team has one, made on
+    /// first use), or replace it.
     Secret {
         /// The team.
         #[arg(long)]
         team: String,
-        /// Use this value instead of a generated secret.
-        #[arg(long)]
+        /// Replace it with this value.
+        #[arg(long, conflicts_with = "rotate")]
         secret: Option<String>,
+        /// Replace it with a newly generated secret.
+        #[arg(long)]
+        rotate: bool,
         /// Data directory (overrides storage.data_dir).
         #[arg(long)]
         data: Option<PathBuf>,
@@ -219,8 +223,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let settings = Settings::load(cli.config.as_deref(), &Overrides::default())?;
             parse_file(&file, &settings)
         }
-        Command::Teams { command: TeamsCommand::Secret { team, secret, data } } => {
-            set_webhook_secret(&data_dir(cli.config.as_deref(), data)?, &team, secret.as_deref())
+        Command::Teams { command: TeamsCommand::Secret { team, secret, rotate, data } } => {
+            let settings = Settings::load(cli.config.as_deref(), &Overrides { port: None, data_dir: data })?;
+            let replacement = match (secret, rotate) {
+                (Some(given), _) => Some(given),
+                (None, true) => Some(ferrocrawl::store::teams::new_webhook_secret()),
+                (None, false) => None,
+            };
+            webhook_secret(&settings, &team, replacement.as_deref())
         }
         Command::Teams { command: TeamsCommand::Credits { team, plan, data } } => {
             set_credit_plan(&data_dir(cli.config.as_deref(), data)?, &team, &plan)
@@ -365,18 +375,26 @@ fn create_key(data_dir: &Path, team: &str, key: Option<&str>) -> anyhow::Result<
     Ok(())
 }
 
-fn set_webhook_secret(data_dir: &Path, team: &str, secret: Option<&str>) -> anyhow::Result<()> {
+fn webhook_secret(settings: &Settings, team: &str, replacement: Option<&str>) -> anyhow::Result<()> {
     let team = TeamId::parse(team).map_err(anyhow::Error::msg)?;
-    if secret.is_some_and(|s| s.len() < 16) {
+    if replacement.is_some_and(|s| s.len() < 16) {
         bail!("--secret must be at least 16 characters");
     }
-    let secret = secret
-        .map_or_else(|| ferrocrawl::store::keys::generate_key().replacen("fc-", "whsec-", 1), str::to_owned);
+    let data_dir = &settings.storage.data_dir;
     let store = Store::open(data_dir).context("opening the data directory")?;
-    store.teams.set_webhook_secret(&team, &secret)?;
+    let secret = match replacement {
+        Some(secret) => {
+            store.teams.set_webhook_secret(&team, secret)?;
+            eprintln!("webhook secret of team `{team}` replaced in {}", data_dir.display());
+            secret.to_owned()
+        }
+        None => {
+            let configured = settings.team(team.as_str()).webhook_secret;
+            store.teams.webhook_secret(&team, configured.as_deref())?
+        }
+    };
     store.flush()?;
     println!("{secret}");
-    eprintln!("webhook secret set for team `{team}` in {}", data_dir.display());
     Ok(())
 }
 

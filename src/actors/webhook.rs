@@ -81,12 +81,17 @@ impl WebhookState {
         out
     }
 
+    /// The team's signing secret (made and stored on first use when none was set).
     fn secret_of(&self, team: &str) -> Option<String> {
-        let stored = TeamId::parse(team)
-            .ok()
-            .and_then(|t| self.services.store.teams.get(&t).ok())
-            .and_then(|r| r.webhook_secret);
-        stored.or_else(|| self.services.settings.team(team).webhook_secret)
+        let configured = self.services.settings.team(team).webhook_secret;
+        let team = TeamId::parse(team).ok()?;
+        match self.services.store.teams.webhook_secret(&team, configured.as_deref()) {
+            Ok(secret) => Some(secret),
+            Err(e) => {
+                tracing::error!(error = %e, team = %team.as_str(), "webhook secret unavailable; delivering unsigned");
+                None
+            }
+        }
     }
 
     /// Starts every job's next event that is due and not already on its way.

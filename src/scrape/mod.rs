@@ -8,6 +8,7 @@ pub mod change;
 pub mod credits;
 pub mod document;
 pub mod engine;
+pub mod links;
 mod rendering;
 pub mod upload;
 
@@ -122,6 +123,7 @@ pub struct Scraper {
     settings: Arc<Settings>,
     public_base: Arc<str>,
     unreplayable: Arc<UnreplayableIds>,
+    links: links::FileLinks,
 }
 
 /// Where an interact session can find a scrape's page state.
@@ -224,7 +226,9 @@ impl Scraper {
             Some(base) => base.into(),
             None => format!("http://{}:{}", settings.server.host, settings.server.port).into(),
         };
-        Ok(Self { engine, browser, store, settings, public_base, unreplayable: Arc::default() })
+        let key = store.secret(links::KEY_NAME).map_err(|e| format!("file link key: {e}"))?;
+        let links = links::FileLinks::new(key);
+        Ok(Self { engine, browser, store, settings, public_base, unreplayable: Arc::default(), links })
     }
 
     /// Links stored files under `base` (the address the server listens on), unless a
@@ -283,6 +287,25 @@ impl Scraper {
         team: &TeamId,
     ) -> Result<Option<crate::store::files::StoredFile>, StoreError> {
         Ok(self.store.files.get(id)?.filter(|f| f.team == team.as_str()))
+    }
+
+    /// The stored file a signed link names (`name` is `{id}.{ext}`), when the link is
+    /// genuine and unexpired; otherwise what is wrong with it.
+    pub fn linked_file(
+        &self,
+        name: &str,
+        expires_secs: u64,
+        signature: &str,
+    ) -> Result<Result<Option<crate::store::files::StoredFile>, links::LinkCheck>, StoreError> {
+        let check = self.links.check(name, expires_secs, signature, time::now_ms() / 1000);
+        if check != links::LinkCheck::Valid {
+            return Ok(Err(check));
+        }
+        let id = name.split('.').next().and_then(JobId::parse);
+        Ok(Ok(match id {
+            Some(id) => self.store.files.get(id)?,
+            None => None,
+        }))
     }
 
     /// A stored result of `team`.

@@ -228,20 +228,25 @@ impl Scraper {
         Ok(())
     }
 
-    /// A URL for `bytes`: a file of ours, or a `data:` URL when nothing may be stored.
+    /// A URL for `bytes`: a signed link to a file of ours, or a `data:` URL when nothing
+    /// may be stored.
     fn file_url(&self, job: &ScrapeJob, mime: &str, bytes: Vec<u8>) -> Result<String, ScrapeError> {
         if job.options.zero_data_retention {
             let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
             return Ok(format!("data:{mime};base64,{encoded}"));
         }
         let ttl_secs = self.settings.storage.result_ttl_secs.max(self.settings.crawl.job_ttl_secs);
-        let id = self.store.files.put(&job.team, mime, bytes, ttl_secs.saturating_mul(1000))?;
+        let expires_ms = crate::model::time::now_ms().saturating_add(ttl_secs.saturating_mul(1000));
+        let id = self.store.files.put(&job.team, mime, bytes, expires_ms)?;
         let extension = match mime {
             "image/png" => "png",
             "image/jpeg" => "jpg",
             "application/pdf" => "pdf",
             _ => "bin",
         };
-        Ok(format!("{}/v2/files/{id}.{extension}", self.public_base))
+        // A capability link: it opens without an API key until the file expires.
+        let name = format!("{id}.{extension}");
+        let query = self.links.query(&name, expires_ms / 1000);
+        Ok(format!("{}/v2/files/{name}?{query}", self.public_base))
     }
 }

@@ -31,15 +31,10 @@ impl FileStore {
         Self { tree }
     }
 
-    /// Stores `bytes` for `team` for `ttl_ms`; returns the new file's id.
-    pub fn put(&self, team: &TeamId, mime: &str, bytes: Vec<u8>, ttl_ms: u64) -> Result<JobId> {
+    /// Stores `bytes` for `team` until `expires_ms` (epoch ms); returns the new file's id.
+    pub fn put(&self, team: &TeamId, mime: &str, bytes: Vec<u8>, expires_ms: u64) -> Result<JobId> {
         let id = JobId::new();
-        let file = StoredFile {
-            team: team.as_str().to_owned(),
-            mime: mime.to_owned(),
-            expires_ms: time::now_ms().saturating_add(ttl_ms),
-            bytes,
-        };
+        let file = StoredFile { team: team.as_str().to_owned(), mime: mime.to_owned(), expires_ms, bytes };
         self.tree.insert(id.as_bytes(), codec::encode(&file)?)?;
         Ok(id)
     }
@@ -67,8 +62,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         let store = Store::open(dir.path()).expect("store");
         let team = TeamId::parse("a").expect("team");
-        let live = store.files.put(&team, "image/png", vec![1, 2], 60_000).expect("put");
-        let gone = store.files.put(&team, "image/png", vec![3], 0).expect("put");
+        let live = store.files.put(&team, "image/png", vec![1, 2], time::now_ms() + 60_000).expect("put");
+        let gone = store.files.put(&team, "image/png", vec![3], time::now_ms()).expect("put");
         assert_eq!(store.files.get(live).expect("get").map(|f| f.bytes), Some(vec![1, 2]));
         assert!(store.files.get(gone).expect("get").is_none());
         assert_eq!(store.files.purge_expired(time::now_ms() + 1).expect("purge"), 1);

@@ -17,6 +17,7 @@ pub mod page_cache;
 pub mod profiles;
 pub mod replays;
 pub mod scrapes;
+mod secrets;
 pub mod teams;
 
 use std::path::Path;
@@ -135,6 +136,7 @@ pub struct Store {
     pub profiles: profiles::ProfileStore,
     /// Replay contexts of scrapes.
     pub replays: replays::ReplayStore,
+    meta: sled::Tree,
 }
 
 /// Attempts to open a database whose lock is taken (about 2 s in all).
@@ -202,8 +204,15 @@ impl Store {
             files: files::FileStore::new(db.open_tree(trees::FILES)?),
             profiles: profiles::ProfileStore::new(db.open_tree(trees::PROFILES)?),
             replays: replays::ReplayStore::new(db.open_tree(trees::REPLAYS)?),
+            meta: db.open_tree(trees::META)?,
             db,
         })
+    }
+
+    /// The server's own secret called `name` (32 random bytes made on first use and kept
+    /// in the data directory), e.g. the key that signs file links.
+    pub fn secret(&self, name: &str) -> Result<[u8; 32]> {
+        secrets::get_or_create(&self.meta, name)
     }
 
     /// Writes everything to disk; called on shutdown.

@@ -41,6 +41,32 @@ impl TeamStore {
         Ok(())
     }
 
+    /// The secret that signs the team's webhook deliveries: the stored one, else
+    /// `configured` (from the team's settings), else a new one, generated and stored now.
+    /// Every team therefore signs every delivery, as on Firecrawl.
+    pub fn webhook_secret(&self, team: &TeamId, configured: Option<&str>) -> Result<String> {
+        loop {
+            let current = self.tree.get(team.as_str())?;
+            let mut record: TeamRecord =
+                current.as_deref().map(codec::decode).transpose()?.unwrap_or_default();
+            if let Some(secret) = record.webhook_secret {
+                return Ok(secret);
+            }
+            if let Some(secret) = configured {
+                return Ok(secret.to_owned());
+            }
+            let secret = new_webhook_secret();
+            record.webhook_secret = Some(secret.clone());
+            let swapped =
+                self.tree.compare_and_swap(team.as_str(), current, Some(codec::encode(&record)?))?;
+            if swapped.is_ok() {
+                self.tree.flush()?;
+                return Ok(secret);
+            }
+            // Another writer got there first: read what it stored.
+        }
+    }
+
     /// Sets the webhook secret.
     pub fn set_webhook_secret(&self, team: &TeamId, secret: &str) -> Result<()> {
         let mut record = self.get(team)?;
@@ -49,6 +75,11 @@ impl TeamStore {
         self.tree.flush()?;
         Ok(())
     }
+}
+
+/// A new random webhook secret (`whsec-` and 32 hex digits).
+pub fn new_webhook_secret() -> String {
+    super::keys::generate_key().replacen("fc-", "whsec-", 1)
 }
 
 #[cfg(test)]
@@ -65,5 +96,19 @@ mod tests {
         store.teams.set_webhook_secret(&a, "s3cret").expect("set");
         assert_eq!(store.teams.get(&a).expect("get").webhook_secret.as_deref(), Some("s3cret"));
         assert_eq!(store.teams.get(&TeamId::parse("b").expect("team")).expect("get"), TeamRecord::default());
+    }
+
+    #[test]
+    fn every_team_gets_a_lasting_secret_unless_one_is_configured() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let (a, b) = (TeamId::parse("a").expect("team"), TeamId::parse("b").expect("team"));
+        assert_eq!(store.teams.webhook_secret(&a, Some("from-config")).expect("secret"), "from-config");
+        let made = store.teams.webhook_secret(&b, None).expect("secret");
+        assert!(made.starts_with("whsec-") && made.len() > 30, "{made}");
+        assert_eq!(store.teams.webhook_secret(&b, None).expect("again"), made, "kept");
+        assert_eq!(store.teams.webhook_secret(&b, Some("from-config")).expect("stored wins"), made);
+        store.teams.set_webhook_secret(&b, "replaced-secret-value").expect("set");
+        assert_eq!(store.teams.webhook_secret(&b, None).expect("replaced"), "replaced-secret-value");
     }
 }

@@ -95,8 +95,10 @@ async fn screenshots_are_files_of_the_right_size_for_their_team_only() {
     let (status, png) = download(url, KEY).await;
     assert_eq!(status, 200);
     assert_eq!(png_size(&png), (800, 600));
-    let (status, _) = download(url, "other-key").await;
-    assert_eq!(status, 404, "another team cannot read the file");
+    // Without its signature, the file is its team's only.
+    let bare = url.split('?').next().expect("path");
+    assert_eq!(download(bare, KEY).await.0, 200, "the owner's key opens it");
+    assert_eq!(download(bare, "other-key").await.0, 404, "another team cannot read the file");
 
     let (_, full) = scrape(
         &app,
@@ -107,6 +109,66 @@ async fn screenshots_are_files_of_the_right_size_for_their_team_only() {
     let (width, height) = png_size(&png);
     assert_eq!(width, 1920, "desktop viewport");
     assert!(height > 3000, "the whole page: {height}");
+}
+
+/// A GET without any key.
+async fn open(url: &str) -> (u16, Vec<u8>) {
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let response = client.get(url).send().await.expect("open");
+    (response.status().as_u16(), response.bytes().await.expect("bytes").to_vec())
+}
+
+/// Screenshot links open as they are, like Firecrawl's: signed, expiring, no key needed;
+/// a changed or expired link and anything unsigned without a key are refused, with no
+/// content.
+#[tokio::test]
+async fn screenshot_links_open_without_a_key_until_they_expire() {
+    let site = FixtureSite::start();
+    let app = TestServer::builder()
+        .settings(|s| {
+            s.storage.result_ttl_secs = 2;
+            s.crawl.job_ttl_secs = 2;
+        })
+        .start()
+        .await;
+    let shot = |body: &Value| body["data"]["screenshot"].as_str().expect("screenshot URL").to_owned();
+    let (_, first) = scrape(&app, json!({"url": site.url("/article"), "formats": ["screenshot"]})).await;
+    let (_, second) = scrape(&app, json!({"url": site.url("/js/styled"), "formats": ["screenshot"]})).await;
+    let (first, second) = (shot(&first), shot(&second));
+    let (status, png) = open(&first).await;
+    assert_eq!(status, 200, "a returned link opens without a key");
+    assert_eq!(&png[..4], b"\x89PNG");
+
+    let signature_of = |url: &str| url.split("signature=").nth(1).expect("signature").to_owned();
+    let mut tampered = signature_of(&first);
+    let last = if tampered.ends_with('0') { "1" } else { "0" };
+    tampered.replace_range(tampered.len() - 1.., last);
+    let (path, _) = first.split_once('?').expect("query");
+    let (_, second_query) = second.split_once('?').expect("query");
+    let forged = [
+        format!("{}signature={tampered}", first.split("signature=").next().expect("prefix")),
+        format!("{path}?{second_query}"),
+        first.replace("expires=", "expires=9"),
+    ];
+    for url in &forged {
+        let (status, body) = open(url).await;
+        assert_eq!(status, 403, "{url}");
+        assert!(!body.starts_with(b"\x89PNG"), "no content for {url}");
+    }
+    assert_eq!(open(path).await.0, 401, "unsigned and without a key");
+    assert_eq!(open(&format!("{}/v2/files/", app.base)).await.0, 404, "nothing lists files");
+
+    // Both the file and its link expire with the result (2 s here).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (status, _) = open(&first).await;
+        if status == 404 {
+            break;
+        }
+        assert_eq!(status, 200);
+        assert!(std::time::Instant::now() < deadline, "the link never expired");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test]

@@ -64,8 +64,20 @@ async fn keys_create_adds_team_keys_while_the_server_is_stopped() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let out = run(&["teams", "credits", "--team", "ops", "--plan", "lots", "--data", data], &[]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--plan"), "the bad flag is named");
-    let out = run(&["teams", "secret", "--team", "ops", "--data", data], &[]);
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("whsec-"));
+    let secret = |extra: &[&str]| {
+        let mut args = vec!["teams", "secret", "--team", "ops", "--data", data];
+        args.extend_from_slice(extra);
+        let out = run(&args, &[]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let first = secret(&[]);
+    assert!(first.starts_with("whsec-"), "{first}");
+    assert_eq!(secret(&[]), first, "the team keeps its secret");
+    let rotated = secret(&["--rotate"]);
+    assert!(rotated.starts_with("whsec-") && rotated != first);
+    assert_eq!(secret(&["--secret", "my-own-signing-secret"]), "my-own-signing-secret");
+    assert_eq!(secret(&[]), "my-own-signing-secret");
 
     let server = Binary::serve(dir.path(), &[]);
     assert!(!dir.path().join("api-key").exists(), "keys existed, so no bootstrap key");

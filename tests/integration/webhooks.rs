@@ -84,6 +84,30 @@ async fn a_batch_reports_every_event_signed_and_in_order() {
     assert!(failed.body["error"].as_str().expect("error").contains("image/png"));
 }
 
+/// A team that never had a secret set still signs every delivery, with a secret of its own
+/// that the data directory keeps (and `ferrocrawl teams secret` prints).
+#[tokio::test]
+async fn teams_without_a_configured_secret_sign_with_their_own() {
+    let site = FixtureSite::start();
+    let hooks = Receiver::start();
+    let app = TestServer::builder().key("fresh", "fresh-team-key").start().await;
+    let body = json!({"urls": [site.url("/article")], "webhook": hooks.url});
+    let (status, started) =
+        app.request_as("fresh-team-key", reqwest::Method::POST, "/v2/batch/scrape", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let events = hooks.wait_for(3, WAIT).await;
+    let data = app.stop();
+    let store = ferrocrawl::store::Store::open(data.path()).expect("store");
+    let team = ferrocrawl::model::TeamId::parse("fresh").expect("team");
+    let secret = store.teams.webhook_secret(&team, None).expect("the team's secret");
+    assert!(secret.starts_with("whsec-"), "{secret}");
+    for event in &events {
+        let expected = hmac_hex(&secret, &event.raw);
+        assert_eq!(event.header("x-service-signature"), Some(expected.as_str()), "{:?}", event.body["type"]);
+        assert_eq!(event.header("x-firecrawl-signature"), Some(expected.as_str()));
+    }
+}
+
 #[tokio::test]
 async fn crawl_events_follow_the_filter() {
     let site = CrawlSite::start(0);
