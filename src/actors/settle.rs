@@ -14,7 +14,10 @@ use super::tap::Tap;
 use crate::crawl::keys::{self, KeyRules};
 use crate::crawl::scope::{Rejection, Scope};
 use crate::model::{CrawlOptions, Document, JobId, SitemapMode, time};
-use crate::store::jobs::{ErrorEntry, JobKind, JobRecord, NewEntry, Outcome, QueueEntry, Settlement};
+use crate::store::jobs::{
+    ErrorEntry, JobKind, JobRecord, NewEntry, Outcome, QueueEntry, Settled, Settlement,
+};
+use crate::store::outbox::NewEvent;
 use crate::store::{JobStore, StoreError};
 
 /// Most pages committed together.
@@ -43,6 +46,8 @@ pub(super) struct Pending {
     seq: u64,
     outcome: Owned,
     links: Vec<NewEntry>,
+    /// Seen-set key of the URL a crawled page redirected to (see `Settlement::lands_on`).
+    lands_on: Option<String>,
 }
 
 #[derive(Debug)]
@@ -105,7 +110,7 @@ pub(super) fn prepare(
         code: code.to_owned(),
         error,
     };
-    let pending = |outcome, links| Some(Pending { seq, outcome, links });
+    let pending = |outcome, links| Some(Pending { seq, outcome, links, lands_on: None });
     Ok(match outcome {
         FetchOutcome::Cancelled => None,
         FetchOutcome::Blocked => pending(Owned::Blocked(entry.url.clone()), Vec::new()),
@@ -128,16 +133,33 @@ pub(super) fn prepare(
                 Some(reason) => pending(Owned::Failed(failure("CRAWL_DENIAL", reason)), new),
                 None => {
                     let credits = u64::from(document.metadata.credits_used);
+                    let lands_on = match rules.kind {
+                        JobKind::Crawl => landing_key(rules.keys, &entry.url, &document.metadata.url),
+                        JobKind::Batch => None,
+                    };
                     let stored = match rules.tap.is_none_or(Tap::keeps_documents) {
                         true => Some(to_json(&document)?),
                         false => None,
                     };
                     let tapped = rules.tap.map(|_| document);
-                    pending(Owned::Page { stored, tapped, credits }, new)
+                    Some(Pending {
+                        seq,
+                        outcome: Owned::Page { stored, tapped, credits },
+                        links: new,
+                        lands_on,
+                    })
                 }
             }
         }
     })
+}
+
+/// The seen-set key of `landed` when a page requested as `requested` ended up there after
+/// redirects (a crawl keeps one page per landing URL).
+fn landing_key(rules: KeyRules, requested: &str, landed: &str) -> Option<String> {
+    let landed = keys::key(&Url::parse(landed).ok()?, rules);
+    let requested = keys::key(&Url::parse(requested).ok()?, rules);
+    (landed != requested).then_some(landed)
 }
 
 /// The stored form of a result document, written into a buffer sized for its Markdown so
@@ -174,8 +196,8 @@ pub(super) fn commit(
     if buffer.is_empty() {
         return Ok(Committed::default());
     }
-    let mut events = Vec::new();
     let page_events = events::page_events_wanted(&record.options);
+    let mut events: Vec<Option<NewEvent>> = Vec::with_capacity(buffer.len());
     for p in buffer.iter() {
         let unstored;
         let report = match &p.outcome {
@@ -185,14 +207,18 @@ pub(super) fn commit(
                 unstored = to_json(document)?;
                 PageReport::Done(&unstored)
             }
-            Owned::Page { .. } | Owned::Blocked(_) => continue,
+            Owned::Page { .. } | Owned::Blocked(_) => {
+                events.push(None);
+                continue;
+            }
             Owned::Failed(entry) => PageReport::Failed { url: &entry.url, error: &entry.error },
         };
-        events.extend(events::page(jobs, id, record, report)?);
+        events.push(events::page(jobs, id, record, report)?);
     }
     let batch: Vec<(u64, Settlement<'_>)> = buffer
         .iter()
-        .map(|p| {
+        .zip(&events)
+        .map(|(p, event)| {
             let outcome = match &p.outcome {
                 Owned::Page { stored, credits, .. } => {
                     Outcome::Page { document: stored.as_deref(), credits: *credits }
@@ -200,18 +226,25 @@ pub(super) fn commit(
                 Owned::Failed(entry) => Outcome::Failed(entry),
                 Owned::Blocked(url) => Outcome::Blocked(url),
             };
-            (p.seq, Settlement { outcome, links: &p.links })
+            let settlement = Settlement {
+                outcome,
+                links: &p.links,
+                lands_on: p.lands_on.as_deref(),
+                event: event.as_ref(),
+            };
+            (p.seq, settlement)
         })
         .collect();
-    let results = jobs.settle_batch(id, record.options.limit, &batch, &events)?;
+    let results = jobs.settle_batch(id, record.options.limit, &batch)?;
     drop(batch);
-    // Only entries settled now are billed and handed over (a duplicate completion after a
-    // restart is neither).
-    let mut done = Committed { events: !events.is_empty(), ..Committed::default() };
-    for (p, settled) in buffer.drain(..).zip(&results) {
-        if settled.is_none() {
+    // Only pages kept now are billed and handed over (a duplicate completion after a
+    // restart, or a page that redirected onto one the crawl has, is neither).
+    let mut done = Committed::default();
+    for ((p, settled), event) in buffer.drain(..).zip(&results).zip(&events) {
+        if !matches!(settled, Settled::Done(_)) {
             continue;
         }
+        done.events |= event.is_some();
         if let Owned::Page { credits, tapped, .. } = p.outcome {
             done.credits += credits;
             done.tapped.extend(tapped.map(|d| *d));

@@ -144,6 +144,43 @@ pub struct Settlement<'a> {
     pub outcome: Outcome<'a>,
     /// Links to enqueue.
     pub links: &'a [NewEntry],
+    /// For a page that redirected: the seen-set key of the URL it landed on. A page whose
+    /// landing URL the job already has (linked directly, or landed on before) is a
+    /// duplicate and is not kept; otherwise the landing URL is claimed, so a link to it is
+    /// not followed later. Claim and check happen in the transaction that settles the page,
+    /// so the rule holds across restarts.
+    pub lands_on: Option<&'a str>,
+    /// The page's webhook event, queued only if the page is kept.
+    pub event: Option<&'a NewEvent>,
+}
+
+impl<'a> Settlement<'a> {
+    /// A settlement with no redirect claim and no event.
+    pub fn new(outcome: Outcome<'a>, links: &'a [NewEntry]) -> Self {
+        Self { outcome, links, lands_on: None, event: None }
+    }
+}
+
+/// What settling one queue entry did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    /// The entry was settled before (a repeated completion after a restart): nothing changed.
+    Repeated,
+    /// Settled now; the entries its links added.
+    Done(Queued),
+    /// A page that landed on a URL the job already has: dropped, not counted and not
+    /// billed (its links were still followed).
+    Duplicate(Queued),
+}
+
+impl Settled {
+    /// The entries the settlement added, if it happened now.
+    pub fn added(&self) -> Option<&Queued> {
+        match self {
+            Self::Repeated => None,
+            Self::Done(q) | Self::Duplicate(q) => Some(q),
+        }
+    }
 }
 
 /// Entries added to the queue, with their sequence numbers.
@@ -372,16 +409,9 @@ impl JobStore {
         }))
     }
 
-    /// Settles queue entry `seq`. Returns the entries its links added, or `None` when the
-    /// entry was already settled (a duplicate completion after a restart is ignored).
-    pub fn settle(
-        &self,
-        id: JobId,
-        seq: u64,
-        limit: u64,
-        settlement: Settlement<'_>,
-    ) -> Result<Option<Vec<(u64, QueueEntry)>>> {
-        Ok(self.settle_batch(id, limit, &[(seq, settlement)], &[])?.pop().flatten())
+    /// Settles queue entry `seq` (a duplicate completion after a restart is ignored).
+    pub fn settle(&self, id: JobId, seq: u64, limit: u64, settlement: Settlement<'_>) -> Result<Settled> {
+        Ok(self.settle_batch(id, limit, &[(seq, settlement)])?.pop().unwrap_or(Settled::Repeated))
     }
 
     /// Settles several queue entries in one transaction (group commit: every sled
@@ -392,8 +422,7 @@ impl JobStore {
         id: JobId,
         limit: u64,
         batch: &[(u64, Settlement<'_>)],
-        events: &[NewEvent],
-    ) -> Result<Vec<Option<Queued>>> {
+    ) -> Result<Vec<Settled>> {
         let trees = (
             &self.counters,
             &self.queue,
@@ -408,21 +437,31 @@ impl JobStore {
             |(counters, queue, seen, pages, errors, blocked, ob_state, ob_bodies)| {
                 let mut c: Counters = match counters.get(id.as_bytes())? {
                     Some(b) => codec::decode(&b).map_err(abort)?,
-                    None => return Ok(vec![None; batch.len()]),
+                    None => return Ok(vec![Settled::Repeated; batch.len()]),
                 };
                 let mut results = Vec::with_capacity(batch.len());
                 for (seq, settlement) in batch {
                     if queue.remove(&key(id, *seq)[..])?.is_none() {
-                        results.push(None);
+                        results.push(Settled::Repeated);
                         continue;
                     }
+                    let mut duplicate = false;
                     match settlement.outcome {
                         Outcome::Page { document, credits } => {
-                            if let Some(document) = document {
-                                pages.insert(&key(id, c.completed)[..], document)?;
+                            if let Some(landed) = settlement.lands_on {
+                                let sk = seen_key(id, landed);
+                                duplicate = seen.insert(&sk[..], &[][..])?.is_some();
                             }
-                            c.completed += 1;
-                            c.credits += credits;
+                            if duplicate {
+                                // Not a page of its own: it no longer counts against the limit.
+                                c.enqueued = c.enqueued.saturating_sub(1);
+                            } else {
+                                if let Some(document) = document {
+                                    pages.insert(&key(id, c.completed)[..], document)?;
+                                }
+                                c.completed += 1;
+                                c.credits += credits;
+                            }
                         }
                         Outcome::Failed(entry) => {
                             errors.insert(&key(id, c.failed)[..], codec::encode(entry).map_err(abort)?)?;
@@ -433,12 +472,13 @@ impl JobStore {
                             c.blocked += 1;
                         }
                     }
-                    results.push(Some(enqueue_tx(id, &mut c, limit, settlement.links, seen, queue)?));
+                    if let Some(event) = settlement.event.filter(|_| !duplicate) {
+                        push_tx(ob_state, ob_bodies, event)?;
+                    }
+                    let added = enqueue_tx(id, &mut c, limit, settlement.links, seen, queue)?;
+                    results.push(if duplicate { Settled::Duplicate(added) } else { Settled::Done(added) });
                 }
                 counters.insert(&id.as_bytes()[..], codec::encode(&c).map_err(abort)?)?;
-                for event in events {
-                    push_tx(ob_state, ob_bodies, event)?;
-                }
                 Ok(results)
             },
         ))

@@ -16,6 +16,8 @@ use actix_web::{HttpRequest, HttpResponse, web};
 
 /// Pages of the `/chain/N` sequence.
 pub const CHAIN_LEN: usize = 60;
+/// Pages of the `/hub/N` sequence, where `/go/N` redirects to `/hub/N`.
+pub const HUB_LEN: usize = 40;
 
 #[derive(Default)]
 struct State {
@@ -173,6 +175,24 @@ async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
         }
         "/orphan" => page("Orphan", "Only the sitemap links here.", &[]),
         p if p.starts_with("/private/") => page("Private", "Robots may not read this.", &[]),
+        // Each hub page links to the next two and, through a redirect, to the third: every
+        // redirect lands on a page that is also linked directly.
+        p if p.starts_with("/hub/") => {
+            let n: usize = p.trim_start_matches("/hub/").parse().unwrap_or(usize::MAX);
+            if n >= HUB_LEN {
+                return HttpResponse::NotFound().content_type("text/html").body("<p>no such hub</p>");
+            }
+            let links: Vec<String> = [(n + 1, "hub"), (n + 2, "hub"), (n + 3, "go")]
+                .into_iter()
+                .filter(|&(k, _)| k < HUB_LEN)
+                .map(|(k, kind)| format!("/{kind}/{k}"))
+                .collect();
+            let links: Vec<&str> = links.iter().map(String::as_str).collect();
+            page(&format!("Hub {n}"), &format!("Hub page number {n}."), &links)
+        }
+        p if p.starts_with("/go/") => HttpResponse::MovedPermanently()
+            .insert_header(("Location", format!("/hub/{}", p.trim_start_matches("/go/"))))
+            .finish(),
         p if p.starts_with("/chain/") => {
             let n: usize = p.trim_start_matches("/chain/").parse().unwrap_or(usize::MAX);
             if n >= CHAIN_LEN {

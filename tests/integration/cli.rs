@@ -6,6 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use serde_json::{Value, json};
 
+use crate::common::crawlsite::HUB_LEN;
 use crate::common::process::{Binary, run};
 use crate::common::{FixtureSite, decode};
 
@@ -282,6 +283,27 @@ fn crawl_and_map_commands_write_what_they_find() {
         String::from_utf8_lossy(&blocked.stdout).contains("pages=0 failed=1 "),
         "loopback needs --allow-private"
     );
+
+    // Redirects onto pages that are also linked directly: each page written once.
+    let hub = site.url("/hub/0");
+    let hubs = dir.path().join("hubs");
+    let hubs_str = hubs.to_str().expect("utf8");
+    let args = ["crawl", &hub, "--allow-private", "--quiet", "--entire-domain", "--include", "^/(hub|go)/"];
+    let result = run(&[&args[..], &["--out", hubs_str]].concat(), &[]);
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    assert!(stdout.contains(&format!("pages={HUB_LEN} ")), "{stdout}");
+    let index = std::fs::read_to_string(hubs.join("index.jsonl")).expect("index");
+    let landed: std::collections::HashSet<String> = index
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).expect("json")["url"]
+                .as_str()
+                .expect("url")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(landed.len(), HUB_LEN, "one file per landing URL");
+    assert_eq!(index.lines().count(), HUB_LEN);
 
     let mapped = run(&["map", &start, "--allow-private", "--search", "blog"], &[]);
     assert!(mapped.status.success(), "{}", String::from_utf8_lossy(&mapped.stderr));

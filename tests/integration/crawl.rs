@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::common::crawlsite::HUB_LEN;
 use crate::common::{CrawlSite, TestServer};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -30,6 +31,15 @@ fn pages(status: &Value) -> BTreeMap<String, usize> {
         *out.entry(key).or_insert(0) += 1;
     }
     out
+}
+
+/// The landing URLs (`metadata.url`) of `docs`, checked to be distinct.
+pub(crate) fn landing_urls(docs: &[Value]) -> std::collections::BTreeSet<String> {
+    let landed: Vec<String> =
+        docs.iter().map(|d| d["metadata"]["url"].as_str().expect("metadata.url").to_owned()).collect();
+    let set: std::collections::BTreeSet<String> = landed.iter().cloned().collect();
+    assert_eq!(set.len(), landed.len(), "a page was returned twice: {landed:?}");
+    set
 }
 
 fn paths(list: &[&str]) -> BTreeMap<String, usize> {
@@ -92,6 +102,26 @@ async fn a_default_crawl_follows_links_and_sitemaps_politely() {
     assert_eq!(blocked.len(), 2, "{errors}");
     assert!(blocked.iter().all(|u| u.contains("/private/")));
     assert!(done["warning"].as_str().is_some_and(|w| w.contains("robots.txt")));
+}
+
+/// A link that redirects to a page the crawl also reaches directly does not return that
+/// page twice; the dropped fetch is not billed, and the counts are of documents returned.
+#[tokio::test]
+async fn redirects_onto_linked_pages_return_each_page_once() {
+    let site = CrawlSite::start(0);
+    let app = TestServer::start().await;
+    let id = app
+        .start_crawl(json!({"url": site.url("/hub/0"), "sitemap": "skip", "crawlEntireDomain": true}))
+        .await;
+    let done = app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    let docs = done["data"].as_array().expect("data");
+    let expected: std::collections::BTreeSet<String> =
+        (0..HUB_LEN).map(|n| site.url(&format!("/hub/{n}"))).collect();
+    assert_eq!(landing_urls(docs), expected);
+    assert_eq!(done["completed"].as_u64(), Some(HUB_LEN as u64), "{done}");
+    assert_eq!(done["total"].as_u64(), Some(HUB_LEN as u64));
+    assert_eq!(done["creditsUsed"].as_u64(), Some(HUB_LEN as u64), "one credit per document returned");
+    assert!(site.hits("/go/5") > 0, "the redirects were followed");
 }
 
 #[tokio::test]

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::crawlsite::CHAIN_LEN;
+use crate::common::crawlsite::{CHAIN_LEN, HUB_LEN};
 use crate::common::process::Binary;
 use crate::common::{CrawlSite, decode};
 
@@ -23,6 +23,16 @@ async fn get(base: &str, key: &str, path_or_url: &str) -> Value {
 /// done, restarts it, waits for the end and returns the final status and every document's
 /// source URL (checked to be unique).
 async fn killed_and_resumed(site: &CrawlSite, endpoint: &str, body: Value) -> (Value, Vec<String>) {
+    let (done, docs) = killed_and_resumed_docs(site, endpoint, body).await;
+    let sources: Vec<String> =
+        docs.iter().map(|d| d["metadata"]["sourceURL"].as_str().expect("source").to_owned()).collect();
+    let unique: BTreeSet<&String> = sources.iter().collect();
+    assert_eq!(unique.len(), sources.len(), "a page appears twice: {sources:?}");
+    (done, sources)
+}
+
+/// [`killed_and_resumed`], returning the documents themselves.
+async fn killed_and_resumed_docs(site: &CrawlSite, endpoint: &str, body: Value) -> (Value, Vec<Value>) {
     ferrocrawl::scrape::engine::http::install_crypto_provider();
     let dir = tempfile::tempdir().expect("tempdir");
     let server = Binary::serve(dir.path(), &[]);
@@ -71,11 +81,7 @@ async fn killed_and_resumed(site: &CrawlSite, endpoint: &str, body: Value) -> (V
         docs.extend(page["data"].as_array().cloned().unwrap_or_default());
         next = page["next"].as_str().map(str::to_owned);
     }
-    let sources: Vec<String> =
-        docs.iter().map(|d| d["metadata"]["sourceURL"].as_str().expect("source").to_owned()).collect();
-    let unique: BTreeSet<&String> = sources.iter().collect();
-    assert_eq!(unique.len(), sources.len(), "a page appears twice: {sources:?}");
-    (done, sources)
+    (done, docs)
 }
 
 #[tokio::test]
@@ -87,6 +93,21 @@ async fn a_crawl_killed_mid_way_finishes_after_restart() {
     let expected: BTreeSet<String> = (0..CHAIN_LEN + 2).map(|n| site.url(&format!("/chain/{n}"))).collect();
     assert_eq!(sources.into_iter().collect::<BTreeSet<String>>(), expected);
     assert_eq!(done["completed"].as_u64(), Some(expected.len() as u64));
+}
+
+/// Redirects that land on pages also linked directly: after a kill -9 and resume, still one
+/// document per landing URL, the same set as an uninterrupted crawl's.
+#[tokio::test]
+async fn a_crawl_with_redirects_onto_linked_pages_keeps_each_page_once_across_a_kill() {
+    let site = CrawlSite::start(40);
+    let body =
+        json!({"url": site.url("/hub/0"), "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 2});
+    let (done, docs) = killed_and_resumed_docs(&site, "/v2/crawl", body).await;
+    let landed = crate::crawl::landing_urls(&docs);
+    let expected: BTreeSet<String> = (0..HUB_LEN).map(|n| site.url(&format!("/hub/{n}"))).collect();
+    assert_eq!(landed, expected);
+    assert_eq!(done["completed"].as_u64(), Some(HUB_LEN as u64), "{done}");
+    assert_eq!(done["total"].as_u64(), Some(HUB_LEN as u64), "{done}");
 }
 
 #[tokio::test]

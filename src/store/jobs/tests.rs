@@ -35,13 +35,18 @@ fn pages_settle_exactly_once_and_enqueue_their_links() {
     let first = jobs.create(id, &record(10), &[entry("/", 0)], None).expect("create");
     assert_eq!(first, vec![(0, QueueEntry { url: "http://a.test/".into(), depth: 0 })]);
     let links = [entry("/a", 1), entry("/b", 1), entry("/", 1)];
-    let done = Settlement {
-        outcome: Outcome::Page { document: Some(&b"{\"markdown\":\"root\"}"[..]), credits: 1 },
-        links: &links,
-    };
-    let added = jobs.settle(id, 0, 10, done).expect("settle").expect("first time");
+    let done = Settlement::new(
+        Outcome::Page { document: Some(&b"{\"markdown\":\"root\"}"[..]), credits: 1 },
+        &links,
+    );
+    let settled = jobs.settle(id, 0, 10, done).expect("settle");
+    let added = settled.added().expect("first time");
     assert_eq!(added.iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![1, 2], "the root was already seen");
-    assert_eq!(jobs.settle(id, 0, 10, done).expect("settle"), None, "a second completion is ignored");
+    assert_eq!(
+        jobs.settle(id, 0, 10, done).expect("settle"),
+        Settled::Repeated,
+        "a second completion is ignored"
+    );
     let c = jobs.counters(id).expect("counters");
     assert_eq!((c.enqueued, c.completed, c.credits, c.pending()), (3, 1, 1, 2));
     assert_eq!(jobs.pages(id, 0, 10, usize::MAX).expect("pages").len(), 1);
@@ -55,10 +60,9 @@ fn the_limit_counts_unique_urls() {
     let id = JobId::new();
     store.jobs.create(id, &record(2), &[entry("/", 0)], None).expect("create");
     let links = [entry("/a", 1), entry("/b", 1), entry("/c", 1)];
-    let done =
-        Settlement { outcome: Outcome::Page { document: Some(&b"{}"[..]), credits: 1 }, links: &links };
-    let added = store.jobs.settle(id, 0, 2, done).expect("ok");
-    assert_eq!(added.expect("settled").len(), 1);
+    let done = Settlement::new(Outcome::Page { document: Some(&b"{}"[..]), credits: 1 }, &links);
+    let settled = store.jobs.settle(id, 0, 2, done).expect("ok");
+    assert_eq!(settled.added().expect("settled").len(), 1);
     assert_eq!(store.jobs.counters(id).expect("c").enqueued, 2);
 }
 
@@ -75,11 +79,12 @@ fn failures_and_robots_blocks_are_listed() {
         code: "SCRAPE_TIMEOUT".into(),
         error: "slow".into(),
     };
-    let failed_with_links = Settlement { outcome: Outcome::Failed(&err), links: &[entry("/next", 1)] };
+    let next = [entry("/next", 1)];
+    let failed_with_links = Settlement::new(Outcome::Failed(&err), &next);
     store.jobs.settle(id, 0, 10, failed_with_links).expect("fail");
     store
         .jobs
-        .settle(id, 1, 10, Settlement { outcome: Outcome::Blocked("http://a.test/private"), links: &[] })
+        .settle(id, 1, 10, Settlement::new(Outcome::Blocked("http://a.test/private"), &[]))
         .expect("block");
     let (errors, blocked) = store.jobs.errors(id).expect("errors");
     assert_eq!(errors, vec![err]);
@@ -127,10 +132,7 @@ fn pages_are_cut_by_size() {
     let first: Vec<NewEntry> = (0..5).map(|i| entry(&format!("/{i}"), 0)).collect();
     store.jobs.create(id, &record(10), &first, None).expect("create");
     for seq in 0..5 {
-        let done = Settlement {
-            outcome: Outcome::Page { document: Some(&[b'x'; 100][..]), credits: 1 },
-            links: &[],
-        };
+        let done = Settlement::new(Outcome::Page { document: Some(&[b'x'; 100][..]), credits: 1 }, &[]);
         store.jobs.settle(id, seq, 10, done).expect("settle");
     }
     assert_eq!(store.jobs.pages(id, 0, 100, 250).expect("pages").len(), 3);
@@ -147,17 +149,43 @@ fn a_batch_settles_together_and_skips_duplicates() {
     let page = Outcome::Page { document: Some(&b"{}"[..]), credits: 1 };
     let links = [entry("/b", 1)];
     let batch = [
-        (0, Settlement { outcome: page, links: &links }),
-        (1, Settlement { outcome: page, links: &links }),
-        (0, Settlement { outcome: page, links: &[] }),
+        (0, Settlement::new(page, &links)),
+        (1, Settlement::new(page, &links)),
+        (0, Settlement::new(page, &[])),
     ];
-    let results = store.jobs.settle_batch(id, 10, &batch, &[]).expect("batch");
+    let results = store.jobs.settle_batch(id, 10, &batch).expect("batch");
     assert_eq!(
-        results.iter().map(|r| r.as_ref().map(Vec::len)).collect::<Vec<_>>(),
+        results.iter().map(|r| r.added().map(Vec::len)).collect::<Vec<_>>(),
         vec![Some(1), Some(0), None]
     );
     let c = store.jobs.counters(id).expect("c");
     assert_eq!((c.completed, c.enqueued, c.credits), (2, 3, 2));
+}
+
+/// A page that redirected onto a URL the job already has is dropped; one that landed on a
+/// new URL claims it, so a later link to that URL is not followed.
+#[test]
+fn a_redirect_onto_a_known_page_is_not_kept_twice() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let id = JobId::new();
+    let first = [entry("/", 0), entry("/go/a", 0), entry("/go/b", 0), entry("/c", 0)];
+    store.jobs.create(id, &record(10), &first, None).expect("create");
+    let page = Outcome::Page { document: Some(&b"{}"[..]), credits: 1 };
+    let onto_root = Settlement { lands_on: Some("a.test/"), ..Settlement::new(page, &[]) };
+    let onto_new = Settlement { lands_on: Some("a.test/b"), ..Settlement::new(page, &[]) };
+    let links = [entry("/b", 1)];
+    let batch =
+        [(0, Settlement::new(page, &[])), (1, onto_root), (2, onto_new), (3, Settlement::new(page, &links))];
+    let results = store.jobs.settle_batch(id, 10, &batch).expect("batch");
+    let none = Vec::new;
+    assert_eq!(
+        results,
+        vec![Settled::Done(none()), Settled::Duplicate(none()), Settled::Done(none()), Settled::Done(none())]
+    );
+    let c = store.jobs.counters(id).expect("c");
+    assert_eq!((c.completed, c.credits, c.enqueued, c.pending()), (3, 3, 3, 0), "the link to /b was claimed");
+    assert_eq!(store.jobs.pages(id, 0, 10, usize::MAX).expect("pages").len(), 3);
 }
 
 #[test]
@@ -170,12 +198,7 @@ fn appending_reopens_a_finished_batch() {
     store.jobs.create(id, &batch, &[entry("/a", 0)], None).expect("create");
     store
         .jobs
-        .settle(
-            id,
-            0,
-            1,
-            Settlement { outcome: Outcome::Page { document: Some(&b"{}"[..]), credits: 1 }, links: &[] },
-        )
+        .settle(id, 0, 1, Settlement::new(Outcome::Page { document: Some(&b"{}"[..]), credits: 1 }, &[]))
         .expect("settle");
     store.jobs.finish(id, JobStatus::Completed, 5, None, None).expect("complete");
     let added = store.jobs.append(id, &[entry("/a", 0), entry("/b", 0)]).expect("append");
