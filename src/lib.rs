@@ -119,16 +119,31 @@ pub async fn serve(
         .run();
     tracing::info!(%address, workers, "ferrocrawl is listening");
     let handle = server.handle();
+    let watched = runtime.clone();
     let stopper = async move {
-        shutdown.await;
-        tracing::info!("shutting down: finishing running requests");
+        let failed = tokio::select! {
+            () = shutdown => false,
+            () = watched.ended() => true,
+        };
+        if failed {
+            tracing::error!("the actor tree stopped; shutting the server down");
+        } else {
+            tracing::info!("shutting down: finishing running requests");
+        }
         handle.stop(true).await;
+        failed
     };
-    let (result, ()) = tokio::join!(server, stopper);
+    let (result, failed) = tokio::join!(server, stopper);
     runtime.shutdown().await;
     store.flush()?;
     tracing::info!("stopped; data flushed");
-    result.map_err(StartupError::Io)
+    result.map_err(StartupError::Io)?;
+    if failed {
+        return Err(StartupError::Actors(actors::RuntimeError::Actors(
+            "a supervisor kept failing; see the log".into(),
+        )));
+    }
+    Ok(())
 }
 
 /// Creates the first key when the store has none, writing it to `data_dir/api-key` (0600).

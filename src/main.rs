@@ -124,6 +124,11 @@ enum Command {
         #[arg(long)]
         allow_private: bool,
     },
+    /// Inspect the data directory (while the server is stopped).
+    Store {
+        #[command(subcommand)]
+        command: StoreCommand,
+    },
     /// Manage teams (while the server is stopped).
     Teams {
         #[command(subcommand)]
@@ -158,6 +163,17 @@ enum KeysCommand {
         /// Use this value instead of a generated key.
         #[arg(long)]
         key: Option<String>,
+        /// Data directory (overrides storage.data_dir).
+        #[arg(long)]
+        data: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum StoreCommand {
+    /// Upgrade the layout if needed, read every stored record and list those in quarantine;
+    /// exits non-zero when a record does not decode or any is quarantined.
+    Check {
         /// Data directory (overrides storage.data_dir).
         #[arg(long)]
         data: Option<PathBuf>,
@@ -222,6 +238,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Parse { file } => {
             let settings = Settings::load(cli.config.as_deref(), &Overrides::default())?;
             parse_file(&file, &settings)
+        }
+        Command::Store { command: StoreCommand::Check { data } } => {
+            check_store(&data_dir(cli.config.as_deref(), data)?)
         }
         Command::Teams { command: TeamsCommand::Secret { team, secret, rotate, data } } => {
             let settings = Settings::load(cli.config.as_deref(), &Overrides { port: None, data_dir: data })?;
@@ -396,6 +415,36 @@ fn webhook_secret(settings: &Settings, team: &str, replacement: Option<&str>) ->
     store.flush()?;
     println!("{secret}");
     Ok(())
+}
+
+fn check_store(data_dir: &Path) -> anyhow::Result<()> {
+    let store = Store::open(data_dir).context("opening the data directory")?;
+    let report = ferrocrawl::store::check::run(&store)?;
+    for (tree, count) in &report.trees {
+        println!("{tree}: {count} records");
+    }
+    for failure in &report.failures {
+        println!("UNREADABLE {} {}: {}", failure.tree, failure.key, failure.error);
+    }
+    for held in &report.quarantined {
+        println!(
+            "QUARANTINED {} {} at {}: {}",
+            held.tree,
+            hex::encode(&held.key),
+            ferrocrawl::model::time::iso_ms(held.at_ms),
+            held.error
+        );
+    }
+    if report.is_clean() {
+        println!("every record decodes; nothing in quarantine");
+        Ok(())
+    } else {
+        bail!(
+            "{} record(s) do not decode and {} are in quarantine",
+            report.failures.len(),
+            report.quarantined.len()
+        )
+    }
 }
 
 fn set_credit_plan(data_dir: &Path, team: &str, plan: &str) -> anyhow::Result<()> {

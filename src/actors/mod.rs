@@ -78,8 +78,7 @@ impl Services {
         if let Some(store) = self.volatile.get() {
             return Ok(store.clone());
         }
-        let db = sled::Config::new().temporary(true).open()?;
-        let store = JobStore::open(&db)?;
+        let store = crate::store::memory_jobs()?;
         Ok(self.volatile.get_or_init(|| store).clone())
     }
 
@@ -125,15 +124,29 @@ impl crate::model::ErrorCode for RuntimeError {
 pub struct Runtime {
     services: Services,
     root: ActorRef<RootMsg>,
+    /// Becomes true when the root has stopped (shut down, or gave up on a failing child).
+    ended: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Runtime {
     /// Starts the tree; unfinished jobs resume at once.
     pub async fn start(services: Services) -> Result<Self, RuntimeError> {
-        let (root, _) = Actor::spawn(None, Root, services.clone())
+        let (root, handle) = Actor::spawn(None, Root, services.clone())
             .await
             .map_err(|e| RuntimeError::Actors(e.to_string()))?;
-        Ok(Self { services, root })
+        let (tell, ended) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            let _ = handle.await;
+            let _ = tell.send(true);
+        });
+        Ok(Self { services, root, ended })
+    }
+
+    /// Resolves when the actor tree has stopped: after [`Runtime::shutdown`], or when the
+    /// root gave up restarting a failing supervisor (the server then stops too).
+    pub async fn ended(&self) {
+        let mut ended = self.ended.clone();
+        let _ = ended.wait_for(|&done| done).await;
     }
 
     /// The shared services.

@@ -1,5 +1,12 @@
-//! `Root`: starts the three supervisors and restarts any that fails, handing out their
-//! current references so callers never hold a stale one.
+//! `Root`: starts the supervisors and restarts any that fails, handing out their current
+//! references so callers never hold a stale one. Restarts follow Erlang's intensity and
+//! period: each waits longer than the last (from [`FIRST_BACKOFF`], doubling, up to
+//! [`MAX_BACKOFF`]), and a supervisor that fails more than [`MAX_RESTARTS`] times within
+//! [`RESTART_PERIOD`] is not restarted again: the root fails, which stops the server (its
+//! service manager starts it anew) instead of looping on the same error.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 
@@ -25,11 +32,37 @@ pub struct Supervisors {
     pub browser: ActorRef<BrowserMsg>,
 }
 
+/// Restarts of one supervisor allowed within [`RESTART_PERIOD`].
+pub const MAX_RESTARTS: usize = 5;
+/// The window in which restarts are counted.
+pub const RESTART_PERIOD: Duration = Duration::from_secs(60);
+/// Wait before the first restart.
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// Longest wait before a restart.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(10);
+
+/// The root's children.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Child {
+    /// The job supervisor.
+    Jobs,
+    /// The site supervisor.
+    Domains,
+    /// The janitor.
+    Janitor,
+    /// The webhook dispatcher.
+    Webhooks,
+    /// The browser supervisor.
+    Browser,
+}
+
 /// Messages of [`Root`].
 #[derive(Debug)]
 pub enum RootMsg {
     /// The supervisors' references.
     Supervisors(RpcReplyPort<Supervisors>),
+    /// Start a failed child again (after its back-off).
+    Restart(Child),
 }
 
 /// Mutable state of [`Root`].
@@ -37,6 +70,14 @@ pub enum RootMsg {
 pub struct RootState {
     services: Services,
     current: Supervisors,
+    /// Recent failures of each child.
+    failures: HashMap<Child, VecDeque<Instant>>,
+}
+
+/// The wait before the `n`th restart within the period (1-based).
+pub fn backoff(n: usize) -> Duration {
+    let factor = 1u32 << (n.saturating_sub(1)).min(16);
+    FIRST_BACKOFF.saturating_mul(factor).min(MAX_BACKOFF)
 }
 
 /// The top of the tree.
@@ -97,12 +138,16 @@ impl Actor for Root {
         let janitor = spawn_janitor(&myself, &services, &jobs).await?;
         let webhooks = spawn_webhooks(&myself, &services).await?;
         let browser = spawn_browser(&myself, &services).await?;
-        Ok(RootState { services, current: Supervisors { jobs, domains, janitor, webhooks, browser } })
+        Ok(RootState {
+            services,
+            current: Supervisors { jobs, domains, janitor, webhooks, browser },
+            failures: HashMap::new(),
+        })
     }
 
     async fn handle(
         &self,
-        _: ActorRef<RootMsg>,
+        myself: ActorRef<RootMsg>,
         msg: RootMsg,
         state: &mut RootState,
     ) -> Result<(), ActorProcessingErr> {
@@ -110,6 +155,7 @@ impl Actor for Root {
             RootMsg::Supervisors(reply) => {
                 let _ = reply.send(state.current.clone());
             }
+            RootMsg::Restart(child) => restart(&myself, state, child).await?,
         }
         Ok(())
     }
@@ -124,26 +170,75 @@ impl Actor for Root {
             return Ok(());
         };
         let id = cell.get_id();
-        let services = state.services.clone();
-        if id == state.current.domains.get_id() {
-            tracing::error!(error = %err, "site supervisor failed; restarting it");
-            state.current.domains = spawn_domains(&myself, &services).await?;
-            // Jobs hold the old reference: restart them too; they resume from the store.
-            state.current.jobs.stop(Some("site supervisor restarted".into()));
-            state.current.jobs = spawn_jobs(&myself, &services, &state.current.domains).await?;
-        } else if id == state.current.jobs.get_id() {
-            tracing::error!(error = %err, "job supervisor failed; restarting it");
-            state.current.jobs = spawn_jobs(&myself, &services, &state.current.domains).await?;
-        } else if id == state.current.webhooks.get_id() {
-            tracing::error!(error = %err, "webhook dispatcher failed; restarting it");
-            state.current.webhooks = spawn_webhooks(&myself, &services).await?;
-        } else if id == state.current.browser.get_id() {
-            tracing::error!(error = %err, "browser supervisor failed; restarting it (its sessions are lost)");
-            state.current.browser = spawn_browser(&myself, &services).await?;
-        } else if id == state.current.janitor.get_id() {
-            tracing::error!(error = %err, "janitor failed; restarting it");
-            state.current.janitor = spawn_janitor(&myself, &services, &state.current.jobs).await?;
+        let current = &state.current;
+        let child = if id == current.domains.get_id() {
+            Child::Domains
+        } else if id == current.jobs.get_id() {
+            Child::Jobs
+        } else if id == current.webhooks.get_id() {
+            Child::Webhooks
+        } else if id == current.browser.get_id() {
+            Child::Browser
+        } else if id == current.janitor.get_id() {
+            Child::Janitor
+        } else {
+            return Ok(());
+        };
+        let now = Instant::now();
+        let recent = state.failures.entry(child).or_default();
+        recent.push_back(now);
+        while recent.front().is_some_and(|&t| now.duration_since(t) > RESTART_PERIOD) {
+            recent.pop_front();
         }
+        let count = recent.len();
+        if count > MAX_RESTARTS {
+            tracing::error!(?child, error = %err, failures = count, period_secs = RESTART_PERIOD.as_secs(),
+                "supervisor keeps failing; giving up and stopping the actor tree");
+            return Err(
+                format!("{child:?} supervisor failed {count} times in {RESTART_PERIOD:?}: {err}").into()
+            );
+        }
+        let wait = backoff(count);
+        tracing::error!(?child, error = %err, failures = count, restart_in_ms = wait.as_millis() as u64,
+            "supervisor failed; restarting it");
+        myself.send_after(wait, move || RootMsg::Restart(child));
         Ok(())
+    }
+}
+
+/// Starts `child` again with fresh references.
+async fn restart(
+    myself: &ActorRef<RootMsg>,
+    state: &mut RootState,
+    child: Child,
+) -> Result<(), ActorProcessingErr> {
+    let services = state.services.clone();
+    let current = &mut state.current;
+    match child {
+        Child::Domains => {
+            current.domains = spawn_domains(myself, &services).await?;
+            // Jobs hold the old reference: restart them too; they resume from the store.
+            current.jobs.stop(Some("site supervisor restarted".into()));
+            current.jobs = spawn_jobs(myself, &services, &current.domains).await?;
+        }
+        Child::Jobs => current.jobs = spawn_jobs(myself, &services, &current.domains).await?,
+        Child::Webhooks => current.webhooks = spawn_webhooks(myself, &services).await?,
+        // Its interact sessions are lost.
+        Child::Browser => current.browser = spawn_browser(myself, &services).await?,
+        Child::Janitor => current.janitor = spawn_janitor(myself, &services, &current.jobs).await?,
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restarts_back_off_up_to_a_cap() {
+        assert_eq!(backoff(1), FIRST_BACKOFF);
+        assert_eq!(backoff(2), FIRST_BACKOFF * 2);
+        assert_eq!(backoff(4), FIRST_BACKOFF * 8);
+        assert_eq!(backoff(40), MAX_BACKOFF);
     }
 }

@@ -8,6 +8,7 @@ pub const MAX_VIEWPORT: (u32, u32) = (7680, 4320);
 
 /// How a screenshot is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct ScreenshotSpec {
     /// The whole scrollable page instead of the viewport.
     pub full_page: bool,
@@ -155,7 +156,8 @@ impl Action {
 }
 
 /// A persistent browser profile (cookies and local storage) of the team.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct Profile {
     /// Profile name, 1..=128 characters.
     pub name: String,

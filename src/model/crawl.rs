@@ -27,6 +27,7 @@ pub enum SitemapMode {
 
 /// Everything a crawl was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct CrawlOptions {
     /// Regexes a URL must match one of.
     pub include_paths: Vec<String>,

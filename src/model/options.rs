@@ -1,6 +1,9 @@
 //! Validated scrape options: what the API layer produces from a request body after checking
 //! every field, with defaults applied. Scrape, batch and crawl pass this one type down to
-//! the pipeline; it is plain data so it can be persisted with a job.
+//! the pipeline; it is plain data so it can be persisted with a job. Jobs store it as
+//! JSON, and every struct here reads with `#[serde(default)]`: a field added later must
+//! default to the behaviour from before it existed, so older records still read
+//! (`store::codec` has the rule).
 
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +34,7 @@ pub enum ProxyMode {
 
 /// Emulated location: country code and preferred languages.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct Location {
     /// Lowercase ISO 3166-1 alpha-2 code, when given.
     pub country: Option<String>,
@@ -40,6 +44,7 @@ pub struct Location {
 
 /// The `changeTracking` format's settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct ChangeTrackingSpec {
     /// Whether a unified diff of the Markdown is wanted (`git-diff` mode).
     pub git_diff: bool,
@@ -49,6 +54,7 @@ pub struct ChangeTrackingSpec {
 
 /// Which outputs the caller asked for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct Formats {
     /// `markdown`
     pub markdown: bool,
@@ -74,6 +80,7 @@ pub struct Formats {
 
 /// How PDFs are handled (`parsers`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct PdfParser {
     /// Convert PDFs to text (`["pdf"]`, the default); `false` returns them base64-encoded.
     pub enabled: bool,
@@ -89,6 +96,7 @@ impl Default for PdfParser {
 
 /// Every option of a scrape, validated, defaults applied.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ScrapeOptions {
     /// Requested outputs.
     pub formats: Formats,

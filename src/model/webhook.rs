@@ -36,6 +36,7 @@ impl EventKind {
 
 /// A job's webhook.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct WebhookSpec {
     /// Receiver URL.
     pub url: String,

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::quarantine::Quarantine;
 use super::{Result, codec};
 use crate::model::{JobId, TeamId};
 
@@ -30,10 +31,13 @@ pub struct ActivityPage {
     pub next: Option<(u64, JobId)>,
 }
 
+codec::records!(ActivityRecord => 1);
+
 /// Typed access to the `activity` tree.
 #[derive(Debug, Clone)]
 pub struct ActivityLog {
     tree: sled::Tree,
+    q: Quarantine,
 }
 
 fn prefix(team: &TeamId) -> Vec<u8> {
@@ -50,8 +54,8 @@ fn key(team: &TeamId, at_ms: u64, id: JobId) -> Vec<u8> {
 }
 
 impl ActivityLog {
-    pub(super) fn new(tree: sled::Tree) -> Self {
-        Self { tree }
+    pub(super) fn new(tree: sled::Tree, q: Quarantine) -> Self {
+        Self { tree, q }
     }
 
     /// Records that `team` started job `id` at `endpoint`.
@@ -95,8 +99,8 @@ impl ActivityLog {
         let mut records = Vec::new();
         let mut next = None;
         for item in self.tree.range(lo..hi).rev() {
-            let (_, value) = item?;
-            let record: ActivityRecord = codec::decode(&value)?;
+            let (k, value) = item?;
+            let Some(record) = self.q.read::<ActivityRecord>(&self.tree, &k, &value)? else { continue };
             if endpoint.is_some_and(|e| e != record.endpoint) {
                 continue;
             }
@@ -112,15 +116,7 @@ impl ActivityLog {
 
     /// Deletes records older than `cutoff_ms`; returns how many.
     pub fn purge_older_than(&self, cutoff_ms: u64) -> Result<usize> {
-        let mut removed = 0;
-        for item in self.tree.iter() {
-            let (k, value) = item?;
-            let old = codec::decode::<ActivityRecord>(&value).map_or(true, |r| r.created_ms < cutoff_ms);
-            if old && self.tree.remove(k)?.is_some() {
-                removed += 1;
-            }
-        }
-        Ok(removed)
+        self.q.purge::<ActivityRecord>(&self.tree, |r| r.created_ms < cutoff_ms)
     }
 }
 

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::quarantine::Quarantine;
 use super::{Result, codec};
 use crate::model::{JobId, TeamId, time};
 
@@ -20,15 +21,18 @@ pub struct StoredFile {
     pub bytes: Vec<u8>,
 }
 
+codec::records!(StoredFile => 1);
+
 /// Typed access to the files tree.
 #[derive(Debug, Clone)]
 pub struct FileStore {
     tree: sled::Tree,
+    q: Quarantine,
 }
 
 impl FileStore {
-    pub(super) fn new(tree: sled::Tree) -> Self {
-        Self { tree }
+    pub(super) fn new(tree: sled::Tree, q: Quarantine) -> Self {
+        Self { tree, q }
     }
 
     /// Stores `bytes` for `team` until `expires_ms` (epoch ms); returns the new file's id.
@@ -41,14 +45,13 @@ impl FileStore {
 
     /// The file, when it exists and has not expired (whoever owns it).
     pub fn get(&self, id: JobId) -> Result<Option<StoredFile>> {
-        let Some(bytes) = self.tree.get(id.as_bytes())? else { return Ok(None) };
-        let file: StoredFile = codec::decode(&bytes)?;
+        let Some(file) = self.q.get::<StoredFile>(&self.tree, id.as_bytes())? else { return Ok(None) };
         Ok((file.expires_ms > time::now_ms()).then_some(file))
     }
 
     /// Deletes files that expired before `now_ms`; returns how many.
     pub fn purge_expired(&self, now_ms: u64) -> Result<usize> {
-        Ok(codec::purge::<StoredFile>(&self.tree, |record| record.expires_ms <= now_ms)?)
+        self.q.purge::<StoredFile>(&self.tree, |record| record.expires_ms <= now_ms)
     }
 }
 

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::quarantine::Quarantine;
 use super::{Result, codec};
 use crate::model::TeamId;
 
@@ -16,15 +17,18 @@ pub struct Baseline {
     pub scraped_ms: u64,
 }
 
+codec::records!(Baseline => 1);
+
 /// Typed access to the `change_history` tree.
 #[derive(Debug, Clone)]
 pub struct HistoryStore {
     tree: sled::Tree,
+    q: Quarantine,
 }
 
 impl HistoryStore {
-    pub(super) fn new(tree: sled::Tree) -> Self {
-        Self { tree }
+    pub(super) fn new(tree: sled::Tree, q: Quarantine) -> Self {
+        Self { tree, q }
     }
 
     fn key(team: &TeamId, url: &str, tag: Option<&str>) -> [u8; 32] {
@@ -43,14 +47,18 @@ impl HistoryStore {
         tag: Option<&str>,
         next: &Baseline,
     ) -> Result<Option<Baseline>> {
-        let previous = self.tree.insert(Self::key(team, url, tag), codec::encode(next)?)?;
-        previous.map(|bytes| codec::decode(&bytes)).transpose().map_err(Into::into)
+        let key = Self::key(team, url, tag);
+        let Some(previous) = self.tree.insert(key, codec::encode(next)?)? else { return Ok(None) };
+        match codec::decode(&previous) {
+            Ok(baseline) => Ok(Some(baseline)),
+            // The replaced value is kept in quarantine, not lost.
+            Err(e) => self.q.keep(&self.tree, &key, &previous, &e).map(|()| None),
+        }
     }
 
     /// The current baseline without replacing it.
     pub fn get(&self, team: &TeamId, url: &str, tag: Option<&str>) -> Result<Option<Baseline>> {
-        let bytes = self.tree.get(Self::key(team, url, tag))?;
-        bytes.map(|b| codec::decode(&b)).transpose().map_err(Into::into)
+        self.q.get(&self.tree, &Self::key(team, url, tag))
     }
 }
 

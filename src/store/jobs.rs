@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError, TransactionalTree};
 
+use super::codec::{CodecError, Record};
 use super::outbox::{NewEvent, Outbox, push_tx};
-use super::{Result, StoreError, codec};
+use super::quarantine::Quarantine;
+use super::{Result, StoreError, codec, legacy};
 use crate::model::{CrawlOptions, JobId, JobStatus, TeamId};
 
 /// Tree names of the job store.
@@ -49,7 +51,8 @@ pub struct JobRecord {
     pub team: String,
     /// The start URL (crawl) or first URL (batch).
     pub url: String,
-    /// Options.
+    /// Options, stored as JSON so that they may grow (see `codec`).
+    #[serde(with = "codec::json")]
     pub options: CrawlOptions,
     /// Lifecycle.
     pub status: JobStatus,
@@ -61,6 +64,31 @@ pub struct JobRecord {
     pub finished_ms: Option<u64>,
     /// Why it failed, when it did.
     pub error: Option<String>,
+}
+
+impl Record for JobRecord {
+    /// Version 2 keeps the options as JSON; version 1 held them as positional postcard.
+    const VERSION: u8 = 2;
+
+    fn upgrade(version: u8, payload: &[u8]) -> std::result::Result<Self, CodecError> {
+        match version {
+            1 => {
+                let old: legacy::v1::JobRecord = postcard::from_bytes(payload)?;
+                Ok(JobRecord {
+                    kind: legacy::convert(&old.kind)?,
+                    team: old.team,
+                    url: old.url,
+                    options: legacy::convert(&old.options)?,
+                    status: legacy::convert(&old.status)?,
+                    created_ms: old.created_ms,
+                    expires_ms: old.expires_ms,
+                    finished_ms: old.finished_ms,
+                    error: old.error,
+                })
+            }
+            found => Err(CodecError::UnknownVersion { found, current: Self::VERSION }),
+        }
+    }
 }
 
 /// Progress counts of a job.
@@ -186,10 +214,13 @@ impl Settled {
 /// Entries added to the queue, with their sequence numbers.
 pub type Queued = Vec<(u64, QueueEntry)>;
 
+codec::records!(Counters => 1, QueueEntry => 1, ErrorEntry => 1);
+
 /// Typed access to the job trees.
 #[derive(Debug, Clone)]
 pub struct JobStore {
     outbox: Outbox,
+    q: Quarantine,
     jobs: sled::Tree,
     counters: sled::Tree,
     queue: sled::Tree,
@@ -264,9 +295,10 @@ fn enqueue_tx(
 
 impl JobStore {
     /// Opens the job trees of `db`.
-    pub fn open(db: &sled::Db) -> Result<Self> {
+    pub fn open(db: &sled::Db, q: Quarantine) -> Result<Self> {
         Ok(Self {
-            outbox: Outbox::open(db)?,
+            outbox: Outbox::open(db, q.clone())?,
+            q,
             jobs: db.open_tree(trees::JOBS)?,
             counters: db.open_tree(trees::COUNTERS)?,
             queue: db.open_tree(trees::QUEUE)?,
@@ -342,7 +374,7 @@ impl JobStore {
 
     /// The job's record.
     pub fn record(&self, id: JobId) -> Result<Option<JobRecord>> {
-        self.jobs.get(id.as_bytes())?.map(|b| codec::decode(&b)).transpose().map_err(Into::into)
+        self.q.get(&self.jobs, id.as_bytes())
     }
 
     /// The job's record if it belongs to `team`.
@@ -352,7 +384,7 @@ impl JobStore {
 
     /// The job's counters.
     pub fn counters(&self, id: JobId) -> Result<Counters> {
-        Ok(self.counters.get(id.as_bytes())?.map(|b| codec::decode(&b)).transpose()?.unwrap_or_default())
+        Ok(self.q.get(&self.counters, id.as_bytes())?.unwrap_or_default())
     }
 
     /// Up to `max` queued entries with sequence ≥ `from`, in order.
@@ -360,7 +392,9 @@ impl JobStore {
         let mut out = Vec::new();
         for item in self.queue.range(key(id, from)..key(id, u64::MAX)).take(max) {
             let (k, v) = item?;
-            out.push((suffix(&k), codec::decode(&v)?));
+            if let Some(entry) = self.q.read(&self.queue, &k, &v)? {
+                out.push((suffix(&k), entry));
+            }
         }
         Ok(out)
     }
@@ -504,7 +538,8 @@ impl JobStore {
     pub fn errors(&self, id: JobId) -> Result<(Vec<ErrorEntry>, Vec<String>)> {
         let mut errors = Vec::new();
         for item in self.errors.range(key(id, 0)..key(id, u64::MAX)) {
-            errors.push(codec::decode(&item?.1)?);
+            let (k, v) = item?;
+            errors.extend(self.q.read(&self.errors, &k, &v)?);
         }
         let mut blocked = Vec::new();
         for item in self.blocked.range(key(id, 0)..key(id, u64::MAX)) {
@@ -513,7 +548,8 @@ impl JobStore {
         Ok((errors, blocked))
     }
 
-    /// Every job, oldest first (small records; the results are elsewhere).
+    /// Every job, oldest first (small records; the results are elsewhere). A record that
+    /// does not decode is quarantined and left out: it fails its own job only.
     pub fn all(&self) -> Result<Vec<(JobId, JobRecord)>> {
         let mut out = Vec::new();
         for item in self.jobs.iter() {
@@ -521,7 +557,9 @@ impl JobStore {
             let Some(id) = JobId::from_bytes(&k) else {
                 continue;
             };
-            out.push((id, codec::decode(&v)?));
+            if let Some(record) = self.q.read(&self.jobs, &k, &v)? {
+                out.push((id, record));
+            }
         }
         Ok(out)
     }

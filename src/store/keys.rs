@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::quarantine::Quarantine;
 use super::{Result, codec};
 use crate::model::{TeamId, time};
 
@@ -14,6 +15,8 @@ pub struct KeyRecord {
     /// When the key was added.
     pub created_ms: u64,
 }
+
+codec::records!(KeyRecord => 1);
 
 /// A key that was just created (the only time its value is known).
 #[derive(Debug, Clone)]
@@ -28,11 +31,12 @@ pub struct NewKey {
 #[derive(Debug, Clone)]
 pub struct KeyStore {
     tree: sled::Tree,
+    q: Quarantine,
 }
 
 impl KeyStore {
-    pub(super) fn new(tree: sled::Tree) -> Self {
-        Self { tree }
+    pub(super) fn new(tree: sled::Tree, q: Quarantine) -> Self {
+        Self { tree, q }
     }
 
     fn key_of(value: &str) -> [u8; 32] {
@@ -55,11 +59,8 @@ impl KeyStore {
 
     /// The team of a presented key, if the key is known.
     pub fn team_of(&self, value: &str) -> Result<Option<TeamId>> {
-        let Some(bytes) = self.tree.get(Self::key_of(value))? else {
-            return Ok(None);
-        };
-        let record: KeyRecord = codec::decode(&bytes)?;
-        Ok(TeamId::parse(&record.team).ok())
+        let record: Option<KeyRecord> = self.q.get(&self.tree, &Self::key_of(value))?;
+        Ok(record.and_then(|r| TeamId::parse(&r.team).ok()))
     }
 }
 

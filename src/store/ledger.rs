@@ -1,6 +1,7 @@
 //! The credit ledger: credits used per team and calendar month (UTC). Charges are atomic
 //! increments of one key, so concurrent requests never lose a charge.
 
+use super::quarantine::Quarantine;
 use super::{Result, codec};
 use crate::model::TeamId;
 
@@ -56,6 +57,7 @@ fn days_from_civil(y: i64, m: u32) -> i64 {
 #[derive(Debug, Clone)]
 pub struct Ledger {
     tree: sled::Tree,
+    q: Quarantine,
 }
 
 fn key(team: &TeamId, month: Month) -> Vec<u8> {
@@ -66,8 +68,8 @@ fn key(team: &TeamId, month: Month) -> Vec<u8> {
 }
 
 impl Ledger {
-    pub(super) fn new(tree: sled::Tree) -> Self {
-        Self { tree }
+    pub(super) fn new(tree: sled::Tree, q: Quarantine) -> Self {
+        Self { tree, q }
     }
 
     /// Adds `credits` to the team's use in the month of `at_ms`.
@@ -75,16 +77,26 @@ impl Ledger {
         if credits == 0 {
             return Ok(());
         }
-        self.tree.update_and_fetch(key(team, month_of(at_ms)), |old| {
-            let used = old.and_then(|b| codec::decode::<u64>(b).ok()).unwrap_or(0);
-            codec::encode(&used.saturating_add(credits)).ok()
-        })?;
-        Ok(())
+        let key = key(team, month_of(at_ms));
+        loop {
+            let current = self.tree.get(&key)?;
+            let used = match &current {
+                Some(bytes) => match self.q.read::<u64>(&self.tree, &key, bytes)? {
+                    Some(used) => used,
+                    None => continue,
+                },
+                None => 0,
+            };
+            let next = codec::encode(&used.saturating_add(credits))?;
+            if self.tree.compare_and_swap(&key, current, Some(next))?.is_ok() {
+                return Ok(());
+            }
+        }
     }
 
     /// Credits the team used in `month`.
     pub fn used(&self, team: &TeamId, month: Month) -> Result<u64> {
-        Ok(self.tree.get(key(team, month))?.map(|b| codec::decode(&b)).transpose()?.unwrap_or(0))
+        Ok(self.q.get::<u64>(&self.tree, &key(team, month))?.unwrap_or(0))
     }
 }
 

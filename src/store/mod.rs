@@ -1,10 +1,17 @@
 //! Persistence: the only module that touches sled. One database per node under the data
 //! directory; each record family has its own tree (names in [`trees`]) and a typed,
-//! synchronous API. Values are postcard-encoded; keys are big-endian so they sort.
+//! synchronous API. Keys are big-endian so they sort.
+//!
+//! Upgrades lose nothing: every typed record carries a version tag and this build decodes
+//! every version it ever wrote (`codec` says how to add a field without breaking a data
+//! directory); the layout itself is versioned and upgraded in place, crash-safe
+//! (`migrate`); a record that still does not decode is moved to quarantine
+//! ([`quarantine`]), never deleted, and fails only what it belonged to.
 //! Point reads and writes are fast enough to call from async code; scans over many
 //! records belong in `spawn_blocking`.
 
 pub mod activity;
+pub mod check;
 mod codec;
 pub mod files;
 pub mod history;
@@ -12,9 +19,12 @@ pub mod idempotency;
 pub mod jobs;
 pub mod keys;
 pub mod ledger;
+mod legacy;
+mod migrate;
 pub mod outbox;
 pub mod page_cache;
 pub mod profiles;
+pub mod quarantine;
 pub mod replays;
 pub mod scrapes;
 mod secrets;
@@ -59,6 +69,8 @@ pub mod trees {
     pub const PROFILES: &str = "browser_profiles";
     /// Scrape id → URL and options, for interact sessions.
     pub const REPLAYS: &str = "scrape_replays";
+    /// (tree, key) → a record that did not decode, with the error.
+    pub const QUARANTINE: &str = "quarantine";
 }
 
 /// sled segment size: 8 MiB keeps the blob threshold (a quarter of it) above any node.
@@ -66,9 +78,8 @@ const SEGMENT_BYTES: usize = 8 << 20;
 /// sled's page cache when the configuration does not say (`storage.cache_mb`).
 pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 
-/// Version of the on-disk layout this build writes.
-pub const SCHEMA_VERSION: u32 = 1;
-const SCHEMA_VERSION_KEY: &[u8] = b"schema_version";
+/// Version of the on-disk layout this build writes (see `migrate`).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A failure of the storage layer.
 #[derive(Debug, thiserror::Error)]
@@ -79,7 +90,7 @@ pub enum StoreError {
     Db(#[from] sled::Error),
     /// A value could not be encoded or decoded.
     #[error("record encoding error: {0}")]
-    Codec(#[from] postcard::Error),
+    Codec(#[from] codec::CodecError),
     /// A JSON payload inside a record is damaged.
     #[error("stored JSON is damaged: {0}")]
     Json(#[from] serde_json::Error),
@@ -136,6 +147,8 @@ pub struct Store {
     pub profiles: profiles::ProfileStore,
     /// Replay contexts of scrapes.
     pub replays: replays::ReplayStore,
+    /// Records that did not decode.
+    pub quarantine: quarantine::Quarantine,
     meta: sled::Tree,
 }
 
@@ -189,21 +202,23 @@ impl Store {
                 Err(other) => return Err(StoreError::Db(other)),
             }
         };
-        migrate(&db)?;
+        migrate::run(&db)?;
+        let q = quarantine::Quarantine::new(db.open_tree(trees::QUARANTINE)?);
         Ok(Self {
-            keys: KeyStore::new(db.open_tree(trees::API_KEYS)?),
-            scrapes: ScrapeStore::new(db.open_tree(trees::SCRAPES)?),
-            cache: PageCache::new(db.open_tree(trees::PAGE_CACHE)?),
-            history: HistoryStore::new(db.open_tree(trees::CHANGE_HISTORY)?),
-            jobs: JobStore::open(&db)?,
+            keys: KeyStore::new(db.open_tree(trees::API_KEYS)?, q.clone()),
+            scrapes: ScrapeStore::new(db.open_tree(trees::SCRAPES)?, q.clone()),
+            cache: PageCache::new(db.open_tree(trees::PAGE_CACHE)?, q.clone()),
+            history: HistoryStore::new(db.open_tree(trees::CHANGE_HISTORY)?, q.clone()),
+            jobs: JobStore::open(&db, q.clone())?,
             idempotency: IdempotencyStore::new(db.open_tree(trees::IDEMPOTENCY)?),
-            outbox: Outbox::open(&db)?,
-            teams: TeamStore::new(db.open_tree(trees::TEAMS)?),
-            ledger: Ledger::new(db.open_tree(trees::LEDGER)?),
-            activity: ActivityLog::new(db.open_tree(trees::ACTIVITY)?),
-            files: files::FileStore::new(db.open_tree(trees::FILES)?),
-            profiles: profiles::ProfileStore::new(db.open_tree(trees::PROFILES)?),
-            replays: replays::ReplayStore::new(db.open_tree(trees::REPLAYS)?),
+            outbox: Outbox::open(&db, q.clone())?,
+            teams: TeamStore::new(db.open_tree(trees::TEAMS)?, q.clone()),
+            ledger: Ledger::new(db.open_tree(trees::LEDGER)?, q.clone()),
+            activity: ActivityLog::new(db.open_tree(trees::ACTIVITY)?, q.clone()),
+            files: files::FileStore::new(db.open_tree(trees::FILES)?, q.clone()),
+            profiles: profiles::ProfileStore::new(db.open_tree(trees::PROFILES)?, q.clone()),
+            replays: replays::ReplayStore::new(db.open_tree(trees::REPLAYS)?, q.clone()),
+            quarantine: q,
             meta: db.open_tree(trees::META)?,
             db,
         })
@@ -222,21 +237,12 @@ impl Store {
     }
 }
 
-/// Brings an older layout up to [`SCHEMA_VERSION`]; refuses a newer one.
-fn migrate(db: &sled::Db) -> Result<()> {
-    let meta = db.open_tree(trees::META)?;
-    let found = match meta.get(SCHEMA_VERSION_KEY)? {
-        Some(bytes) => codec::decode::<u32>(&bytes)?,
-        None => 0,
-    };
-    if found > SCHEMA_VERSION {
-        return Err(StoreError::FutureSchema { found });
-    }
-    // Version 0 is an empty database; there is no older layout to convert yet.
-    if found < SCHEMA_VERSION {
-        meta.insert(SCHEMA_VERSION_KEY, codec::encode(&SCHEMA_VERSION)?)?;
-    }
-    Ok(())
+/// A job store in memory only (zero-data-retention jobs): nothing of it reaches the disk,
+/// and it vanishes with the process.
+pub fn memory_jobs() -> Result<JobStore> {
+    let db = sled::Config::new().temporary(true).open()?;
+    let q = quarantine::Quarantine::new(db.open_tree(trees::QUARANTINE)?);
+    JobStore::open(&db, q)
 }
 
 #[cfg(test)]
@@ -244,11 +250,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reopening_keeps_the_schema_version() {
+    fn a_new_store_has_the_current_schema_version_and_keeps_it() {
         let dir = tempfile::tempdir().expect("tempdir");
-        drop(Store::open(dir.path()).expect("open"));
+        let store = Store::open(dir.path()).expect("open");
+        assert_eq!(migrate::found_version(&store.meta).expect("version"), SCHEMA_VERSION);
+        drop(store);
         let store = Store::open(dir.path()).expect("reopen");
-        store.flush().expect("flush");
+        assert_eq!(migrate::found_version(&store.meta).expect("version"), SCHEMA_VERSION);
     }
 
     #[test]
@@ -261,7 +269,7 @@ mod tests {
                 .open()
                 .expect("sled");
             let meta = db.open_tree(trees::META).expect("tree");
-            meta.insert(SCHEMA_VERSION_KEY, codec::encode(&99u32).expect("enc")).expect("insert");
+            meta.insert(b"schema_version", postcard::to_allocvec(&99u32).expect("enc")).expect("insert");
             db.flush().expect("flush");
         }
         assert!(matches!(Store::open(dir.path()), Err(StoreError::FutureSchema { found: 99 })));

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionalTree};
 
+use super::quarantine::Quarantine;
 use super::{Result, StoreError, codec};
 use crate::model::JobId;
 
@@ -40,6 +41,8 @@ pub struct Delivery {
     pub next_attempt_ms: u64,
 }
 
+codec::records!(Delivery => 1);
+
 /// An event to add: its sequence number, delivery state and body.
 #[derive(Debug, Clone)]
 pub struct NewEvent {
@@ -57,12 +60,18 @@ pub struct Outbox {
     db: sled::Db,
     pub(super) state: sled::Tree,
     pub(super) bodies: sled::Tree,
+    q: Quarantine,
 }
 
 impl Outbox {
     /// Opens the outbox trees of `db`.
-    pub fn open(db: &sled::Db) -> Result<Self> {
-        Ok(Self { db: db.clone(), state: db.open_tree(trees::OUTBOX)?, bodies: db.open_tree(trees::BODIES)? })
+    pub fn open(db: &sled::Db, q: Quarantine) -> Result<Self> {
+        Ok(Self {
+            db: db.clone(),
+            state: db.open_tree(trees::OUTBOX)?,
+            bodies: db.open_tree(trees::BODIES)?,
+            q,
+        })
     }
 
     /// A new sequence number (increasing; gaps are harmless).
@@ -87,7 +96,11 @@ impl Outbox {
         while let Some(item) = self.state.range(from..).next() {
             let (k, v) = item?;
             let key = EventKey::from_slice(&k);
-            out.push((key, codec::decode(&v)?));
+            let Some(delivery) = self.q.read(&self.state, &k, &v)? else {
+                // Quarantined: look again from the same place.
+                continue;
+            };
+            out.push((key, delivery));
             // Seek past this job's range.
             match increment(&key.0[..16]) {
                 Some(next) => {
@@ -104,13 +117,13 @@ impl Outbox {
     pub fn head_of(&self, job: JobId) -> Result<Option<(EventKey, Delivery)>> {
         let lo = EventKey::new(job, 0);
         let hi = EventKey::new(job, u64::MAX);
-        match self.state.range(lo.0..=hi.0).next() {
-            Some(item) => {
-                let (k, v) = item?;
-                Ok(Some((EventKey::from_slice(&k), codec::decode(&v)?)))
+        for item in self.state.range(lo.0..=hi.0) {
+            let (k, v) = item?;
+            if let Some(delivery) = self.q.read(&self.state, &k, &v)? {
+                return Ok(Some((EventKey::from_slice(&k), delivery)));
             }
-            None => Ok(None),
         }
+        Ok(None)
     }
 
     /// An event's body.

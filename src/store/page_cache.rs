@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::quarantine::Quarantine;
 use super::{Result, codec};
 
 /// A fetched page as kept in the cache.
@@ -26,6 +27,8 @@ pub struct CachedPage {
     pub rendered: bool,
 }
 
+codec::records!(CachedPage => 1);
+
 /// Identity of a cache entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheKey([u8; 32]);
@@ -34,11 +37,12 @@ pub struct CacheKey([u8; 32]);
 #[derive(Debug, Clone)]
 pub struct PageCache {
     tree: sled::Tree,
+    q: Quarantine,
 }
 
 impl PageCache {
-    pub(super) fn new(tree: sled::Tree) -> Self {
-        Self { tree }
+    pub(super) fn new(tree: sled::Tree, q: Quarantine) -> Self {
+        Self { tree, q }
     }
 
     /// The key of `canonical_url` fetched with `variant` (a stable description of the
@@ -49,7 +53,7 @@ impl PageCache {
 
     /// The cached page, if any.
     pub fn get(&self, key: CacheKey) -> Result<Option<CachedPage>> {
-        self.tree.get(key.0)?.map(|bytes| codec::decode(&bytes)).transpose().map_err(Into::into)
+        self.q.get(&self.tree, &key.0)
     }
 
     /// Deletes pages fetched before `cutoff_ms`; returns how many.

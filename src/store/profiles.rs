@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::quarantine::Quarantine;
 use super::{Result, codec};
 use crate::model::TeamId;
 
@@ -36,15 +37,18 @@ pub struct ProfileState {
     pub local_storage: BTreeMap<String, Vec<(String, String)>>,
 }
 
+codec::records!(ProfileState => 1);
+
 /// Typed access to the profiles tree.
 #[derive(Debug, Clone)]
 pub struct ProfileStore {
     tree: sled::Tree,
+    q: Quarantine,
 }
 
 impl ProfileStore {
-    pub(super) fn new(tree: sled::Tree) -> Self {
-        Self { tree }
+    pub(super) fn new(tree: sled::Tree, q: Quarantine) -> Self {
+        Self { tree, q }
     }
 
     fn key(team: &TeamId, name: &str) -> Vec<u8> {
@@ -56,7 +60,7 @@ impl ProfileStore {
 
     /// The saved state of a profile, if any.
     pub fn get(&self, team: &TeamId, name: &str) -> Result<Option<ProfileState>> {
-        Ok(self.tree.get(Self::key(team, name))?.map(|b| codec::decode(&b)).transpose()?)
+        self.q.get(&self.tree, &Self::key(team, name))
     }
 
     /// Saves a profile's state.

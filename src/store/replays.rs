@@ -4,18 +4,21 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::quarantine::Quarantine;
 use super::{Result, codec};
 use crate::model::{JobId, ScrapeOptions, TeamId, time};
 
 /// What an interact session needs to re-create a scrape's page.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct ReplayRecord {
+pub(crate) struct ReplayRecord {
     team: String,
     expires_ms: u64,
     url: String,
     /// The options as JSON (their shape may grow; JSON keeps old records readable).
-    options_json: Vec<u8>,
+    pub(super) options_json: Vec<u8>,
 }
+
+codec::records!(ReplayRecord => 1);
 
 /// A scrape's replay context.
 #[derive(Debug, Clone)]
@@ -32,11 +35,12 @@ pub struct Replay {
 #[derive(Debug, Clone)]
 pub struct ReplayStore {
     tree: sled::Tree,
+    q: Quarantine,
 }
 
 impl ReplayStore {
-    pub(super) fn new(tree: sled::Tree) -> Self {
-        Self { tree }
+    pub(super) fn new(tree: sled::Tree, q: Quarantine) -> Self {
+        Self { tree, q }
     }
 
     /// Keeps the context of scrape `id` for `ttl_ms`.
@@ -60,10 +64,9 @@ impl ReplayStore {
 
     /// The context of scrape `id` (any team's: the caller decides between 403 and 404).
     pub fn get(&self, id: JobId) -> Result<Option<Replay>> {
-        let Some(bytes) = self.tree.get(id.as_bytes())? else {
+        let Some(record) = self.q.get::<ReplayRecord>(&self.tree, id.as_bytes())? else {
             return Ok(None);
         };
-        let record: ReplayRecord = codec::decode(&bytes)?;
         if record.expires_ms <= time::now_ms() {
             return Ok(None);
         }
@@ -73,7 +76,7 @@ impl ReplayStore {
 
     /// Deletes contexts that expired before `now_ms`; returns how many.
     pub fn purge_expired(&self, now_ms: u64) -> Result<usize> {
-        Ok(codec::purge::<ReplayRecord>(&self.tree, |record| record.expires_ms <= now_ms)?)
+        self.q.purge::<ReplayRecord>(&self.tree, |record| record.expires_ms <= now_ms)
     }
 }
 

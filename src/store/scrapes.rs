@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::quarantine::Quarantine;
 use super::{Result, codec};
 use crate::model::{Document, JobId, TeamId, time};
 
@@ -19,15 +20,18 @@ pub struct ScrapeRecord {
     pub document_json: Vec<u8>,
 }
 
+codec::records!(ScrapeRecord => 1);
+
 /// Typed access to the `scrapes` tree.
 #[derive(Debug, Clone)]
 pub struct ScrapeStore {
     tree: sled::Tree,
+    q: Quarantine,
 }
 
 impl ScrapeStore {
-    pub(super) fn new(tree: sled::Tree) -> Self {
-        Self { tree }
+    pub(super) fn new(tree: sled::Tree, q: Quarantine) -> Self {
+        Self { tree, q }
     }
 
     /// Stores `document` under `id` for `team`, kept for `ttl_ms`.
@@ -45,10 +49,9 @@ impl ScrapeStore {
 
     /// The document stored under `id`, when it belongs to `team` and has not expired.
     pub fn get(&self, id: JobId, team: &TeamId) -> Result<Option<Document>> {
-        let Some(bytes) = self.tree.get(id.as_bytes())? else {
+        let Some(record) = self.q.get::<ScrapeRecord>(&self.tree, id.as_bytes())? else {
             return Ok(None);
         };
-        let record: ScrapeRecord = codec::decode(&bytes)?;
         if record.team != team.as_str() || record.expires_ms <= time::now_ms() {
             return Ok(None);
         }
@@ -57,7 +60,7 @@ impl ScrapeStore {
 
     /// Deletes results that expired before `now_ms`; returns how many.
     pub fn purge_expired(&self, now_ms: u64) -> Result<usize> {
-        Ok(codec::purge::<ScrapeRecord>(&self.tree, |record| record.expires_ms <= now_ms)?)
+        self.q.purge::<ScrapeRecord>(&self.tree, |record| record.expires_ms <= now_ms)
     }
 
     /// Number of stored results (expired ones included until removed).

@@ -4,6 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::quarantine::Quarantine;
 use super::{Result, codec};
 use crate::model::TeamId;
 
@@ -16,20 +17,23 @@ pub struct TeamRecord {
     pub credits: Option<Option<u64>>,
 }
 
+codec::records!(TeamRecord => 1);
+
 /// Typed access to the `teams` tree.
 #[derive(Debug, Clone)]
 pub struct TeamStore {
     tree: sled::Tree,
+    q: Quarantine,
 }
 
 impl TeamStore {
-    pub(super) fn new(tree: sled::Tree) -> Self {
-        Self { tree }
+    pub(super) fn new(tree: sled::Tree, q: Quarantine) -> Self {
+        Self { tree, q }
     }
 
     /// The team's record (empty when none was stored).
     pub fn get(&self, team: &TeamId) -> Result<TeamRecord> {
-        Ok(self.tree.get(team.as_str())?.map(|b| codec::decode(&b)).transpose()?.unwrap_or_default())
+        Ok(self.q.get(&self.tree, team.as_str().as_bytes())?.unwrap_or_default())
     }
 
     /// Sets the monthly credit plan (`None`: unlimited).
@@ -47,8 +51,16 @@ impl TeamStore {
     pub fn webhook_secret(&self, team: &TeamId, configured: Option<&str>) -> Result<String> {
         loop {
             let current = self.tree.get(team.as_str())?;
-            let mut record: TeamRecord =
-                current.as_deref().map(codec::decode).transpose()?.unwrap_or_default();
+            let mut record = match &current {
+                Some(bytes) => {
+                    match self.q.read::<TeamRecord>(&self.tree, team.as_str().as_bytes(), bytes)? {
+                        Some(record) => record,
+                        // Quarantined: the team starts again from an empty record.
+                        None => continue,
+                    }
+                }
+                None => TeamRecord::default(),
+            };
             if let Some(secret) = record.webhook_secret {
                 return Ok(secret);
             }
