@@ -23,6 +23,7 @@ pub mod extract;
 pub mod local;
 pub mod model;
 pub mod scrape;
+pub mod service;
 pub mod sessions;
 pub mod store;
 pub mod teams;
@@ -103,8 +104,8 @@ pub async fn serve(
     let state = web::Data::new(api::AppState {
         settings: Arc::clone(&settings),
         scraper,
-        keys: store.keys.clone(),
         runtime: runtime.clone(),
+        jobs: service::JobService::new(runtime.clone()),
     });
     let openapi = web::Data::new(api::openapi::OpenApiJson::build());
     let workers = match settings.server.workers {

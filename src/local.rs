@@ -18,14 +18,13 @@ use url::Url;
 use crate::actors::map::MapLink;
 use crate::actors::{Runtime, Services};
 use crate::config::Settings;
-use crate::crawl::keys::{self, KeyRules};
 use crate::crawl::scope::{self, ScopeOptions};
 use crate::model::{
-    CrawlOptions, Document, JobId, JobStatus, MapOptions, ScrapeOptions, SitemapMode, TeamId, time,
+    CrawlOptions, Document, JobId, JobStatus, MapOptions, ScrapeOptions, SitemapMode, TeamId,
 };
 use crate::scrape::Scraper;
+use crate::service::{JobService, NewCrawl};
 use crate::store::Store;
-use crate::store::jobs::{JobKind, JobRecord, NewEntry, QueueEntry};
 
 /// How often the progress bar is refreshed.
 const TICK: Duration = Duration::from_millis(250);
@@ -88,7 +87,6 @@ pub async fn crawl(mut settings: Settings, cmd: CrawlCommand) -> anyhow::Result<
         ..Default::default()
     })?;
     std::fs::create_dir_all(&cmd.out).with_context(|| format!("creating {}", cmd.out.display()))?;
-    let ttl_ms = settings.crawl.job_ttl_secs.saturating_mul(1000);
     // A store named with `--data` keeps the documents; a temporary one only counts them.
     let keep_documents = !settings.storage.scratch;
     let runtime = start(settings).await?;
@@ -101,28 +99,14 @@ pub async fn crawl(mut settings: Settings, cmd: CrawlCommand) -> anyhow::Result<
         scrape: ScrapeOptions { max_age_ms: 0, store_in_cache: false, ..ScrapeOptions::default() },
         ..CrawlOptions::default()
     };
-    let rules = KeyRules { ignore_query: false, similar: true };
-    let start_url = keys::normalize(&cmd.url, rules);
-    let first = [NewEntry {
-        key: keys::key(&start_url, rules),
-        entry: QueueEntry { url: start_url.to_string(), depth: 0 },
-    }];
-    let now = time::now_ms();
-    let record = JobRecord {
-        kind: JobKind::Crawl,
-        team: LOCAL_TEAM.into(),
-        url: start_url.to_string(),
-        options,
-        status: JobStatus::Scraping,
-        created_ms: now,
-        expires_ms: now.saturating_add(ttl_ms),
-        finished_ms: None,
-        error: None,
-    };
-    let id = JobId::new();
     let started = Instant::now();
+    let team = TeamId::parse(LOCAL_TEAM).map_err(anyhow::Error::msg)?;
+    let jobs = JobService::new(runtime.clone());
+    // The pages go to the tap, opened before the job can finish a page.
+    let id = JobId::new();
     let pages = runtime.services().taps.open(id, keep_documents);
-    runtime.submit(id, &record, &first, false).await?;
+    let request = NewCrawl { team, url: cmd.url.clone(), options, idempotency_key: None };
+    let id = jobs.start_crawl_as(id, request).await?.id;
     let summary = write_results(&runtime, id, pages, &cmd.out, cmd.progress, started).await;
     runtime.shutdown().await;
     summary

@@ -16,7 +16,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::config::Settings;
 use crate::model::{Code, ErrorCode, TeamId, time};
-use crate::store::ledger::{self, Month};
+use crate::store::ledger;
+pub use crate::store::ledger::{Month, month_bounds, month_of, previous_month};
 use crate::store::{Store, StoreError};
 
 /// A team's plan as it applies now.
@@ -92,6 +93,35 @@ impl Teams {
             limiters: Mutex::new(HashMap::new()),
             last_success: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The team a presented API key authenticates as, if the key is known.
+    pub fn team_of_key(&self, key: &str) -> Result<Option<TeamId>, StoreError> {
+        self.store.keys.team_of(key)
+    }
+
+    /// Records in the team's activity log that it started job `id` at `endpoint`.
+    pub fn note_activity(
+        &self,
+        team: &TeamId,
+        endpoint: &str,
+        id: crate::model::JobId,
+        target: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.store.activity.record(team, endpoint, id, time::now_ms(), target)
+    }
+
+    /// A page of the team's activity (see `ActivityLog::page`); reads the store, so call
+    /// it off the async workers.
+    pub fn activity_page(
+        &self,
+        team: &TeamId,
+        endpoint: Option<&str>,
+        since_ms: u64,
+        before: Option<(u64, crate::model::JobId)>,
+        limit: usize,
+    ) -> Result<crate::store::activity::ActivityPage, StoreError> {
+        self.store.activity.page(team, endpoint, since_ms, before, limit)
     }
 
     /// The team's plan.

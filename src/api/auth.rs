@@ -1,4 +1,4 @@
-//! Authentication: `Authorization: Bearer <key>` is looked up (by hash) in the key store and
+//! Authentication: `Authorization: Bearer <key>` is looked up (by hash) among the API keys and
 //! maps the request to a team with its plan flags. Handlers take [`Authenticated`] as an
 //! argument; a missing or unknown key answers 401 in the error envelope.
 
@@ -53,8 +53,10 @@ fn authenticate(req: &HttpRequest) -> Result<Authenticated, ApiError> {
     });
     let token = token.ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Token missing"))?;
     let team = state
-        .keys
-        .team_of(token)?
+        .runtime
+        .services()
+        .teams
+        .team_of_key(token)?
         .ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Invalid token"))?;
     // Job-creating requests count against the team's request rate.
     if req.method() == actix_web::http::Method::POST {

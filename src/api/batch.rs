@@ -10,9 +10,8 @@ use super::error::ApiError;
 use super::job_view;
 use super::options::ScrapeOptionsBody;
 use super::{AppState, Authenticated, body, target};
-use crate::crawl::keys::{self, KeyRules};
-use crate::model::{CrawlOptions, JobId, JobStatus, SitemapMode, time};
-use crate::store::jobs::{JobKind, JobRecord, NewEntry, QueueEntry};
+use crate::model::JobKind;
+use crate::service::{JobUrl, NewBatch, batch_url};
 
 /// Most URLs in one batch request.
 pub const MAX_BATCH_URLS: usize = 100_000;
@@ -55,7 +54,7 @@ pub struct StartedBatch {
 
 /// The URLs of a request, split into valid (de-duplicated) and invalid ones.
 struct Urls {
-    valid: Vec<NewEntry>,
+    valid: Vec<JobUrl>,
     invalid: Vec<(usize, String, String)>,
 }
 
@@ -69,7 +68,6 @@ fn parse_urls(value: Option<Value>) -> Result<Urls, ApiError> {
     if list.len() > MAX_BATCH_URLS {
         return Err(ApiError::bad_request(format!("`urls` holds more than {MAX_BATCH_URLS} URLs")));
     }
-    let rules = KeyRules { ignore_query: false, similar: false };
     let mut seen = std::collections::HashSet::new();
     let mut urls = Urls { valid: Vec::new(), invalid: Vec::new() };
     for (i, item) in list.into_iter().enumerate() {
@@ -82,10 +80,9 @@ fn parse_urls(value: Option<Value>) -> Result<Urls, ApiError> {
         };
         match target::parse_str(&text) {
             Ok(url) => {
-                let url = keys::normalize(&url, rules);
-                let key = keys::key(&url, rules);
-                if seen.insert(key.clone()) {
-                    urls.valid.push(NewEntry { key, entry: QueueEntry { url: url.to_string(), depth: 0 } });
+                let entry = batch_url(&url);
+                if seen.insert(entry.key.clone()) {
+                    urls.valid.push(entry);
                 }
             }
             Err(reason) => urls.invalid.push((i, text, reason)),
@@ -152,53 +149,13 @@ pub async fn start(
     if urls.valid.is_empty() {
         return Err(ApiError::bad_request("No valid URLs provided"));
     }
-    state.runtime.services().teams.require(&auth.team, urls.valid.len() as u64)?;
     let invalid_urls = ignore_invalid.then(|| urls.invalid.iter().map(|(_, url, _)| url.clone()).collect());
-    let base = job_view::public_base(&req, &state);
-    if let Some(existing) = append_to {
-        let (id, _, _) = job_view::find(&state, &auth, &existing, JobKind::Batch)?;
-        state.runtime.append(id, &urls.valid).await?;
-        let url = format!("{base}/v2/batch/scrape/{id}");
-        return Ok(HttpResponse::Ok().json(StartedBatch {
-            success: true,
-            id: id.to_string(),
-            url,
-            invalid_urls,
-        }));
-    }
-    let now = time::now_ms();
-    let volatile = scrape.zero_data_retention;
-    let options = CrawlOptions {
-        limit: urls.valid.len() as u64,
-        sitemap: SitemapMode::Skip,
-        max_concurrency,
-        scrape,
-        webhook,
-        ..CrawlOptions::default()
-    };
-    let record = JobRecord {
-        kind: JobKind::Batch,
-        team: auth.team.as_str().to_owned(),
-        url: urls.valid[0].entry.url.clone(),
-        options,
-        status: JobStatus::Scraping,
-        created_ms: now,
-        expires_ms: now.saturating_add(state.settings.crawl.job_ttl_secs.saturating_mul(1000)),
-        finished_ms: None,
-        error: None,
-    };
-    let id = JobId::new();
-    state.runtime.submit(id, &record, &urls.valid, volatile).await?;
-    super::team::note_activity(
-        &state,
-        &auth,
-        "batch_scrape",
-        id,
-        (!volatile).then_some(record.url.as_str()),
-    )?;
-    tracing::info!(job = %id, urls = urls.valid.len(), "batch scrape started");
-    let url = format!("{base}/v2/batch/scrape/{id}");
-    Ok(HttpResponse::Ok().json(StartedBatch { success: true, id: id.to_string(), url, invalid_urls }))
+    let append_to = append_to.map(|id| super::scrape::parse_job_id(&id)).transpose()?;
+    let request =
+        NewBatch { team: auth.team.clone(), urls: urls.valid, scrape, webhook, max_concurrency, append_to };
+    let started = state.jobs.start_batch(request).await?;
+    let url = format!("{}/v2/batch/scrape/{}", job_view::public_base(&req, &state), started.id);
+    Ok(HttpResponse::Ok().json(StartedBatch { success: true, id: started.id.to_string(), url, invalid_urls }))
 }
 
 /// Status of a batch, with a page of results.
@@ -208,7 +165,7 @@ pub async fn status(
     auth: Authenticated,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    job_view::status_of(&req, &state, &auth, &path, JobKind::Batch)
+    job_view::status_of(&req, &state, &auth, &path, JobKind::Batch).await
 }
 
 /// Cancel a batch.
@@ -226,5 +183,5 @@ pub async fn errors(
     auth: Authenticated,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    job_view::errors_of(&state, &auth, &path, JobKind::Batch)
+    job_view::errors_of(&state, &auth, &path, JobKind::Batch).await
 }

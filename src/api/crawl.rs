@@ -10,10 +10,8 @@ use super::crawl_body::{self, CrawlBody};
 use super::error::ApiError;
 use super::job_view;
 use super::{AppState, Authenticated, body, target};
-use crate::actors::discovery::is_sitemap_url;
-use crate::crawl::keys::{self, KeyRules};
-use crate::model::{Code, JobId, JobStatus, time};
-use crate::store::jobs::{JobKind, JobRecord, NewEntry, QueueEntry};
+use crate::model::{JobId, JobKind, time};
+use crate::service::{Job, NewCrawl};
 
 /// Registers the routes (the fixed paths before `{id}`).
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -67,57 +65,16 @@ pub async fn start(
     let mut map = body::object(&bytes)?;
     body::reject_unknown(&mut map, &[CRAWL_KEYS, body::field_names::<CrawlBody>()], "")?;
     let (url, _) = target::parse(map.remove("url"), "url")?;
-    let mut options = crawl_body::parse(map, auth.caller())?;
-    // Out of credits: refused before any work; fewer credits than the limit: the limit shrinks.
-    let teams = &state.runtime.services().teams;
-    teams.require(&auth.team, 1)?;
-    if let Some(remaining) = teams.remaining(&auth.team)? {
-        options.limit = options.limit.min(remaining);
-    }
+    let options = crawl_body::parse(map, auth.caller())?;
     if let Some(webhook) = &options.webhook {
         super::webhook::check_allowed(webhook, state.scraper.engine().policy())?;
     }
-    let id = JobId::new();
-    let idempotency_key = req.headers().get("x-idempotency-key").and_then(|v| v.to_str().ok());
-    let store = &state.runtime.services().store;
-    if let Some(key) = idempotency_key
-        && store.idempotency.claim(&auth.team, key, id)?.is_some()
-    {
-        return Err(ApiError::new(Code::Conflict, "Idempotency key already used"));
-    }
-    let rules =
-        KeyRules { ignore_query: options.ignore_query_parameters, similar: options.deduplicate_similar_urls };
-    let start = keys::normalize(&url, rules);
-    let first = if is_sitemap_url(&start) {
-        Vec::new()
-    } else {
-        vec![NewEntry {
-            key: keys::key(&start, rules),
-            entry: QueueEntry { url: start.to_string(), depth: 0 },
-        }]
-    };
-    let now = time::now_ms();
-    let volatile = options.scrape.zero_data_retention;
-    let record = JobRecord {
-        kind: JobKind::Crawl,
-        team: auth.team.as_str().to_owned(),
-        url: start.to_string(),
-        options,
-        status: JobStatus::Scraping,
-        created_ms: now,
-        expires_ms: now.saturating_add(state.settings.crawl.job_ttl_secs.saturating_mul(1000)),
-        finished_ms: None,
-        error: None,
-    };
-    state.runtime.submit(id, &record, &first, volatile).await?;
-    super::team::note_activity(&state, &auth, "crawl", id, (!volatile).then_some(record.url.as_str()))?;
-    if volatile {
-        tracing::info!(job = %id, "crawl started (zero data retention)");
-    } else {
-        tracing::info!(job = %id, url = %record.url, "crawl started");
-    }
-    let url = format!("{}/v2/crawl/{id}", job_view::public_base(&req, &state));
-    Ok(HttpResponse::Ok().json(StartedJob { success: true, id: id.to_string(), url }))
+    let idempotency_key =
+        req.headers().get("x-idempotency-key").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let request = NewCrawl { team: auth.team.clone(), url, options, idempotency_key };
+    let started = state.jobs.start_crawl(request).await?;
+    let url = format!("{}/v2/crawl/{}", job_view::public_base(&req, &state), started.id);
+    Ok(HttpResponse::Ok().json(StartedJob { success: true, id: started.id.to_string(), url }))
 }
 
 /// Status of a crawl, with a page of results.
@@ -138,7 +95,7 @@ pub async fn status(
     auth: Authenticated,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    job_view::status_of(&req, &state, &auth, &path, JobKind::Crawl)
+    job_view::status_of(&req, &state, &auth, &path, JobKind::Crawl).await
 }
 
 /// Cancel a crawl.
@@ -156,33 +113,22 @@ pub async fn errors(
     auth: Authenticated,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    job_view::errors_of(&state, &auth, &path, JobKind::Crawl)
+    job_view::errors_of(&state, &auth, &path, JobKind::Crawl).await
 }
 
 /// The team's running crawls.
 pub async fn active(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
-    let services = state.runtime.services().clone();
-    let mut stores = vec![services.store.jobs.clone()];
-    stores.extend(services.volatile_jobs_if_open());
-    let team = auth.team.as_str().to_owned();
-    let crawls = web::block(move || -> Result<Vec<serde_json::Value>, crate::store::StoreError> {
-        let mut out = Vec::new();
-        for jobs in stores {
-            for (id, r) in jobs.all()? {
-                if r.team != team || r.kind != JobKind::Crawl || r.status != JobStatus::Scraping {
-                    continue;
-                }
-                out.push(active_view(id, &r));
-            }
-        }
-        Ok(out)
-    })
-    .await
-    .map_err(|e| ApiError::new(Code::Unknown, e.to_string()))??;
+    let crawls: Vec<serde_json::Value> = state
+        .jobs
+        .active(&auth.team, JobKind::Crawl)
+        .await?
+        .iter()
+        .map(|a| active_view(a.id, &a.job))
+        .collect();
     Ok(HttpResponse::Ok().json(json!({"success": true, "crawls": crawls})))
 }
 
-fn active_view(id: JobId, r: &JobRecord) -> serde_json::Value {
+fn active_view(id: JobId, r: &Job) -> serde_json::Value {
     let o = &r.options;
     json!({
         "id": id.to_string(),
@@ -205,7 +151,7 @@ fn active_view(id: JobId, r: &JobRecord) -> serde_json::Value {
             "delay": o.delay_ms.map(|d| d as f64 / 1000.0),
             "maxConcurrency": o.max_concurrency,
             "scrapeOptions": {
-                "formats": formats_view(&o.scrape.formats),
+                "formats": super::formats::names(&o.scrape.formats),
                 "onlyMainContent": o.scrape.only_main_content,
                 "includeTags": o.scrape.include_tags,
                 "excludeTags": o.scrape.exclude_tags,
@@ -215,23 +161,4 @@ fn active_view(id: JobId, r: &JobRecord) -> serde_json::Value {
             },
         }
     })
-}
-
-fn formats_view(f: &crate::model::Formats) -> Vec<&'static str> {
-    let mut out = Vec::new();
-    for (on, name) in [
-        (f.markdown, "markdown"),
-        (f.html, "html"),
-        (f.raw_html, "rawHtml"),
-        (f.raw_base64, "rawBase64"),
-        (f.links, "links"),
-        (f.images, "images"),
-        (f.change_tracking.is_some(), "changeTracking"),
-        (!f.attributes.is_empty(), "attributes"),
-    ] {
-        if on {
-            out.push(name);
-        }
-    }
-    out
 }

@@ -23,6 +23,26 @@ pub const SUPPORTED: &[&str] = &[
     "branding",
 ];
 
+/// The names of the formats `formats` asks for, as a job's options show them (the
+/// objects' settings left out).
+pub fn names(formats: &Formats) -> Vec<&'static str> {
+    [
+        (formats.markdown, "markdown"),
+        (formats.html, "html"),
+        (formats.raw_html, "rawHtml"),
+        (formats.raw_base64, "rawBase64"),
+        (formats.links, "links"),
+        (formats.images, "images"),
+        (formats.change_tracking.is_some(), "changeTracking"),
+        (!formats.attributes.is_empty(), "attributes"),
+        (formats.screenshot.is_some(), "screenshot"),
+        (formats.branding, "branding"),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect()
+}
+
 /// Formats of the API that need something this build lacks, with the reason.
 const UNAVAILABLE: &[(&str, &str)] = &[
     ("json", "structured extraction needs a language model, which is not configured"),

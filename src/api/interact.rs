@@ -241,13 +241,7 @@ async fn session_for(state: &AppState, team: &TeamId, id: JobId) -> Result<Sessi
     let opened = Box::new(Opened { team: team.clone(), scrape_id: id, tab, save_profile });
     let view = state.runtime.browser_call(|reply| BrowserMsg::Adopt(opened, reply)).await?;
     let view = view.map_err(|AdoptError::Limit| limit())?;
-    state.runtime.services().store.activity.record(
-        team,
-        "interact",
-        id,
-        crate::model::time::now_ms(),
-        None,
-    )?;
+    state.runtime.services().teams.note_activity(team, "interact", id, None)?;
     Ok(view)
 }
 

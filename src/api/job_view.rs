@@ -11,45 +11,30 @@ use serde_json::value::RawValue;
 use super::error::ApiError;
 use super::scrape::parse_job_id;
 use super::{AppState, Authenticated};
-use crate::model::{Code, JobId, JobStatus, time};
-use crate::store::JobStore;
-use crate::store::jobs::{JobKind, JobRecord};
+use crate::model::{JobId, JobKind, JobStatus, time};
+use crate::service::{self, JobPage};
 
-/// Path segment and display name of a job kind.
-fn naming(kind: JobKind) -> (&'static str, &'static str) {
+/// Path segment of a job kind.
+fn path_of(kind: JobKind) -> &'static str {
     match kind {
-        JobKind::Crawl => ("crawl", "Crawl"),
-        JobKind::Batch => ("batch/scrape", "Batch scrape"),
-    }
-}
-
-/// The job of this team with `id` and `kind` (404 for any other).
-pub fn find(
-    state: &AppState,
-    auth: &Authenticated,
-    id: &str,
-    kind: JobKind,
-) -> Result<(JobId, JobStore, JobRecord), ApiError> {
-    let id = parse_job_id(id)?;
-    match state.runtime.services().find_job(id)? {
-        Some((jobs, record)) if record.team == auth.team.as_str() && record.kind == kind => {
-            Ok((id, jobs, record))
-        }
-        _ => Err(ApiError::job_not_found()),
+        JobKind::Crawl => "crawl",
+        JobKind::Batch => "batch/scrape",
     }
 }
 
 /// `GET /v2/{crawl|batch/scrape}/{id}`.
-pub fn status_of(
+pub async fn status_of(
     req: &HttpRequest,
     state: &AppState,
     auth: &Authenticated,
     id: &str,
     kind: JobKind,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, jobs, record) = find(state, auth, id, kind)?;
+    let id = parse_job_id(id)?;
     let paging = paging(req)?;
-    status(req, state, naming(kind).0, id, &record, &jobs, paging)
+    let wanted = service::Paging { skip: paging.skip, limit: paging.limit, max_bytes: MAX_PAGE_BYTES };
+    let page = state.jobs.page(&auth.team, id, kind, wanted).await?;
+    Ok(status(req, state, path_of(kind), id, &page, paging))
 }
 
 /// `DELETE /v2/{crawl|batch/scrape}/{id}`: cancels; a finished job is a conflict.
@@ -59,11 +44,7 @@ pub async fn cancel_of(
     id: &str,
     kind: JobKind,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, _, record) = find(state, auth, id, kind)?;
-    if matches!(record.status, JobStatus::Completed | JobStatus::Failed) {
-        return Err(ApiError::new(Code::Conflict, format!("{} is already completed", naming(kind).1)));
-    }
-    state.runtime.cancel(id, &auth.team).await?;
+    state.jobs.cancel(&auth.team, parse_job_id(id)?, kind).await?;
     Ok(HttpResponse::Ok().json(json!({"success": true, "status": "cancelled"})))
 }
 
@@ -77,15 +58,15 @@ struct ErrorItem {
 }
 
 /// `GET /v2/{crawl|batch/scrape}/{id}/errors`: failed pages and robots-blocked URLs.
-pub fn errors_of(
+pub async fn errors_of(
     state: &AppState,
     auth: &Authenticated,
     id: &str,
     kind: JobKind,
 ) -> Result<HttpResponse, ApiError> {
-    let (id, jobs, _) = find(state, auth, id, kind)?;
-    let (failed, blocked) = jobs.errors(id)?;
-    let errors: Vec<ErrorItem> = failed
+    let found = state.jobs.errors(&auth.team, parse_job_id(id)?, kind).await?;
+    let errors: Vec<ErrorItem> = found
+        .failed
         .into_iter()
         .map(|e| ErrorItem {
             id: e.id,
@@ -95,7 +76,8 @@ pub fn errors_of(
             error: e.error,
         })
         .collect();
-    Ok(HttpResponse::Ok().json(json!({"success": true, "errors": errors, "robotsBlocked": blocked})))
+    Ok(HttpResponse::Ok()
+        .json(json!({"success": true, "errors": errors, "robotsBlocked": found.robots_blocked})))
 }
 
 /// Default documents per status page.
@@ -182,23 +164,22 @@ struct StatusBody<'a> {
 }
 
 /// Builds the status response of job `id` (`path` is `crawl` or `batch/scrape`).
-pub fn status(
+fn status(
     req: &HttpRequest,
     state: &AppState,
     path: &str,
     id: JobId,
-    record: &JobRecord,
-    jobs: &JobStore,
+    page: &JobPage,
     paging: Paging,
-) -> Result<HttpResponse, ApiError> {
-    let counters = jobs.counters(id)?;
-    let raw = jobs.pages(id, paging.skip, paging.limit, MAX_PAGE_BYTES)?;
-    let data: Vec<&RawValue> = raw
+) -> HttpResponse {
+    let (record, counters) = (&page.job, &page.counts);
+    let data: Vec<&RawValue> = page
+        .documents
         .iter()
-        .filter_map(|bytes| std::str::from_utf8(bytes).ok())
+        .filter_map(|doc| std::str::from_utf8(doc.as_bytes()).ok())
         .filter_map(|text| serde_json::from_str::<&RawValue>(text).ok())
         .collect();
-    let shown = paging.skip.saturating_add(raw.len() as u64);
+    let shown = paging.skip.saturating_add(page.documents.len() as u64);
     let next = (shown < counters.completed).then(|| {
         let mut url = format!("{}/v2/{path}/{id}?skip={shown}", public_base(req, state));
         if paging.explicit_limit {
@@ -229,5 +210,5 @@ pub fn status(
         warning,
         error: if failed { record.error.as_deref() } else { None },
     };
-    Ok(HttpResponse::Ok().json(body))
+    HttpResponse::Ok().json(body)
 }

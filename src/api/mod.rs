@@ -38,7 +38,6 @@ use crate::actors::Runtime;
 use crate::config::Settings;
 use crate::model::Code;
 use crate::scrape::Scraper;
-use crate::store::KeyStore;
 
 /// What handlers share.
 #[derive(Debug, Clone)]
@@ -47,10 +46,10 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     /// The scrape pipeline.
     pub scraper: Scraper,
-    /// API keys.
-    pub keys: KeyStore,
     /// The actor tree running crawls and batches.
     pub runtime: Runtime,
+    /// Crawls and batches: start, read, cancel.
+    pub jobs: crate::service::JobService,
 }
 
 /// Builds the application; used by `serve` and by the tests.

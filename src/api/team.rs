@@ -11,7 +11,7 @@ use super::{AppState, Authenticated};
 use base64::Engine as _;
 
 use crate::model::{JobId, time};
-use crate::store::ledger::{self, Month};
+use crate::teams::{self as ledger, Month};
 
 /// Tokens per credit (contract §14.7).
 const TOKENS_PER_CREDIT: u64 = 15;
@@ -57,7 +57,7 @@ pub fn note_activity(
     id: JobId,
     target: Option<&str>,
 ) -> Result<(), ApiError> {
-    state.runtime.services().store.activity.record(&auth.team, endpoint, id, time::now_ms(), target)?;
+    state.runtime.services().teams.note_activity(&auth.team, endpoint, id, target)?;
     Ok(())
 }
 
@@ -136,9 +136,9 @@ async fn activity(
         }
     }
     let since = time::now_ms().saturating_sub(ACTIVITY_WINDOW_MS);
-    let store = state.runtime.services().store.clone();
+    let teams = std::sync::Arc::clone(&state.runtime.services().teams);
     let team = auth.team.clone();
-    let page = web::block(move || store.activity.page(&team, endpoint.as_deref(), since, cursor, limit))
+    let page = web::block(move || teams.activity_page(&team, endpoint.as_deref(), since, cursor, limit))
         .await
         .map_err(|e| ApiError::new(crate::model::Code::Unknown, e.to_string()))??;
     let data: Vec<Value> = page

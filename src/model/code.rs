@@ -101,6 +101,8 @@ codes! {
     SessionLimit => (429, "TOO_MANY_SESSIONS"),
     /// Interact with a `prompt` needs a language model, which this server does not have yet.
     AgentUnavailable => (503, "FEATURE_NOT_AVAILABLE"),
+    /// The job's stored record could not be read by this build and is held in quarantine.
+    RecordQuarantined => (500, "RECORD_QUARANTINED"),
 }
 
 #[cfg(test)]
@@ -120,6 +122,7 @@ mod tests {
                     | Code::BrowserUnavailable
                     | Code::BrowserFailed
                     | Code::AgentUnavailable
+                    | Code::RecordQuarantined
             );
             assert_eq!(status >= 500, server_side, "{code:?} has status {status}");
         }

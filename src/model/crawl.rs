@@ -89,6 +89,15 @@ impl Default for CrawlOptions {
     }
 }
 
+/// Crawl or batch scrape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum JobKind {
+    /// A crawl from one URL.
+    Crawl,
+    /// A batch of given URLs.
+    Batch,
+}
+
 /// Where an asynchronous job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum JobStatus {

@@ -13,7 +13,7 @@ pub mod webhook;
 
 pub use actions::{Action, PaperFormat, Profile, ScreenshotSpec};
 pub use code::{Code, ErrorCode};
-pub use crawl::{CrawlOptions, JobStatus, MapOptions, SitemapMode};
+pub use crawl::{CrawlOptions, JobKind, JobStatus, MapOptions, SitemapMode};
 pub use document::{ActionResults, CacheState, ChangeTracking, Document, Engine, Metadata, ProxyUsed};
 pub use ids::{JobId, TeamId};
 pub use options::{ChangeTrackingSpec, Formats, Location, PdfParser, ProxyMode, ScrapeOptions};

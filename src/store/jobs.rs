@@ -33,14 +33,7 @@ pub mod trees {
     pub const BLOCKED: &str = "job_blocked";
 }
 
-/// Crawl or batch scrape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum JobKind {
-    /// A crawl from one URL.
-    Crawl,
-    /// A batch of given URLs.
-    Batch,
-}
+pub use crate::model::JobKind;
 
 /// What a job is.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
