@@ -115,7 +115,11 @@ pub fn test_settings(data: &std::path::Path) -> Settings {
 impl TestServer {
     /// A builder with test settings and the `default` team's key.
     pub fn builder() -> Builder {
-        let data = tempfile::tempdir().expect("tempdir");
+        Self::builder_on(tempfile::tempdir().expect("tempdir"))
+    }
+
+    /// A builder on an existing data directory (a server stopped before, or a fixture).
+    pub fn builder_on(data: TempDir) -> Builder {
         Builder { settings: test_settings(data.path()), keys: vec![("default".into(), KEY.into())], data }
     }
 

@@ -1,6 +1,10 @@
-//! The dependency rule: `extract/` is pure (no network, no disk, no database) and `api/`
-//! never touches the database directly.
+//! The dependency rules, checked on the sources: `extract/` is pure (no network, no disk,
+//! no database); no module of `api/` names the store (handlers go through the job service
+//! and the other services); and the top-level modules of `src/` form no cycle. The checks
+//! read Rust paths (`crate::x`, `ferrocrawl::x`, `use crate::{x, y}`) with comments and
+//! string literals removed, and are themselves tested on samples that break the rules.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 fn sources(dir: &Path) -> Vec<(String, String)> {
@@ -16,23 +20,255 @@ fn sources(dir: &Path) -> Vec<(String, String)> {
     out
 }
 
-fn check(dir: &str, forbidden: &[&str]) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
-    let files = sources(&root);
-    assert!(!files.is_empty(), "no sources under {dir}");
-    for (path, text) in files {
-        for word in forbidden {
-            assert!(!text.contains(word), "{path} names `{word}`, which {dir} must not use");
+fn src() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// `text` without comments, string and character literals (their contents could look like
+/// paths).
+fn code_only(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match (bytes[i], bytes.get(i + 1)) {
+            (b'/', Some(b'/')) => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            (b'/', Some(b'*')) => {
+                let mut depth = 0;
+                while i < bytes.len() {
+                    if bytes[i] == b'/' && bytes.get(i + 1) == Some(&b'*') {
+                        depth += 1;
+                        i += 2;
+                    } else if bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            (b'r', Some(b'#' | b'"')) if i == 0 || !bytes[i - 1].is_ascii_alphanumeric() => {
+                // A raw string: r"..." or r#"..."#.
+                let mut j = i + 1;
+                let mut hashes = 0;
+                while bytes.get(j) == Some(&b'#') {
+                    hashes += 1;
+                    j += 1;
+                }
+                if bytes.get(j) != Some(&b'"') {
+                    out.push('r');
+                    i += 1;
+                    continue;
+                }
+                j += 1;
+                let close: Vec<u8> = std::iter::once(b'"').chain(std::iter::repeat_n(b'#', hashes)).collect();
+                while j < bytes.len() && !bytes[j..].starts_with(&close) {
+                    j += 1;
+                }
+                i = j + close.len();
+                out.push_str("\"\"");
+            }
+            (b'"', _) => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                out.push_str("\"\"");
+            }
+            (b'\'', Some(_)) if bytes.get(i + 2) == Some(&b'\'') || bytes.get(i + 1) == Some(&b'\\') => {
+                // A character literal ('a', '\n'); lifetimes ('a) are left alone.
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'\'' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+                out.push_str("' '");
+            }
+            (c, _) => {
+                out.push(c as char);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+fn ident_at(text: &str) -> &str {
+    let end = text.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(text.len());
+    &text[..end]
+}
+
+/// The top-level modules of this crate that `text` names in a path.
+fn named_modules(text: &str) -> BTreeSet<String> {
+    let code = code_only(text);
+    let mut out = BTreeSet::new();
+    for root in ["crate::", "ferrocrawl::"] {
+        let mut rest = code.as_str();
+        while let Some(at) = rest.find(root) {
+            let before = rest[..at].chars().next_back();
+            rest = &rest[at + root.len()..];
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                continue;
+            }
+            let after = rest.trim_start();
+            if let Some(group) = after.strip_prefix('{') {
+                // `crate::{a, b::c, d as e}`: every item's first segment.
+                let mut depth = 1;
+                let mut item_start = true;
+                for (i, c) in group.char_indices() {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        ',' if depth == 1 => item_start = true,
+                        c if depth == 1 && item_start && (c.is_ascii_alphabetic() || c == '_') => {
+                            out.insert(ident_at(&group[i..]).to_owned());
+                            item_start = false;
+                        }
+                        _ => {}
+                    }
+                }
+            } else {
+                let name = ident_at(after);
+                if !name.is_empty() {
+                    out.insert(name.to_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Files under `src/api` that name the store module.
+fn api_files_naming_the_store() -> Vec<String> {
+    sources(&src().join("api"))
+        .into_iter()
+        .filter(|(_, text)| named_modules(text).contains("store") || code_only(text).contains("sled::"))
+        .map(|(path, _)| path)
+        .collect()
+}
+
+/// Dependencies between the top-level modules of `src/`.
+fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let mut graph = BTreeMap::new();
+    for entry in std::fs::read_dir(src()).expect("src").flatten() {
+        let path = entry.path();
+        let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+        if name == "main" || name == "lib" {
+            continue;
+        }
+        let files = if path.is_dir() {
+            sources(&path)
+        } else {
+            vec![(path.display().to_string(), std::fs::read_to_string(&path).expect("read"))]
+        };
+        let mut deps: BTreeSet<String> = files.iter().flat_map(|(_, text)| named_modules(text)).collect();
+        deps.remove(&name);
+        graph.insert(name, deps);
+    }
+    let modules: BTreeSet<String> = graph.keys().cloned().collect();
+    for deps in graph.values_mut() {
+        deps.retain(|d| modules.contains(d));
+    }
+    graph
+}
+
+/// Every cycle of `graph`, each as the path that closes it.
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    fn visit(
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        node: &str,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+        found: &mut Vec<Vec<String>>,
+    ) {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(node.to_owned());
+            found.push(cycle);
+            return;
+        }
+        if !done.insert(node.to_owned()) {
+            return;
+        }
+        path.push(node.to_owned());
+        for next in graph.get(node).into_iter().flatten() {
+            visit(graph, next, path, done, found);
+        }
+        path.pop();
+    }
+    let mut found = Vec::new();
+    let mut done = BTreeSet::new();
+    for node in graph.keys() {
+        visit(graph, node, &mut Vec::new(), &mut done, &mut found);
+    }
+    found
+}
+
+#[test]
+fn extract_is_pure() {
+    for (path, text) in sources(&src().join("extract")) {
+        let code = code_only(&text);
+        for word in ["reqwest", "tokio", "sled", "std::fs", "std::net"] {
+            assert!(!code.contains(word), "{path} names `{word}`, which extract must not use");
         }
     }
 }
 
 #[test]
-fn extract_is_pure() {
-    check("src/extract", &["reqwest", "tokio::net", "tokio", "sled", "std::fs", "std::net"]);
+fn api_never_names_the_store() {
+    assert_eq!(api_files_naming_the_store(), Vec::<String>::new(), "src/api must go through the services");
 }
 
 #[test]
-fn api_never_touches_the_database() {
-    check("src/api", &["sled"]);
+fn top_level_modules_form_no_cycle() {
+    let graph = module_graph();
+    assert!(graph.len() > 8, "the modules were read: {graph:?}");
+    assert_eq!(cycles(&graph), Vec::<Vec<String>>::new(), "{graph:#?}");
+}
+
+/// The checks catch what they are meant to catch.
+#[test]
+fn the_checks_fail_on_samples_that_break_the_rules() {
+    let breaking = [
+        "use crate::store::JobStore;",
+        "use crate::{model::JobId, store};",
+        "use crate::{\n    config::Settings,\n    store::{self, Store},\n};",
+        "fn f() { let s = crate::store::Store::open(p); }",
+        "use ferrocrawl::store::Store;",
+    ];
+    for sample in breaking {
+        assert!(named_modules(sample).contains("store"), "missed: {sample}");
+    }
+    let clean = [
+        "// use crate::store::JobStore;",
+        "/* crate::store */ use crate::service::JobService;",
+        "let s = \"crate::store\";",
+        "let s = r#\"crate::store\"#;",
+        "use crate::restore::x; use crate::stores::y; mystore::z();",
+        "use crate::{model::{JobId, store_like}, service};",
+    ];
+    for sample in clean {
+        assert!(!named_modules(sample).contains("store"), "false alarm: {sample}");
+    }
+    let mut graph = BTreeMap::new();
+    graph.insert("a".to_owned(), BTreeSet::from(["b".to_owned()]));
+    graph.insert("b".to_owned(), BTreeSet::from(["c".to_owned()]));
+    graph.insert("c".to_owned(), BTreeSet::from(["a".to_owned()]));
+    graph.insert("d".to_owned(), BTreeSet::from(["a".to_owned()]));
+    assert_eq!(cycles(&graph), vec![vec!["a".to_owned(), "b".to_owned(), "c".to_owned(), "a".to_owned()]]);
+    graph.get_mut("c").expect("c").clear();
+    assert!(cycles(&graph).is_empty());
 }

@@ -21,6 +21,7 @@ mod parse;
 mod scrape;
 mod sdk;
 mod security;
+mod storage;
 mod teams;
 mod validation;
 mod webhooks;
