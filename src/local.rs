@@ -131,7 +131,7 @@ fn write_page(out: &Path, index: &mut impl Write, n: u64, doc: &Document) -> any
     let meta = &doc.metadata;
     let line = json!({
         "url": meta.url, "sourceURL": meta.source_url, "title": meta.title,
-        "statusCode": meta.status_code, "file": file,
+        "statusCode": meta.status_code, "engine": meta.engine, "file": file,
     });
     writeln!(index, "{line}")?;
     Ok(())
