@@ -8,9 +8,10 @@
 //! - **regions** by element or role: `nav`, `aside`, `header`/`footer` outside the page's
 //!   `article`/`main`, `role=navigation|banner|contentinfo|complementary|search`, modal
 //!   dialogs (`aria-modal=true`, `role=alertdialog`);
-//! - **named** by a whole `-`/`_`-separated part of a class or id token: cookie, consent,
-//!   gdpr, newsletter, subscribe, share, social, breadcrumb, related, comments, advert,
-//!   promo, popup, modal, author boxes (see [`NAMED_PARTS`]).
+//! - **named** by a whole word of a class or id (not glued to letters or digits): cookie,
+//!   consent, gdpr, newsletter, subscribe, share, social, breadcrumb, related, comments,
+//!   advert, promo, popup, modal, author boxes (`patterns::CHROME`, found by the same
+//!   one-pass scan that reads the filter's other class words).
 //!
 //! An element that encloses the page's declared content (`main`, `article`,
 //! `role=main`, `itemprop=articleBody`) is never chrome, and a named one that encloses
@@ -23,6 +24,7 @@
 //! over the arena, linear at any depth.
 
 use super::dom::{Dom, Id, NONE};
+use super::patterns;
 use super::tags::Tag;
 
 /// Why an element is chrome, as found while building.
@@ -34,55 +36,16 @@ pub(crate) enum Kind {
     Named,
 }
 
-/// Class/id token parts that name chrome on their own.
-const NAMED_PARTS: &[&str] = &[
-    "cookie",
-    "cookies",
-    "consent",
-    "gdpr",
-    "newsletter",
-    "newsletters",
-    "subscribe",
-    "subscription",
-    "share",
-    "sharing",
-    "sharebar",
-    "social",
-    "breadcrumb",
-    "breadcrumbs",
-    "related",
-    "comment",
-    "comments",
-    "advert",
-    "adverts",
-    "advertisement",
-    "promo",
-    "promos",
-    "popup",
-    "modal",
-    "authorbox",
-    "author-box",
-    "author-bio",
-    "author-info",
-    "author-card",
-    "author-profile",
-    "about-author",
-    "about-the-author",
-];
-
-/// Parts that say the element holds content, which veto [`NAMED_PARTS`] in the same
-/// attribute (`entry-content`, `article-body`).
-const CONTENT_PARTS: &[&str] = &["content", "article", "main", "body", "entry", "story", "post-body"];
-
 /// Roles of regions that are never content.
 const REGION_ROLES: &[&str] =
     &["navigation", "banner", "contentinfo", "complementary", "search", "alertdialog"];
 
-/// The chrome kind of an element (tag `tag`, attributes given), or `None`.
-/// `in_article` says whether an `article` or `main` encloses it.
+/// The chrome kind of an element (tag `tag`; vocabulary flags of its class and id from
+/// `patterns::scan`; its id, role and `aria-modal`), or `None`. `in_article` says whether
+/// an `article` or `main` encloses it.
 pub(crate) fn kind(
     tag: Tag,
-    class: &str,
+    flags: (u8, u8),
     id: &str,
     role: &str,
     aria_modal: bool,
@@ -103,46 +66,15 @@ pub(crate) fn kind(
         // Inline words (`<a class="popup">` glossaries, share icons) are part of the text.
         return None;
     }
-    (named(class) || (is_short_name(id) && named(id))).then_some(Kind::Named)
+    let names = |f: u8| f & patterns::CHROME != 0 && f & patterns::CONTENT == 0;
+    let (class, id_flags) = flags;
+    (names(class) || (names(id_flags) && is_short_name(id))).then_some(Kind::Named)
 }
 
 /// Whether an id reads as a component name (`comments`, `cookie-notice`) rather than a
 /// slug made from a heading (`sharing-with-a-single-developer`).
 fn is_short_name(id: &str) -> bool {
     id.split(['-', '_']).filter(|p| !p.is_empty()).count() <= 3
-}
-
-/// Does a class or id attribute name chrome (and no content)?
-fn named(attr: &str) -> bool {
-    let mut chrome = false;
-    for token in attr.split_ascii_whitespace() {
-        if token.len() > 64 {
-            continue;
-        }
-        let lower = token.to_ascii_lowercase();
-        if CONTENT_PARTS.iter().any(|c| has_part(&lower, c)) {
-            return false;
-        }
-        chrome |= NAMED_PARTS.iter().any(|w| has_part(&lower, w));
-    }
-    chrome
-}
-
-/// Whether `word` occurs in `token` delimited by the ends or by `-`/`_`.
-fn has_part(token: &str, word: &str) -> bool {
-    let bytes = token.as_bytes();
-    let mut from = 0;
-    while let Some(at) = token.get(from..).and_then(|rest| rest.find(word)) {
-        let start = from + at;
-        let end = start + word.len();
-        let open = start == 0 || matches!(bytes.get(start - 1), Some(b'-' | b'_'));
-        let close = end == bytes.len() || matches!(bytes.get(end), Some(b'-' | b'_'));
-        if open && close {
-            return true;
-        }
-        from = start + 1;
-    }
-    false
 }
 
 /// Mark of an ad slot or consent container (ad blocking on) holding little text.
@@ -318,7 +250,8 @@ mod tests {
     }
 
     #[test]
-    fn named_chrome_is_whole_parts_and_content_words_veto() {
+    fn named_chrome_is_whole_words_and_content_words_veto() {
+        let named = |class: &str| kind(Tag::Div, (patterns::scan(class), 0), "", "", false, false).is_some();
         for chrome in
             ["cookie-banner", "share", "post_share", "related-posts", "comments", "newsletter-signup"]
         {
@@ -330,16 +263,20 @@ mod tests {
             assert!(!named(content), "{content}");
         }
         assert!(named("x Modal-Window"));
+        let by_id = |id: &str| kind(Tag::Div, (0, patterns::scan(id)), id, "", false, false).is_some();
+        assert!(by_id("comments") && by_id("cookie-notice"));
+        assert!(!by_id("sharing-with-a-single-developer"), "a heading's slug");
     }
 
     #[test]
     fn regions_by_element_and_role() {
-        assert_eq!(kind(Tag::Nav, "", "", "", false, true), Some(Kind::Region));
-        assert_eq!(kind(Tag::Header, "", "", "", false, false), Some(Kind::Region));
-        assert_eq!(kind(Tag::Header, "", "", "", false, true), None);
-        assert_eq!(kind(Tag::Div, "", "", "search", false, false), Some(Kind::Region));
-        assert_eq!(kind(Tag::Div, "", "", "", true, false), Some(Kind::Region));
-        assert_eq!(kind(Tag::Body, "modal-open", "", "", false, false), None);
-        assert_eq!(kind(Tag::Div, "related", "", "", false, false), Some(Kind::Named));
+        let none = (0, 0);
+        assert_eq!(kind(Tag::Nav, none, "", "", false, true), Some(Kind::Region));
+        assert_eq!(kind(Tag::Header, none, "", "", false, false), Some(Kind::Region));
+        assert_eq!(kind(Tag::Header, none, "", "", false, true), None);
+        assert_eq!(kind(Tag::Div, none, "", "search", false, false), Some(Kind::Region));
+        assert_eq!(kind(Tag::Div, none, "", "", true, false), Some(Kind::Region));
+        assert_eq!(kind(Tag::Body, (patterns::scan("modal-open"), 0), "", "", false, false), None);
+        assert_eq!(kind(Tag::Div, (patterns::scan("related"), 0), "", "", false, false), Some(Kind::Named));
     }
 }

@@ -106,16 +106,16 @@ impl<'a> Dom<'a> {
                                 continue;
                             }
                             let id = dom.push_node(tag, Data::Elem(el));
+                            let flags = (patterns::scan(seen.class), patterns::scan(seen.id));
                             if let Some(n) = dom.nodes.get_mut(id as usize) {
-                                n.class_flags = patterns::scan(seen.class);
-                                n.id_flags = patterns::scan(seen.id);
+                                (n.class_flags, n.id_flags) = flags;
                             }
                             dom.append(parent, id);
                             if seen.ad && !matches!(tag, Tag::Html | Tag::Body | Tag::Main) {
                                 ads.push(id);
                             }
                             if let Some(kind) =
-                                chrome::kind(tag, seen.class, seen.id, seen.role, seen.modal, in_article)
+                                chrome::kind(tag, flags, seen.id, seen.role, seen.modal, in_article)
                             {
                                 chrome.push((id, kind));
                             }

@@ -16,6 +16,11 @@ pub(crate) const NEGATIVE: u8 = 8;
 pub(crate) const BYLINE: u8 = 16;
 /// Whole word "share"/"sharedaddy": a share bar.
 pub(crate) const SHARE: u8 = 32;
+/// Whole word naming page chrome that is never content (cookie, newsletter, related...;
+/// see `chrome`).
+pub(crate) const CHROME: u8 = 64;
+/// Whole word naming content (content, article, main, body...): vetoes [`CHROME`].
+pub(crate) const CONTENT: u8 = 128;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -35,6 +40,10 @@ struct Pat {
 
 const fn sub(word: &'static str, flags: u8) -> Pat {
     Pat { word: word.as_bytes(), flags, kind: Kind::Sub }
+}
+
+const fn word(word: &'static str, flags: u8) -> Pat {
+    Pat { word: word.as_bytes(), flags, kind: Kind::Word }
 }
 
 const U: u8 = UNLIKELY;
@@ -109,11 +118,48 @@ static PATS: &[Pat] = &[
     sub("dateline", BYLINE),
     sub("writtenby", BYLINE),
     sub("p-author", BYLINE),
-    Pat { word: b"share", flags: SHARE, kind: Kind::Word },
-    Pat { word: b"sharedaddy", flags: SHARE, kind: Kind::Word },
+    word("share", SHARE | CHROME),
+    word("sharedaddy", SHARE),
+    word("cookie", CHROME),
+    word("cookies", CHROME),
+    word("consent", CHROME),
+    word("gdpr", CHROME),
+    word("newsletter", CHROME),
+    word("newsletters", CHROME),
+    word("subscribe", CHROME),
+    word("subscription", CHROME),
+    word("sharing", CHROME),
+    word("sharebar", CHROME),
+    word("social", CHROME),
+    word("breadcrumb", CHROME),
+    word("breadcrumbs", CHROME),
+    word("related", CHROME),
+    word("comment", CHROME),
+    word("comments", CHROME),
+    word("advert", CHROME),
+    word("adverts", CHROME),
+    word("advertisement", CHROME),
+    word("promo", CHROME),
+    word("promos", CHROME),
+    word("popup", CHROME),
+    word("modal", CHROME),
+    word("authorbox", CHROME),
+    word("author-box", CHROME),
+    word("author-bio", CHROME),
+    word("author-info", CHROME),
+    word("author-card", CHROME),
+    word("author-profile", CHROME),
+    word("about-author", CHROME),
+    word("about-the-author", CHROME),
+    word("content", CONTENT),
+    word("article", CONTENT),
+    word("main", CONTENT),
+    word("body", CONTENT),
+    word("entry", CONTENT),
+    word("story", CONTENT),
 ];
 
-const BUCKET: usize = 16;
+const BUCKET: usize = 24;
 
 const fn build_index() -> [[u8; BUCKET]; 256] {
     let mut table = [[u8::MAX; BUCKET]; 256];
@@ -199,5 +245,10 @@ mod tests {
         assert_eq!(scan("shared") & SHARE, 0);
         assert_eq!(scan("post_share") & SHARE, SHARE);
         assert_eq!(scan(""), 0);
+        assert_eq!(scan("cookie-banner") & CHROME, CHROME);
+        assert_eq!(scan("x Modal-Window") & CHROME, CHROME);
+        assert_eq!(scan("shared") & CHROME, 0);
+        assert_eq!(scan("modality") & CHROME, 0);
+        assert_eq!(scan("entry-content share-on") & (CHROME | CONTENT), CHROME | CONTENT);
     }
 }
