@@ -44,9 +44,92 @@ pub struct Settings {
     pub documents: DocumentSettings,
     /// Logging.
     pub log: LogSettings,
+    /// Joining other nodes into one service (off unless `listen` is set).
+    pub cluster: ClusterSettings,
     /// Plan flags per team name.
     #[serde(default)]
     pub teams: BTreeMap<String, TeamSettings>,
+}
+
+/// `[cluster]`
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSettings {
+    /// This node's name, unique in the cluster (defaults to the listen address).
+    pub node_name: String,
+    /// Address (`host:port`) the cluster port binds to; empty runs the node alone.
+    pub listen: String,
+    /// Address other nodes use to reach this one; empty means `listen`.
+    pub advertise: String,
+    /// Nodes to join at start (`host:port`); one is enough, the others are met through it.
+    pub seeds: Vec<String>,
+    /// The shared secret (cookie) nodes authenticate each other with.
+    pub secret: String,
+    /// A file holding the secret instead.
+    pub secret_file: String,
+    /// How often each node checks that its peers answer (ms).
+    pub heartbeat_ms: u64,
+    /// A peer that has not answered for this long is out of the cluster (ms).
+    pub down_after_ms: u64,
+    /// Largest message a node accepts from another (bytes).
+    pub max_message_bytes: u64,
+}
+
+impl std::fmt::Debug for ClusterSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterSettings")
+            .field("node_name", &self.node_name)
+            .field("listen", &self.listen)
+            .field("advertise", &self.advertise)
+            .field("seeds", &self.seeds)
+            .field("secret", &(!self.secret.is_empty()).then_some("<set>"))
+            .field("secret_file", &self.secret_file)
+            .field("heartbeat_ms", &self.heartbeat_ms)
+            .field("down_after_ms", &self.down_after_ms)
+            .field("max_message_bytes", &self.max_message_bytes)
+            .finish()
+    }
+}
+
+impl ClusterSettings {
+    /// Whether this node joins a cluster.
+    pub fn enabled(&self) -> bool {
+        !self.listen.trim().is_empty()
+    }
+
+    /// The shared secret, read from `secret_file` when that is set.
+    pub fn cookie(&self) -> Result<String, ConfigError> {
+        let invalid = |reason: String| ConfigError::Invalid { key: "cluster.secret", reason };
+        let secret = if self.secret_file.trim().is_empty() {
+            self.secret.clone()
+        } else {
+            std::fs::read_to_string(self.secret_file.trim())
+                .map_err(|e| invalid(format!("cannot read cluster.secret_file: {e}")))?
+        };
+        let secret = secret.trim().to_owned();
+        if secret.len() < 16 {
+            return Err(invalid(
+                "a cluster needs a secret of at least 16 characters (secret or secret_file)".into(),
+            ));
+        }
+        Ok(secret)
+    }
+
+    /// This node's name.
+    pub fn name(&self) -> String {
+        match self.node_name.trim() {
+            "" => self.reachable_at(),
+            name => name.to_owned(),
+        }
+    }
+
+    /// The address peers connect to.
+    pub fn reachable_at(&self) -> String {
+        match self.advertise.trim() {
+            "" => self.listen.trim().to_owned(),
+            addr => addr.to_owned(),
+        }
+    }
 }
 
 /// `[server]`
@@ -265,6 +348,8 @@ pub struct TeamSettings {
     pub requests_per_minute: Option<u32>,
     /// Key that signs webhook deliveries.
     pub webhook_secret: Option<String>,
+    /// May read the operator views (`GET /v2/cluster`).
+    pub admin: bool,
 }
 
 impl std::fmt::Debug for TeamSettings {
@@ -277,6 +362,7 @@ impl std::fmt::Debug for TeamSettings {
             .field("concurrency", &self.concurrency)
             .field("requests_per_minute", &self.requests_per_minute)
             .field("webhook_secret", &self.webhook_secret.as_ref().map(|_| "<set>"))
+            .field("admin", &self.admin)
             .finish()
     }
 }
@@ -288,6 +374,10 @@ pub struct Overrides {
     pub port: Option<u16>,
     /// `--data`
     pub data_dir: Option<PathBuf>,
+    /// `--cluster-listen`
+    pub cluster_listen: Option<String>,
+    /// `--join` (repeatable)
+    pub join: Vec<String>,
 }
 
 /// Why the configuration could not be loaded.
@@ -327,6 +417,10 @@ impl Settings {
         if let Some(dir) = &overrides.data_dir {
             settings.storage.data_dir.clone_from(dir);
         }
+        if let Some(listen) = &overrides.cluster_listen {
+            settings.cluster.listen.clone_from(listen);
+        }
+        settings.cluster.seeds.extend(overrides.join.iter().cloned());
         settings.validate()?;
         Ok(settings)
     }
@@ -408,6 +502,7 @@ impl Settings {
                 _ => return invalid("proxy.enhanced_url", "must be an http, https or socks5 URL"),
             }
         }
+        self.validate_cluster()?;
         for name in self.teams.keys() {
             if crate::model::TeamId::parse(name).is_err() {
                 return Err(ConfigError::Invalid {
@@ -415,6 +510,38 @@ impl Settings {
                     reason: format!("`{name}` is not a valid team name"),
                 });
             }
+        }
+        Ok(())
+    }
+
+    fn validate_cluster(&self) -> Result<(), ConfigError> {
+        let c = &self.cluster;
+        let invalid = |key, reason: String| Err(ConfigError::Invalid { key, reason });
+        if !c.enabled() {
+            if !c.seeds.is_empty() {
+                return invalid(
+                    "cluster.seeds",
+                    "joining other nodes needs cluster.listen (--cluster-listen)".into(),
+                );
+            }
+            return Ok(());
+        }
+        for (key, addr) in
+            [("cluster.listen", c.listen.trim()), ("cluster.advertise", c.reachable_at().as_str())]
+        {
+            if addr.parse::<std::net::SocketAddr>().is_err() {
+                return invalid(key, format!("`{addr}` is not an IP address and port"));
+            }
+        }
+        if let Some(bad) = c.seeds.iter().find(|s| !s.contains(':')) {
+            return invalid("cluster.seeds", format!("`{bad}` is not host:port"));
+        }
+        c.cookie()?;
+        if c.heartbeat_ms == 0 || c.down_after_ms < 2 * c.heartbeat_ms {
+            return invalid("cluster.down_after_ms", "must be at least twice cluster.heartbeat_ms".into());
+        }
+        if c.max_message_bytes < 1 << 20 {
+            return invalid("cluster.max_message_bytes", "must be at least 1 MiB".into());
         }
         Ok(())
     }

@@ -16,6 +16,7 @@
 
 pub mod actors;
 pub mod api;
+pub mod cluster;
 pub mod config;
 pub mod crawl;
 pub mod documents;
@@ -64,6 +65,9 @@ pub enum StartupError {
     /// The actor system could not start.
     #[error(transparent)]
     Actors(#[from] actors::RuntimeError),
+    /// The node could not join its cluster.
+    #[error(transparent)]
+    Cluster(#[from] cluster::ClusterError),
 }
 
 /// Name of the team that gets the first key.
@@ -99,8 +103,14 @@ pub async fn serve(
     let scraper = scrape::Scraper::new(store.clone(), Arc::clone(&settings))
         .map_err(StartupError::Engine)?
         .with_public_base(&format!("http://{reachable}"));
-    let services = actors::Services::new(scraper.clone(), store.clone(), Arc::clone(&settings));
+    let mut services = actors::Services::new(scraper.clone(), store.clone(), Arc::clone(&settings));
+    if settings.cluster.enabled() {
+        services.cluster = Some(cluster::Cluster::start(&settings.cluster).await?);
+    }
     let runtime = actors::Runtime::start(services).await?;
+    if let Some(cluster) = &runtime.services().cluster {
+        cluster.serve(actors::remote::RemoteHandler::new(runtime.clone()));
+    }
     let state = web::Data::new(api::AppState {
         settings: Arc::clone(&settings),
         scraper,
@@ -136,6 +146,9 @@ pub async fn serve(
     };
     let (result, failed) = tokio::join!(server, stopper);
     runtime.shutdown().await;
+    if let Some(cluster) = &runtime.services().cluster {
+        cluster.stop().await;
+    }
     store.flush()?;
     tracing::info!("stopped; data flushed");
     result.map_err(StartupError::Io)?;

@@ -70,6 +70,12 @@ enum Command {
         /// Data directory (overrides storage.data_dir).
         #[arg(long)]
         data: Option<PathBuf>,
+        /// Cluster port address, e.g. 10.0.0.5:4700 (overrides cluster.listen).
+        #[arg(long)]
+        cluster_listen: Option<String>,
+        /// A node of the cluster to join, host:port (repeatable; adds to cluster.seeds).
+        #[arg(long)]
+        join: Vec<String>,
     },
     /// Manage API keys (while the server is stopped).
     Keys {
@@ -226,8 +232,9 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Serve { port, data } => {
-            let settings = Settings::load(cli.config.as_deref(), &Overrides { port, data_dir: data })?;
+        Command::Serve { port, data, cluster_listen, join } => {
+            let overrides = Overrides { port, data_dir: data, cluster_listen, join };
+            let settings = Settings::load(cli.config.as_deref(), &overrides)?;
             ferrocrawl::telemetry::init(&settings.log);
             serve(settings)
         }
@@ -243,7 +250,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             check_store(&data_dir(cli.config.as_deref(), data)?)
         }
         Command::Teams { command: TeamsCommand::Secret { team, secret, rotate, data } } => {
-            let settings = Settings::load(cli.config.as_deref(), &Overrides { port: None, data_dir: data })?;
+            let settings =
+                Settings::load(cli.config.as_deref(), &Overrides { data_dir: data, ..Overrides::default() })?;
             let replacement = match (secret, rotate) {
                 (Some(given), _) => Some(given),
                 (None, true) => Some(ferrocrawl::store::teams::new_webhook_secret()),
@@ -301,7 +309,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// The data directory of the config, or `data` when given.
 fn data_dir(config: Option<&Path>, data: Option<PathBuf>) -> anyhow::Result<PathBuf> {
-    Ok(Settings::load(config, &Overrides { port: None, data_dir: data })?.storage.data_dir)
+    Ok(Settings::load(config, &Overrides { data_dir: data, ..Overrides::default() })?.storage.data_dir)
 }
 
 /// Settings for an in-process job: a temporary data directory unless one is given, quiet
@@ -313,7 +321,7 @@ fn local_settings(
 ) -> anyhow::Result<(Settings, Option<TempData>)> {
     let temp = tempdir_if(data.is_none())?;
     let data_dir = data.or_else(|| temp.as_ref().map(|t| t.path().to_path_buf()));
-    let mut settings = Settings::load(config, &Overrides { port: None, data_dir })?;
+    let mut settings = Settings::load(config, &Overrides { data_dir, ..Overrides::default() })?;
     settings.security.allow_private_targets |= allow_private;
     settings.storage.scratch = temp.is_some();
     ferrocrawl::telemetry::init(&LogSettings { level: "warn".into(), ..settings.log.clone() });

@@ -22,6 +22,7 @@ pub mod events;
 pub mod janitor;
 pub mod jobs;
 pub mod map;
+pub mod remote;
 pub mod root;
 mod settle;
 pub mod tap;
@@ -39,6 +40,24 @@ use crate::store::jobs::{JobRecord, NewEntry};
 use crate::store::{JobStore, Store, StoreError};
 use root::{Root, RootMsg, Supervisors};
 
+// With ractor's `cluster` feature every message type says whether it can cross nodes.
+// These stay in their process: messages between nodes go through the cluster module's
+// own versioned wire type.
+macro_rules! local_messages {
+    ($($ty:ty),+ $(,)?) => { $(impl ractor::Message for $ty {})+ };
+}
+local_messages!(
+    browser::BrowserMsg,
+    browser::SessionMsg,
+    crawl_job::CrawlJobMsg,
+    domain::DomainMsg,
+    domains::DomainsMsg,
+    janitor::JanitorMsg,
+    jobs::JobsMsg,
+    root::RootMsg,
+    webhook::WebhookMsg,
+);
+
 /// What every actor may use.
 #[derive(Debug, Clone)]
 pub struct Services {
@@ -54,6 +73,8 @@ pub struct Services {
     pub teams: Arc<crate::teams::Teams>,
     /// Jobs whose pages go straight to a reader in this process (the command line).
     pub taps: tap::Taps,
+    /// This node's place in a cluster, when it is part of one.
+    pub cluster: Option<crate::cluster::Cluster>,
     volatile: Arc<OnceLock<JobStore>>,
 }
 
@@ -68,6 +89,7 @@ impl Services {
             webhooks: Arc::new(tokio::sync::Notify::new()),
             teams,
             taps: tap::Taps::default(),
+            cluster: None,
             volatile: Arc::new(OnceLock::new()),
         }
     }
@@ -248,6 +270,24 @@ impl Runtime {
     pub async fn browser_cast(&self, msg: browser::BrowserMsg) -> Result<(), RuntimeError> {
         let supervisors = self.supervisors().await?;
         supervisors.browser.cast(msg).map_err(|e| RuntimeError::Actors(e.to_string()))
+    }
+
+    /// How much this node holds: live site actors, running jobs, interact sessions.
+    pub async fn counts(&self) -> remote::NodeCounts {
+        let Ok(supervisors) = self.supervisors().await else { return remote::NodeCounts::default() };
+        fn got<T, E>(answer: Result<CallResult<T>, E>) -> Option<T> {
+            match answer {
+                Ok(CallResult::Success(value)) => Some(value),
+                _ => None,
+            }
+        }
+        let timeout = Some(std::time::Duration::from_secs(2));
+        remote::NodeCounts {
+            domains: got(supervisors.domains.call(domains::DomainsMsg::Count, timeout).await).unwrap_or(0),
+            jobs: got(supervisors.jobs.call(jobs::JobsMsg::Running, timeout).await)
+                .map_or(0, |ids| ids.len()),
+            sessions: got(supervisors.browser.call(browser::BrowserMsg::Live, timeout).await).unwrap_or(0),
+        }
     }
 
     /// Stops every actor (running jobs resume on the next start).

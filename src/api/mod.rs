@@ -7,6 +7,7 @@ pub mod actions;
 pub mod auth;
 pub mod batch;
 pub mod body;
+pub mod cluster;
 pub mod crawl;
 pub mod crawl_body;
 pub mod error;
@@ -82,6 +83,7 @@ pub fn create_app(
         .configure(team::configure)
         .configure(files::configure)
         .configure(interact::configure)
+        .configure(cluster::configure)
         .default_service(web::to(not_found))
 }
 

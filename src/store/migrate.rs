@@ -149,11 +149,11 @@ fn finish(meta: &sled::Tree, version: u32) -> Result<()> {
     })
 }
 
-/// Lets the crash-recovery test stop the process after `FERROCRAWL_FAILPOINT_MIGRATION`
+/// Lets the crash-recovery test stop the process after `TEST_FERROCRAWL_FAILPOINT_MIGRATION`
 /// batches (debug builds only), as a kill -9 would.
 fn failpoint(batches: usize) {
     if cfg!(debug_assertions)
-        && std::env::var("FERROCRAWL_FAILPOINT_MIGRATION").ok().and_then(|v| v.parse::<usize>().ok())
+        && std::env::var("TEST_FERROCRAWL_FAILPOINT_MIGRATION").ok().and_then(|v| v.parse::<usize>().ok())
             == Some(batches)
     {
         eprintln!("failpoint: stopping the process during the migration, after {batches} batches");

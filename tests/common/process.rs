@@ -42,9 +42,15 @@ fn collect(stream: impl std::io::Read + Send + 'static, into: Arc<Mutex<String>>
 impl Binary {
     /// Starts `ferrocrawl serve --port 0 --data DATA` with private targets allowed.
     pub fn serve(data: &Path, env: &[(&str, &str)]) -> Self {
+        Self::serve_with(data, &[], env)
+    }
+
+    /// [`Binary::serve`] with more command-line arguments (`--cluster-listen`, `--join`).
+    pub fn serve_with(data: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(binary_path())
             .args(["serve", "--port", "0", "--data"])
             .arg(data)
+            .args(args)
             .env("FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS", "true")
             .env("FERROCRAWL_SERVER__WORKERS", "1")
             .envs(env.iter().copied())
@@ -94,6 +100,17 @@ impl Binary {
         // Give the reader threads a moment to drain the pipes.
         std::thread::sleep(Duration::from_millis(50));
         (status, self.stderr())
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` (e.g. `STOP`, `CONT`) to the process.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.id().to_string();
+        Command::new("kill").args([&format!("-{signal}"), &pid]).status().expect("kill");
     }
 
     /// SIGKILL: the process dies without any chance to clean up.

@@ -10,6 +10,7 @@ mod browser;
 mod cache;
 mod change;
 mod cli;
+mod cluster;
 mod crawl;
 mod documents;
 mod durability;

@@ -1,0 +1,70 @@
+//! `GET /v2/cluster`: the operator's view of the cluster: this node, every member it
+//! knows with its state, and how many sites, jobs and interact sessions each holds. Keys of
+//! teams with `admin = true` only (the `default` team's by default).
+
+use std::time::Duration;
+
+use actix_web::{HttpResponse, web};
+use serde_json::json;
+
+use super::error::ApiError;
+use super::{AppState, Authenticated};
+use crate::actors::remote::{self, Request, Response};
+use crate::model::Code;
+
+/// Registers the route.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/v2/cluster").route(web::get().to(members)));
+}
+
+async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
+    if !auth.flags.admin {
+        return Err(ApiError::new(Code::Forbidden, "The cluster view needs a key of an admin team."));
+    }
+    let runtime = &state.runtime;
+    let own = runtime.counts().await;
+    let Some(cluster) = &runtime.services().cluster else {
+        return Ok(HttpResponse::Ok().json(json!({
+            "success": true,
+            "clustered": false,
+            "node": null,
+            "members": [{"name": null, "state": "self", "domains": own.domains, "jobs": own.jobs, "sessions": own.sessions}],
+        })));
+    };
+    let views = cluster.members();
+    let asks = views.iter().map(|m| async move {
+        if m.state != "up" {
+            return None;
+        }
+        let answer =
+            cluster.call(&m.name, remote::encode(&Request::Counts), Duration::from_secs(2)).await.ok()?;
+        match remote::decode(&answer).ok()? {
+            Response::Counts(counts) => Some(counts),
+        }
+    });
+    let counts = futures::future::join_all(asks).await;
+    let members: Vec<serde_json::Value> = views
+        .iter()
+        .zip(counts)
+        .map(|(m, counts)| {
+            let counts = if m.state == "self" { Some(own) } else { counts };
+            json!({
+                "name": m.name,
+                "address": m.address,
+                "state": m.state,
+                "lastHeardMs": m.last_heard_ms,
+                "domains": counts.map(|c| c.domains),
+                "jobs": counts.map(|c| c.jobs),
+                "sessions": counts.map(|c| c.sessions),
+            })
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(json!({
+        "success": true,
+        "clustered": true,
+        "node": cluster.name(),
+        "protocolVersion": crate::cluster::spoken_version(),
+        "live": *cluster.live(),
+        "members": members,
+    })))
+}

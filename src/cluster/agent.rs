@@ -1,0 +1,340 @@
+//! Each node's agent: the actor other nodes talk to, and the keeper of this node's view of
+//! the cluster. It joins the process group [`GROUP`], which ractor_cluster keeps in sync
+//! across connected nodes, and on every heartbeat:
+//!
+//! - greets agents it has not met (a `Hello` that also checks the protocol version: a node
+//!   of another version is disconnected, and both sides log the two versions);
+//! - pings the ones it knows, each call bounded by a timeout, so a hung peer (SIGSTOP, a
+//!   cut network) is noticed even though its TCP session stays open: ractor_cluster itself
+//!   has no timeout-based disconnect;
+//! - marks a peer silent for `down_after` as down, drops its session, and stops placing
+//!   work on it; redials seeds and known peers that are not connected, so a node that comes
+//!   back rejoins by itself.
+//!
+//! Requests of the layers above arrive as `Frame::App` and run on their own task, so a slow
+//! request never holds up pings.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+use ractor::rpc::CallResult;
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef};
+use ractor_cluster::NodeServerMessage;
+
+use super::Handler;
+use super::wire::{AgentMsg, Frame, OpenError, Reply, open, seal};
+
+/// The process group every node's agent joins.
+pub(crate) const GROUP: &str = "ferrocrawl.agents";
+/// Redial disconnected peers and seeds every this many heartbeats.
+const REDIAL_EVERY: u64 = 4;
+
+/// A peer as this node knows it.
+#[derive(Debug, Clone)]
+pub(crate) struct Peer {
+    /// Its cluster address.
+    pub address: String,
+    /// Its agent.
+    pub actor: ActorRef<AgentMsg>,
+    /// When it last answered.
+    pub last_heard: Instant,
+    /// Whether it is a live member.
+    pub up: bool,
+}
+
+/// What the agent and the [`super::Cluster`] handle share.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub name: String,
+    pub address: String,
+    pub seeds: Vec<String>,
+    pub heartbeat: Duration,
+    pub down_after: Duration,
+    pub peers: RwLock<BTreeMap<String, Peer>>,
+    pub handler: OnceLock<Arc<dyn Handler>>,
+    pub node_server: ActorRef<NodeServerMessage>,
+    /// Live members (this node included), sorted; changes are announced.
+    pub live: tokio::sync::watch::Sender<Arc<Vec<String>>>,
+}
+
+impl std::fmt::Debug for dyn Handler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Handler")
+    }
+}
+
+/// What a greeting or a ping found out.
+#[derive(Debug)]
+pub(crate) enum Heard {
+    /// A newly seen agent answered its hello (or not).
+    Hello { actor: ActorRef<AgentMsg>, answer: Result<(String, String), String> },
+    /// A known peer answered its ping (or not).
+    Pong { name: String, ok: bool },
+}
+
+pub(crate) struct Agent;
+
+pub(crate) struct AgentState {
+    shared: Arc<Shared>,
+    /// Agents being greeted, by actor id.
+    greeting: HashSet<ActorId>,
+    /// Peers being pinged.
+    pinging: HashSet<String>,
+    /// Agents that were refused (another protocol version), by actor id.
+    refused: HashSet<ActorId>,
+    ticks: u64,
+}
+
+impl std::fmt::Debug for AgentState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentState").field("ticks", &self.ticks).finish()
+    }
+}
+
+impl Actor for Agent {
+    type Msg = AgentMsg;
+    type State = AgentState;
+    type Arguments = Arc<Shared>;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<AgentMsg>,
+        shared: Arc<Shared>,
+    ) -> Result<AgentState, ActorProcessingErr> {
+        ractor::pg::join(GROUP.to_owned(), vec![myself.get_cell()]);
+        myself.send_interval(shared.heartbeat, || AgentMsg::Tick);
+        Ok(AgentState {
+            shared,
+            greeting: HashSet::new(),
+            pinging: HashSet::new(),
+            refused: HashSet::new(),
+            ticks: 0,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<AgentMsg>,
+        msg: AgentMsg,
+        state: &mut AgentState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            AgentMsg::Call(bytes, reply) => answer(&state.shared, bytes, reply),
+            AgentMsg::Tick => tick(&myself, state).await,
+            AgentMsg::Heard(heard) => heard_from(state, heard).await,
+        }
+        Ok(())
+    }
+}
+
+/// Answers a call from another node.
+fn answer(shared: &Arc<Shared>, bytes: Vec<u8>, reply: ractor::RpcReplyPort<Vec<u8>>) {
+    let frame = match open::<Frame>(&bytes) {
+        Ok((_, frame)) => frame,
+        Err(e) => {
+            if let OpenError::Version { .. } = e {
+                tracing::error!(error = %e, "refusing a node of another protocol version");
+            }
+            // Answered in our version, so the caller can see which one it is.
+            let _ = reply.send(seal(&shared.name, &Reply::Pong));
+            return;
+        }
+    };
+    match frame {
+        Frame::Hello { .. } => {
+            let _ = reply.send(seal(&shared.name, &Reply::Hello { address: shared.address.clone() }));
+        }
+        Frame::Ping => {
+            let _ = reply.send(seal(&shared.name, &Reply::Pong));
+        }
+        Frame::App(request) => {
+            let shared = Arc::clone(shared);
+            let from = open::<Frame>(&bytes).map(|(from, _)| from).unwrap_or_default();
+            tokio::spawn(async move {
+                let result = match shared.handler.get() {
+                    Some(handler) => handler.handle(from, request).await,
+                    None => Err("the node is starting".to_owned()),
+                };
+                let _ = reply.send(seal(&shared.name, &Reply::App(result)));
+            });
+        }
+    }
+}
+
+/// Sends `frame` to `actor` and opens the answer.
+pub(crate) async fn call(
+    name: &str,
+    actor: &ActorRef<AgentMsg>,
+    frame: &Frame,
+    timeout: Duration,
+) -> Result<(String, Reply), String> {
+    let sealed = seal(name, frame);
+    match actor.call(|port| AgentMsg::Call(sealed, port), Some(timeout)).await {
+        Ok(CallResult::Success(bytes)) => open::<Reply>(&bytes).map_err(|e| e.to_string()),
+        Ok(CallResult::Timeout) => Err(format!("no answer within {} ms", timeout.as_millis())),
+        Ok(CallResult::SenderError) => Err("the node dropped the call".to_owned()),
+        Err(e) => Err(format!("the node is unreachable: {e}")),
+    }
+}
+
+async fn tick(myself: &ActorRef<AgentMsg>, state: &mut AgentState) {
+    state.ticks += 1;
+    let shared = Arc::clone(&state.shared);
+    let known: HashSet<ActorId> =
+        shared.peers.read().map(|p| p.values().map(|peer| peer.actor.get_id()).collect()).unwrap_or_default();
+    for cell in ractor::pg::get_members(&GROUP.to_owned()) {
+        let id = cell.get_id();
+        if id.is_local() || known.contains(&id) || state.refused.contains(&id) || !state.greeting.insert(id) {
+            continue;
+        }
+        let actor = ActorRef::<AgentMsg>::from(cell);
+        let (shared, me) = (Arc::clone(&shared), myself.clone());
+        tokio::spawn(async move {
+            let frame = Frame::Hello { address: shared.address.clone() };
+            let answer = match call(&shared.name, &actor, &frame, shared.down_after).await {
+                Ok((name, Reply::Hello { address })) => Ok((name, address)),
+                Ok(_) => Err("unexpected answer to hello".to_owned()),
+                Err(e) => Err(e),
+            };
+            let _ = me.cast(AgentMsg::Heard(Heard::Hello { actor, answer }));
+        });
+    }
+    let peers: Vec<(String, ActorRef<AgentMsg>)> = shared
+        .peers
+        .read()
+        .map(|p| p.iter().map(|(n, peer)| (n.clone(), peer.actor.clone())).collect())
+        .unwrap_or_default();
+    for (name, actor) in peers {
+        if !state.pinging.insert(name.clone()) {
+            continue;
+        }
+        let (shared, me) = (Arc::clone(&shared), myself.clone());
+        tokio::spawn(async move {
+            let ok = matches!(
+                call(&shared.name, &actor, &Frame::Ping, shared.down_after).await,
+                Ok((_, Reply::Pong))
+            );
+            let _ = me.cast(AgentMsg::Heard(Heard::Pong { name, ok }));
+        });
+    }
+    judge(&shared).await;
+    if state.ticks % REDIAL_EVERY == 1 {
+        redial(&shared).await;
+    }
+}
+
+async fn heard_from(state: &mut AgentState, heard: Heard) {
+    let shared = Arc::clone(&state.shared);
+    match heard {
+        Heard::Hello { actor, answer } => {
+            state.greeting.remove(&actor.get_id());
+            match answer {
+                Ok((name, address)) if name != shared.name => {
+                    tracing::info!(node = %name, %address, "met a node of the cluster");
+                    if let Ok(mut peers) = shared.peers.write() {
+                        peers.insert(name, Peer { address, actor, last_heard: Instant::now(), up: false });
+                    }
+                    judge(&shared).await;
+                }
+                Ok((name, _)) => {
+                    tracing::error!(node = %name, "another node uses this node's name; ignoring it")
+                }
+                Err(e) if e.contains("protocol version") => {
+                    tracing::error!(error = %e, "refusing a node of another protocol version; disconnecting it");
+                    state.refused.insert(actor.get_id());
+                    disconnect(&shared, actor.get_id().node()).await;
+                }
+                Err(e) => tracing::debug!(error = %e, "a node did not answer its hello yet"),
+            }
+        }
+        Heard::Pong { name, ok } => {
+            state.pinging.remove(&name);
+            if ok
+                && let Ok(mut peers) = shared.peers.write()
+                && let Some(peer) = peers.get_mut(&name)
+            {
+                peer.last_heard = Instant::now();
+            }
+            judge(&shared).await;
+        }
+    }
+}
+
+/// Updates who is up and announces the live members when they change.
+async fn judge(shared: &Arc<Shared>) {
+    let now = Instant::now();
+    let mut went_down = Vec::new();
+    let live = {
+        let Ok(mut peers) = shared.peers.write() else { return };
+        for (name, peer) in peers.iter_mut() {
+            let up = now.duration_since(peer.last_heard) <= shared.down_after;
+            if up != peer.up {
+                if up {
+                    tracing::info!(node = %name, "node is a live member");
+                } else {
+                    tracing::warn!(node = %name, silent_ms = now.duration_since(peer.last_heard).as_millis() as u64,
+                        "node stopped answering; it is out of the cluster");
+                    went_down.push(peer.actor.get_id().node());
+                }
+                peer.up = up;
+            }
+        }
+        let mut live: Vec<String> = peers.iter().filter(|(_, p)| p.up).map(|(n, _)| n.clone()).collect();
+        live.push(shared.name.clone());
+        live.sort();
+        live
+    };
+    shared.live.send_if_modified(|current| {
+        if **current == live {
+            false
+        } else {
+            *current = Arc::new(live);
+            true
+        }
+    });
+    for node in went_down {
+        disconnect(shared, node).await;
+    }
+}
+
+/// Drops the session with node `node_id` (a hung peer keeps its TCP session open).
+async fn disconnect(shared: &Shared, node_id: u64) {
+    if let Ok(CallResult::Success(sessions)) =
+        shared.node_server.call(NodeServerMessage::GetSessions, Some(Duration::from_secs(1))).await
+        && let Some(session) = sessions.get(&node_id)
+    {
+        session.actor.stop(Some("peer stopped answering".into()));
+    }
+}
+
+/// Dials the seeds and known peers that are not connected now.
+async fn redial(shared: &Arc<Shared>) {
+    let connected: HashSet<String> =
+        match shared.node_server.call(NodeServerMessage::GetSessions, Some(Duration::from_secs(1))).await {
+            Ok(CallResult::Success(sessions)) => sessions.values().map(|s| s.peer_addr.clone()).collect(),
+            _ => return,
+        };
+    let up: HashSet<String> = shared
+        .peers
+        .read()
+        .map(|p| p.values().filter(|p| p.up).map(|p| p.address.clone()).collect())
+        .unwrap_or_default();
+    let mut targets: Vec<String> = shared.seeds.clone();
+    if let Ok(peers) = shared.peers.read() {
+        targets.extend(peers.values().map(|p| p.address.clone()));
+    }
+    targets.sort();
+    targets.dedup();
+    for target in targets {
+        if target == shared.address || up.contains(&target) || connected.contains(&target) {
+            continue;
+        }
+        let server = shared.node_server.clone();
+        tokio::spawn(async move {
+            if let Err(e) = ractor_cluster::client_connect(&server, target.as_str()).await {
+                tracing::debug!(peer = %target, error = %e, "could not reach a cluster peer yet");
+            }
+        });
+    }
+}

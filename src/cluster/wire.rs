@@ -1,0 +1,151 @@
+//! What crosses between nodes. ractor_cluster carries ractor messages between processes; ours
+//! is one message type, [`AgentMsg`], sent to each node's agent (see `agent`), holding a
+//! postcard [`Envelope`]: the sender's protocol version first, so a node can always read
+//! the version even when it cannot read the rest, then the frame. Requests of the layers
+//! above (fetching a page on the node that owns its site, reading a job on the node that
+//! owns it) are opaque bytes here, encoded by their own module.
+
+use ractor::message::{BoxedDowncastErr, SerializedMessage};
+use ractor::{Message, RpcReplyPort};
+use serde::{Deserialize, Serialize};
+
+/// Version of the node-to-node protocol this build speaks. Nodes of another version are
+/// refused when they meet (both log the two versions).
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// What every message between nodes starts with.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Envelope {
+    /// The sender's [`PROTOCOL_VERSION`].
+    pub version: u32,
+    /// The sender's node name.
+    pub from: String,
+    /// A [`Frame`] or [`Reply`], postcard-encoded, readable when `version` matches.
+    pub body: Vec<u8>,
+}
+
+/// A request to another node's agent.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Frame {
+    /// First contact: who is calling and from where.
+    Hello {
+        /// The caller's cluster address.
+        address: String,
+    },
+    /// Are you there?
+    Ping,
+    /// A request of a layer above, handled by the node's request handler.
+    App(Vec<u8>),
+}
+
+/// An agent's answer.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) enum Reply {
+    /// First contact answered.
+    Hello {
+        /// The answering node's cluster address.
+        address: String,
+    },
+    /// Here.
+    Pong,
+    /// The handler's answer, or why it failed.
+    App(Result<Vec<u8>, String>),
+}
+
+/// The version this process speaks: [`PROTOCOL_VERSION`], or in debug builds the value of
+/// `TEST_FERROCRAWL_PROTOCOL_VERSION`, so a test can start a node of "another build".
+pub fn spoken_version() -> u32 {
+    static VERSION: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *VERSION.get_or_init(|| {
+        let test = std::env::var("TEST_FERROCRAWL_PROTOCOL_VERSION").ok().and_then(|v| v.parse().ok());
+        test.filter(|_| cfg!(debug_assertions)).unwrap_or(PROTOCOL_VERSION)
+    })
+}
+
+/// Encodes `value` inside an envelope from `from`.
+pub(crate) fn seal<T: Serialize>(from: &str, value: &T) -> Vec<u8> {
+    let body = postcard::to_allocvec(value).unwrap_or_default();
+    postcard::to_allocvec(&Envelope { version: spoken_version(), from: from.to_owned(), body })
+        .unwrap_or_default()
+}
+
+/// Why an envelope could not be opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    /// Not an envelope at all.
+    #[error("unreadable message from another node")]
+    Garbled,
+    /// From a node of another protocol version.
+    #[error("node `{from}` speaks protocol version {theirs}; this node speaks {}", spoken_version())]
+    Version {
+        /// The sender.
+        from: String,
+        /// Its version.
+        theirs: u32,
+    },
+}
+
+/// Opens an envelope: the sender and its content.
+pub(crate) fn open<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<(String, T), OpenError> {
+    let envelope: Envelope = postcard::from_bytes(bytes).map_err(|_| OpenError::Garbled)?;
+    if envelope.version != spoken_version() {
+        return Err(OpenError::Version { from: envelope.from, theirs: envelope.version });
+    }
+    let value = postcard::from_bytes(&envelope.body).map_err(|_| OpenError::Garbled)?;
+    Ok((envelope.from, value))
+}
+
+/// Messages of a node's agent. `Call` and `Cast` cross nodes (as bytes); the others are
+/// the agent's own timers and reports, sent only within its process.
+#[derive(Debug)]
+pub(crate) enum AgentMsg {
+    /// A request expecting an answer: an envelope holding a [`Frame`]; the answer is an
+    /// envelope holding a [`Reply`].
+    Call(Vec<u8>, RpcReplyPort<Vec<u8>>),
+    /// Time to check on the peers.
+    Tick,
+    /// A peer answered a hello or ping (or failed to).
+    Heard(super::agent::Heard),
+}
+
+impl Message for AgentMsg {
+    fn serializable() -> bool {
+        true
+    }
+
+    fn serialize(self) -> Result<SerializedMessage, BoxedDowncastErr> {
+        match self {
+            Self::Call(args, reply) => {
+                Ok(SerializedMessage::Call { variant: "call".into(), args, reply, metadata: None })
+            }
+            // Local messages never leave the process.
+            Self::Tick | Self::Heard(_) => Err(BoxedDowncastErr),
+        }
+    }
+
+    fn deserialize(message: SerializedMessage) -> Result<Self, BoxedDowncastErr> {
+        match message {
+            SerializedMessage::Call { variant, args, reply, .. } if variant == "call" => {
+                Ok(Self::Call(args, reply))
+            }
+            _ => Err(BoxedDowncastErr),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelopes_carry_the_version_first() {
+        let sealed = seal("a", &Frame::Ping);
+        let (from, frame): (String, Frame) = open(&sealed).expect("open");
+        assert_eq!(from, "a");
+        assert!(matches!(frame, Frame::Ping));
+        let future = postcard::to_allocvec(&Envelope { version: 99, from: "z".into(), body: vec![1, 2, 3] })
+            .expect("encode");
+        assert_eq!(open::<Frame>(&future).unwrap_err(), OpenError::Version { from: "z".into(), theirs: 99 });
+        assert_eq!(open::<Frame>(&[0xff, 0xff]).unwrap_err(), OpenError::Garbled);
+    }
+}

@@ -1,0 +1,217 @@
+//! Several real `ferrocrawl serve` processes on loopback joined into one cluster: they meet
+//! through one seed, a node killed with SIGKILL or frozen with SIGSTOP is out within the
+//! configured time and back when it returns, and a node of another protocol version or
+//! with another secret never joins.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::decode;
+use crate::common::process::Binary;
+
+const SECRET: &str = "cluster-test-secret-0123456789";
+
+/// A free port on 127.0.0.1 (bound and released; the node binds it right after).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// A node of a test cluster.
+pub(crate) struct Node {
+    pub(crate) name: String,
+    pub(crate) cluster_addr: String,
+    pub(crate) process: Option<Binary>,
+    pub(crate) key: String,
+    pub(crate) data: tempfile::TempDir,
+}
+
+impl Node {
+    /// Starts node `name` with its own data directory, joining `seed` when given.
+    pub(crate) fn start(name: &str, seed: Option<&str>, env: &[(&str, &str)]) -> Self {
+        ferrocrawl::scrape::engine::http::install_crypto_provider();
+        let data = tempfile::tempdir().expect("tempdir");
+        let cluster_addr = format!("127.0.0.1:{}", free_port());
+        let mut node = Node { name: name.to_owned(), cluster_addr, process: None, key: String::new(), data };
+        node.launch(seed, env);
+        node
+    }
+
+    fn launch(&mut self, seed: Option<&str>, env: &[(&str, &str)]) {
+        let mut args = vec!["--cluster-listen", self.cluster_addr.as_str()];
+        if let Some(seed) = seed {
+            args.extend(["--join", seed]);
+        }
+        let mut vars = vec![
+            ("FERROCRAWL_CLUSTER__NODE_NAME", self.name.as_str()),
+            ("FERROCRAWL_CLUSTER__SECRET", SECRET),
+            ("FERROCRAWL_CLUSTER__HEARTBEAT_MS", "200"),
+            ("FERROCRAWL_CLUSTER__DOWN_AFTER_MS", "1500"),
+        ];
+        vars.extend_from_slice(env);
+        self.process = Some(Binary::serve_with(self.data.path(), &args, &vars));
+        self.key = read_key(self.data.path());
+    }
+
+    /// Starts the node again on its data directory and cluster address.
+    pub(crate) fn restart(&mut self, seed: &str) {
+        self.launch(Some(seed), &[]);
+    }
+
+    pub(crate) fn base(&self) -> &str {
+        &self.process.as_ref().expect("running").base
+    }
+
+    /// `GET /v2/cluster` on this node.
+    pub(crate) async fn view(&self) -> Value {
+        let client = reqwest::Client::builder().no_proxy().build().expect("client");
+        let resp = client
+            .get(format!("{}/v2/cluster", self.base()))
+            .bearer_auth(&self.key)
+            .send()
+            .await
+            .expect("cluster view");
+        let (status, body) = decode(resp).await;
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// The live members this node sees, sorted.
+    pub(crate) async fn live(&self) -> Vec<String> {
+        let view = self.view().await;
+        view["live"].as_array().expect("live").iter().map(|v| v.as_str().expect("name").to_owned()).collect()
+    }
+
+    /// Waits until this node sees exactly `members` live.
+    pub(crate) async fn wait_live(&self, members: &[&str], limit: Duration) -> Duration {
+        let started = Instant::now();
+        let want: Vec<String> = members.iter().map(|m| (*m).to_owned()).collect();
+        loop {
+            let live = self.live().await;
+            if live == want {
+                return started.elapsed();
+            }
+            assert!(started.elapsed() < limit, "{} sees {live:?}, not {want:?}", self.name);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn read_key(data: &Path) -> String {
+    std::fs::read_to_string(data.join("api-key")).expect("api key").trim().to_owned()
+}
+
+#[tokio::test]
+async fn nodes_meet_through_one_seed_and_notice_a_lost_node() {
+    let a = Node::start("a", None, &[]);
+    let b = Node::start("b", Some(&a.cluster_addr), &[]);
+    let mut c = Node::start("c", Some(&a.cluster_addr), &[]);
+    let all = ["a", "b", "c"];
+    for node in [&a, &b, &c] {
+        node.wait_live(&all, Duration::from_secs(20)).await;
+    }
+    // b and c met through a alone (transitive connections).
+    let view = b.view().await;
+    let members = view["members"].as_array().expect("members");
+    assert_eq!(members.len(), 3, "{view}");
+    assert!(
+        members.iter().all(|m| m["jobs"].is_u64() && m["domains"].is_u64()),
+        "counts of every node: {view}"
+    );
+    assert_eq!(view["node"], "b");
+    assert_eq!(view["protocolVersion"], 1);
+
+    // SIGKILL: out within the configured time (1.5 s here), back after a restart.
+    c.process.take().expect("c").kill9();
+    let gone = a.wait_live(&["a", "b"], Duration::from_secs(10)).await;
+    b.wait_live(&["a", "b"], Duration::from_secs(10)).await;
+    assert!(gone < Duration::from_secs(5), "a dead node left after {gone:?}");
+    c.restart(&a.cluster_addr);
+    for node in [&a, &b, &c] {
+        node.wait_live(&all, Duration::from_secs(20)).await;
+    }
+
+    // SIGSTOP: a frozen node keeps its connections open but stops answering.
+    b.process.as_ref().expect("b").signal("STOP");
+    let frozen = a.wait_live(&["a", "c"], Duration::from_secs(10)).await;
+    assert!(frozen < Duration::from_secs(5), "a frozen node left after {frozen:?}");
+    b.process.as_ref().expect("b").signal("CONT");
+    for node in [&a, &b, &c] {
+        node.wait_live(&all, Duration::from_secs(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_node_with_another_secret_never_joins() {
+    let a = Node::start("a", None, &[]);
+    let outsider = Node::start(
+        "x",
+        Some(&a.cluster_addr),
+        &[("FERROCRAWL_CLUSTER__SECRET", "some-other-secret-987654321")],
+    );
+    // Give the handshake time to fail; neither side may list the other.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        assert_eq!(a.live().await, vec!["a".to_owned()]);
+        assert_eq!(outsider.live().await, vec!["x".to_owned()]);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// A node of another protocol version (a build that cannot talk to this one) is refused
+/// at join; each side's log names both versions.
+#[tokio::test]
+async fn a_node_of_another_protocol_version_is_refused() {
+    let a = Node::start("a", None, &[]);
+    let newer = Node::start("n", Some(&a.cluster_addr), &[("TEST_FERROCRAWL_PROTOCOL_VERSION", "2")]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let a_log = a.process.as_ref().expect("a").stderr();
+        let n_log = newer.process.as_ref().expect("n").stderr();
+        let names_both = |log: &str| {
+            log.contains("protocol version 2") && log.contains("speaks 1")
+                || log.contains("protocol version 1") && log.contains("speaks 2")
+        };
+        if names_both(&a_log) && names_both(&n_log) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no refusal naming both versions:\n{a_log}\n---\n{n_log}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(a.live().await, vec!["a".to_owned()]);
+    assert_eq!(newer.live().await, vec!["n".to_owned()]);
+}
+
+#[tokio::test]
+async fn a_node_needs_a_secret_and_a_valid_address() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let out = crate::common::process::run(
+        &[
+            "serve",
+            "--port",
+            "0",
+            "--data",
+            data.path().to_str().expect("utf8"),
+            "--cluster-listen",
+            "127.0.0.1:0",
+        ],
+        &[],
+    );
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cluster.secret"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = crate::common::process::run(
+        &["serve", "--port", "0", "--data", data.path().to_str().expect("utf8"), "--join", "127.0.0.1:9"],
+        &[],
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cluster.seeds"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
