@@ -108,14 +108,15 @@ pub async fn serve(
         services.cluster = Some(cluster::Cluster::start(&settings.cluster).await?);
     }
     let runtime = actors::Runtime::start(services).await?;
+    let jobs = service::JobService::new(runtime.clone());
     if let Some(cluster) = &runtime.services().cluster {
-        cluster.serve(actors::remote::RemoteHandler::new(runtime.clone()));
+        cluster.serve(service::remote::RemoteHandler::new(jobs.clone()));
     }
     let state = web::Data::new(api::AppState {
         settings: Arc::clone(&settings),
         scraper,
         runtime: runtime.clone(),
-        jobs: service::JobService::new(runtime.clone()),
+        jobs,
     });
     let openapi = web::Data::new(api::openapi::OpenApiJson::build());
     let workers = match settings.server.workers {

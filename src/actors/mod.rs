@@ -22,7 +22,6 @@ pub mod events;
 pub mod janitor;
 pub mod jobs;
 pub mod map;
-pub mod remote;
 pub mod root;
 mod settle;
 pub mod tap;
@@ -139,6 +138,17 @@ impl crate::model::ErrorCode for RuntimeError {
             Self::Store(e) => e.code(),
         }
     }
+}
+
+/// How much a node holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct NodeCounts {
+    /// Live site actors.
+    pub domains: usize,
+    /// Running job actors.
+    pub jobs: usize,
+    /// Interact sessions.
+    pub sessions: usize,
 }
 
 /// Handle on the running actor tree.
@@ -273,8 +283,8 @@ impl Runtime {
     }
 
     /// How much this node holds: live site actors, running jobs, interact sessions.
-    pub async fn counts(&self) -> remote::NodeCounts {
-        let Ok(supervisors) = self.supervisors().await else { return remote::NodeCounts::default() };
+    pub async fn counts(&self) -> NodeCounts {
+        let Ok(supervisors) = self.supervisors().await else { return NodeCounts::default() };
         fn got<T, E>(answer: Result<CallResult<T>, E>) -> Option<T> {
             match answer {
                 Ok(CallResult::Success(value)) => Some(value),
@@ -282,7 +292,7 @@ impl Runtime {
             }
         }
         let timeout = Some(std::time::Duration::from_secs(2));
-        remote::NodeCounts {
+        NodeCounts {
             domains: got(supervisors.domains.call(domains::DomainsMsg::Count, timeout).await).unwrap_or(0),
             jobs: got(supervisors.jobs.call(jobs::JobsMsg::Running, timeout).await)
                 .map_or(0, |ids| ids.len()),

@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::error::ApiError;
 use super::{AppState, Authenticated};
-use crate::actors::remote::{self, Request, Response};
 use crate::model::Code;
+use crate::service::remote::{self, Request, Response};
 
 /// Registers the route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -40,6 +40,7 @@ async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<Http
             cluster.call(&m.name, remote::encode(&Request::Counts), Duration::from_secs(2)).await.ok()?;
         match remote::decode(&answer).ok()? {
             Response::Counts(counts) => Some(counts),
+            _ => None,
         }
     });
     let counts = futures::future::join_all(asks).await;

@@ -83,7 +83,7 @@ pub async fn admit(
     teams.require(&auth.team, 1)?;
     let slot = teams.admit(&auth.team).await;
     let queued_ms = slot.waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
-    let id = JobId::new();
+    let id = state.jobs.new_id();
     note_activity(state, auth, endpoint, id, target)?;
     Ok(Admitted { id, queued_ms, _slot: slot })
 }

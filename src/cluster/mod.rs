@@ -162,6 +162,21 @@ impl Cluster {
         place::owner(&live, key).unwrap_or(self.name()).to_owned()
     }
 
+    /// The tag job ids made on this node carry.
+    pub fn tag(&self) -> u32 {
+        place::tag_of(self.name())
+    }
+
+    /// The node whose tag is `tag`, among this node and the peers it knows, and whether it
+    /// is live now (`None`: no known node has that tag).
+    pub fn node_of_tag(&self, tag: u32) -> Option<(String, bool)> {
+        if tag == self.tag() {
+            return Some((self.shared.name.clone(), true));
+        }
+        let peers = self.shared.peers.read().ok()?;
+        peers.iter().find(|(name, _)| place::tag_of(name) == tag).map(|(name, p)| (name.clone(), p.up))
+    }
+
     /// Every node this one knows, with its state.
     pub fn members(&self) -> Vec<MemberView> {
         let now = Instant::now();

@@ -18,6 +18,11 @@ fn weight(node: &str, key: &str) -> u64 {
     h ^ (h >> 31)
 }
 
+/// A node's tag: what job ids made on it carry (see `JobId::tagged`).
+pub fn tag_of(node: &str) -> u32 {
+    (weight(node, "job-id-tag") >> 32) as u32
+}
+
 /// The member that owns `key` (`None` when there are no members). Ties go to the smaller name.
 pub fn owner<'m>(members: &'m [String], key: &str) -> Option<&'m str> {
     members

@@ -101,6 +101,8 @@ codes! {
     SessionLimit => (429, "TOO_MANY_SESSIONS"),
     /// Interact with a `prompt` needs a language model, which this server does not have yet.
     AgentUnavailable => (503, "FEATURE_NOT_AVAILABLE"),
+    /// The node that owns the job is not a live member of the cluster now.
+    NodeUnavailable => (503, "NODE_UNAVAILABLE"),
     /// The job's stored record could not be read by this build and is held in quarantine.
     RecordQuarantined => (500, "RECORD_QUARANTINED"),
 }
@@ -123,6 +125,7 @@ mod tests {
                     | Code::BrowserFailed
                     | Code::AgentUnavailable
                     | Code::RecordQuarantined
+                    | Code::NodeUnavailable
             );
             assert_eq!(status >= 500, server_side, "{code:?} has status {status}");
         }

@@ -16,6 +16,20 @@ impl JobId {
         Self(Uuid::now_v7())
     }
 
+    /// A fresh time-ordered id carrying `tag` (the accepting node's, in a cluster) in its
+    /// last four bytes, so any node can tell which node owns the job.
+    pub fn tagged(tag: u32) -> Self {
+        let mut bytes = *Uuid::now_v7().as_bytes();
+        bytes[12..].copy_from_slice(&tag.to_be_bytes());
+        Self(Uuid::from_bytes(bytes))
+    }
+
+    /// The tag of an id made by [`JobId::tagged`] (any other id has a random one).
+    pub fn tag(&self) -> u32 {
+        let bytes = self.0.as_bytes();
+        u32::from_be_bytes([bytes[12], bytes[13], bytes[14], bytes[15]])
+    }
+
     /// Parses a job id from a path segment; `None` when it is not a UUID.
     pub fn parse(text: &str) -> Option<Self> {
         Uuid::parse_str(text).ok().map(Self)
@@ -89,6 +103,9 @@ mod tests {
 
     #[test]
     fn job_ids_round_trip_and_sort_by_time() {
+        let tagged = JobId::tagged(0xDEAD_BEEF);
+        assert_eq!(tagged.tag(), 0xDEAD_BEEF);
+        assert_eq!(JobId::parse(&tagged.to_string()), Some(tagged), "still a UUID");
         let a = JobId::new();
         let b = JobId::new();
         assert!(a.as_bytes() <= b.as_bytes());

@@ -10,6 +10,8 @@
 //! read the store themselves.
 
 mod read;
+pub mod remote;
+mod route;
 
 use url::Url;
 
@@ -60,6 +62,12 @@ pub enum JobError {
     /// A worker thread died.
     #[error("internal error: {0}")]
     Internal(String),
+    /// The node that owns the job is not a live member of the cluster now.
+    #[error("The job lives on node `{0}`, which is not available now; it resumes when the node is back")]
+    NodeUnavailable(String),
+    /// The node that owns the job answered with an error.
+    #[error(transparent)]
+    Remote(#[from] remote::RemoteError),
 }
 
 impl ErrorCode for JobError {
@@ -72,6 +80,8 @@ impl ErrorCode for JobError {
             Self::Store(e) => e.code(),
             Self::Runtime(e) => e.code(),
             Self::Internal(_) => Code::Unknown,
+            Self::NodeUnavailable(_) => Code::NodeUnavailable,
+            Self::Remote(e) => e.code(),
         }
     }
 }
@@ -153,7 +163,7 @@ impl JobService {
 
     /// Starts a crawl.
     pub async fn start_crawl(&self, request: NewCrawl) -> Result<Started, JobError> {
-        self.start_crawl_as(JobId::new(), request).await
+        self.start_crawl_as(self.new_id(), request).await
     }
 
     /// Starts a crawl with a given id (the command line opens the job's page tap first).
@@ -238,16 +248,17 @@ impl JobService {
             finished_ms: None,
             error: None,
         };
-        let id = JobId::new();
+        let id = self.new_id();
         self.runtime.submit(id, &record, &urls, volatile).await?;
         self.note(&team, "batch_scrape", id, (!volatile).then_some(record.url.as_str()))?;
         tracing::info!(job = %id, urls = urls.len(), "batch scrape started");
         Ok(Started { id, url: record.url })
     }
 
-    /// Cancels a running job of the team; a completed or failed one is a conflict.
-    pub async fn cancel(&self, team: &TeamId, id: JobId, kind: JobKind) -> Result<(), JobError> {
-        let job = self.find(team, id, kind).await?;
+    /// Cancels a running job of the team on this node; a completed or failed one is a
+    /// conflict.
+    pub(super) async fn local_cancel(&self, team: &TeamId, id: JobId, kind: JobKind) -> Result<(), JobError> {
+        let job = self.local_find(team, id, kind).await?;
         if matches!(job.status, JobStatus::Completed | JobStatus::Failed) {
             return Err(JobError::Finished(display_name(kind)));
         }

@@ -10,14 +10,28 @@ use crate::store::jobs::{Counters, ErrorEntry, trees};
 /// A job's progress counts.
 pub type JobCounts = Counters;
 
-/// A finished page's document as stored (JSON).
+/// A finished page's document as stored (JSON), read here or on the job's node.
 #[derive(Debug, Clone)]
-pub struct StoredDocument(sled::IVec);
+pub enum StoredDocument {
+    /// Read from this node's store.
+    Local(sled::IVec),
+    /// Received from the node that owns the job.
+    Remote(Vec<u8>),
+}
 
 impl StoredDocument {
     /// The document's JSON.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.0
+        match self {
+            Self::Local(bytes) => bytes,
+            Self::Remote(bytes) => bytes,
+        }
+    }
+}
+
+impl From<Vec<u8>> for StoredDocument {
+    fn from(bytes: Vec<u8>) -> Self {
+        Self::Remote(bytes)
     }
 }
 
@@ -44,7 +58,7 @@ pub struct JobPage {
 }
 
 /// A job's failures.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct JobErrors {
     /// Pages that failed.
     pub failed: Vec<ErrorEntry>,
@@ -83,13 +97,13 @@ impl JobService {
         .await
     }
 
-    /// The team's job `id` of `kind`.
-    pub async fn find(&self, team: &TeamId, id: JobId, kind: JobKind) -> Result<Job, JobError> {
+    /// The team's job `id` of `kind` on this node.
+    pub(super) async fn local_find(&self, team: &TeamId, id: JobId, kind: JobKind) -> Result<Job, JobError> {
         Ok(self.locate(team, id, kind).await?.1)
     }
 
-    /// The team's job with its counts and a page of its documents.
-    pub async fn page(
+    /// The team's job on this node, with its counts and a page of its documents.
+    pub(super) async fn local_page(
         &self,
         team: &TeamId,
         id: JobId,
@@ -102,15 +116,20 @@ impl JobService {
             let documents = jobs
                 .pages(id, paging.skip, paging.limit, paging.max_bytes)?
                 .into_iter()
-                .map(StoredDocument)
+                .map(StoredDocument::Local)
                 .collect();
             Ok(JobPage { job, counts, documents })
         })
         .await
     }
 
-    /// The team's job's failed pages and robots-blocked URLs.
-    pub async fn errors(&self, team: &TeamId, id: JobId, kind: JobKind) -> Result<JobErrors, JobError> {
+    /// The failed pages and robots-blocked URLs of the team's job on this node.
+    pub(super) async fn local_errors(
+        &self,
+        team: &TeamId,
+        id: JobId,
+        kind: JobKind,
+    ) -> Result<JobErrors, JobError> {
         let (jobs, _) = self.locate(team, id, kind).await?;
         blocking(move || {
             let (failed, robots_blocked) = jobs.errors(id)?;
@@ -119,8 +138,12 @@ impl JobService {
         .await
     }
 
-    /// The team's running jobs of `kind`.
-    pub async fn active(&self, team: &TeamId, kind: JobKind) -> Result<Vec<ActiveJob>, JobError> {
+    /// The team's running jobs of `kind` on this node.
+    pub(super) async fn local_active(
+        &self,
+        team: &TeamId,
+        kind: JobKind,
+    ) -> Result<Vec<ActiveJob>, JobError> {
         let services = self.runtime.services().clone();
         let team = team.as_str().to_owned();
         blocking(move || {

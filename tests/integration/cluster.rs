@@ -4,7 +4,6 @@
 //! with another secret never joins.
 
 use std::net::TcpListener;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -13,6 +12,8 @@ use crate::common::decode;
 use crate::common::process::Binary;
 
 const SECRET: &str = "cluster-test-secret-0123456789";
+/// The key every test node knows, of team `default`.
+const SHARED_KEY: &str = "fc-cluster-test-shared-key";
 
 /// A free port on 127.0.0.1 (bound and released; the node binds it right after).
 fn free_port() -> u16 {
@@ -44,6 +45,15 @@ impl Node {
         if let Some(seed) = seed {
             args.extend(["--join", seed]);
         }
+        // Every node knows the operator's key (the keys of a cluster are the same everywhere).
+        if self.key.is_empty() {
+            let data = self.data.path().to_str().expect("utf8").to_owned();
+            let out = crate::common::process::run(
+                &["keys", "create", "--team", "default", "--key", SHARED_KEY, "--data", &data],
+                &[],
+            );
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
         let mut vars = vec![
             ("FERROCRAWL_CLUSTER__NODE_NAME", self.name.as_str()),
             ("FERROCRAWL_CLUSTER__SECRET", SECRET),
@@ -52,7 +62,7 @@ impl Node {
         ];
         vars.extend_from_slice(env);
         self.process = Some(Binary::serve_with(self.data.path(), &args, &vars));
-        self.key = read_key(self.data.path());
+        self.key = SHARED_KEY.to_owned();
     }
 
     /// Starts the node again on its data directory and cluster address.
@@ -99,8 +109,20 @@ impl Node {
     }
 }
 
-fn read_key(data: &Path) -> String {
-    std::fs::read_to_string(data.join("api-key")).expect("api key").trim().to_owned()
+/// Sends a request with `key` to `base`.
+async fn call(
+    base: &str,
+    key: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<&Value>,
+) -> (u16, Value) {
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let mut req = client.request(method, format!("{base}{path}")).bearer_auth(key);
+    if let Some(body) = body {
+        req = req.json(body);
+    }
+    decode(req.send().await.expect("request")).await
 }
 
 #[tokio::test]
@@ -214,4 +236,63 @@ async fn a_node_needs_a_secret_and_a_valid_address() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A job lives on the node that accepted it; any node answers its status, errors and cancel
+/// by asking that node, and says which node is missing when it is down.
+#[tokio::test]
+async fn any_node_answers_for_a_job_and_names_a_missing_owner() {
+    let site = crate::common::CrawlSite::start(100);
+    let a = Node::start("a", None, &[]);
+    let mut b = Node::start("b", Some(&a.cluster_addr), &[]);
+    for node in [&a, &b] {
+        node.wait_live(&["a", "b"], Duration::from_secs(20)).await;
+    }
+    let key = &a.key;
+    let urls: Vec<String> = (0..30).map(|n| site.url(&format!("/chain/{n}"))).collect();
+    let body = serde_json::json!({"urls": urls, "maxConcurrency": 1});
+    let (status, started) = call(b.base(), key, reqwest::Method::POST, "/v2/batch/scrape", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let id = started["id"].as_str().expect("id").to_owned();
+    let path = format!("/v2/batch/scrape/{id}");
+
+    // The owner is b; a answers the same by asking it.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, via_a) = call(a.base(), key, reqwest::Method::GET, &path, None).await;
+        assert_eq!(status, 200, "{via_a}");
+        if via_a["completed"].as_u64().unwrap_or(0) >= 2 {
+            assert_eq!(via_a["status"], "scraping");
+            assert!(via_a["data"].as_array().is_some_and(|d| !d.is_empty()), "documents come along: {via_a}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no progress seen through a: {via_a}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (status, errors) = call(a.base(), key, reqwest::Method::GET, &format!("{path}/errors"), None).await;
+    assert_eq!((status, errors["success"].as_bool()), (200, Some(true)), "{errors}");
+    let (status, missing) = call(
+        a.base(),
+        key,
+        reqwest::Method::GET,
+        &format!("/v2/batch/scrape/{}", ferrocrawl::model::JobId::new()),
+        None,
+    )
+    .await;
+    assert_eq!(status, 404, "{missing}");
+
+    // The owner down: other nodes name it.
+    b.process.take().expect("b").kill9();
+    a.wait_live(&["a"], Duration::from_secs(10)).await;
+    let (status, unavailable) = call(a.base(), key, reqwest::Method::GET, &path, None).await;
+    assert_eq!((status, unavailable["code"].as_str()), (503, Some("NODE_UNAVAILABLE")), "{unavailable}");
+    assert!(unavailable["error"].as_str().expect("error").contains("`b`"), "{unavailable}");
+
+    // Back with its data directory: the job resumes, and a cancel through a reaches it.
+    b.restart(&a.cluster_addr);
+    a.wait_live(&["a", "b"], Duration::from_secs(20)).await;
+    let (status, cancelled) = call(a.base(), key, reqwest::Method::DELETE, &path, None).await;
+    assert_eq!(status, 200, "{cancelled}");
+    let (_, after) = call(b.base(), key, reqwest::Method::GET, &path, None).await;
+    assert_eq!(after["status"], "cancelled", "{after}");
 }
