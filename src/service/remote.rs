@@ -65,7 +65,7 @@ pub enum Response {
     /// See [`Request::Page`].
     Page {
         /// The job.
-        job: Job,
+        job: Box<Job>,
         /// Its counts.
         counts: JobCounts,
         /// Documents (JSON).
@@ -161,7 +161,7 @@ impl RemoteHandler {
                 let JobPage { job, counts, documents } =
                     jobs.local_page(&team(&t)?, id, kind, Paging { skip, limit, max_bytes }).await?;
                 let documents = documents.iter().map(|d| d.as_bytes().to_vec()).collect();
-                Response::Page { job, counts, documents }
+                Response::Page { job: Box::new(job), counts, documents }
             }
             Request::Errors { team: t, id, kind } => {
                 Response::Errors(jobs.local_errors(&team(&t)?, id, kind).await?)
@@ -191,9 +191,11 @@ impl crate::cluster::Handler for RemoteHandler {
 /// Turns a remote page answer into a [`JobPage`].
 pub(super) fn page_of(response: Response) -> Result<JobPage, JobError> {
     match response.ok()? {
-        Response::Page { job, counts, documents } => {
-            Ok(JobPage { job, counts, documents: documents.into_iter().map(StoredDocument::from).collect() })
-        }
+        Response::Page { job, counts, documents } => Ok(JobPage {
+            job: *job,
+            counts,
+            documents: documents.into_iter().map(StoredDocument::from).collect(),
+        }),
         _ => Err(JobError::Internal("unexpected answer from the owning node".into())),
     }
 }
