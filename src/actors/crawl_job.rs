@@ -327,6 +327,7 @@ fn dispatch(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState, seq: u64,
         queued_ms: None,
     };
     let domains = state.domains.clone();
+    let cluster = state.services.cluster.clone();
     let teams = std::sync::Arc::clone(&state.services.teams);
     let myself = myself.clone();
     let handle = tokio::spawn(async move {
@@ -335,7 +336,7 @@ fn dispatch(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState, seq: u64,
         let admission = teams.admit(&task.team).await;
         task.queued_ms = admission.waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
         let mut admission = Some(admission);
-        let outcome = fetch_via_site(&domains, task, || {
+        let outcome = fetch_via_site(&domains, cluster.as_ref(), task, || {
             admission.take();
             let _ = myself.cast(CrawlJobMsg::Retrieved(seq));
         })
@@ -348,9 +349,12 @@ fn dispatch(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState, seq: u64,
 
 /// Sends a page to its site actor and waits for the outcome, calling `on_retrieved` when
 /// the response is in (the team's concurrency slot is then free); a site actor that went
-/// away is looked up again.
-async fn fetch_via_site(
+/// away is looked up again. In a cluster the site's actor lives on the node that owns the
+/// site: the page is fetched there (see `remote`), and sent again to the new owner when
+/// that node leaves.
+pub(crate) async fn fetch_via_site(
     domains: &ActorRef<DomainsMsg>,
+    cluster: Option<&crate::cluster::Cluster>,
     task: FetchTask,
     mut on_retrieved: impl FnMut(),
 ) -> FetchOutcome {
@@ -360,6 +364,12 @@ async fn fetch_via_site(
             error: format!("invalid URL {}", task.url),
         };
     };
+    if let Some(cluster) = cluster
+        && let Some(outcome) = super::remote::fetch_on_owner(cluster, origin.as_str(), &task).await
+    {
+        on_retrieved();
+        return outcome;
+    }
     let mut last_error = String::new();
     for _ in 0..3 {
         let site = match domains.call(|reply| DomainsMsg::Lookup(origin.clone(), reply), None).await {
@@ -442,6 +452,9 @@ async fn finish(
     }
     if status == JobStatus::Cancelled {
         let _ = state.domains.cast(DomainsMsg::CancelJob(state.id));
+        if let Some(cluster) = &state.services.cluster {
+            super::remote::broadcast_cancel(cluster, state.id);
+        }
     }
     let record = super::events::end(&state.jobs, state.id, status, None)?;
     state.services.webhooks.notify_one();

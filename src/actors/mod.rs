@@ -22,6 +22,7 @@ pub mod events;
 pub mod janitor;
 pub mod jobs;
 pub mod map;
+pub mod remote;
 pub mod root;
 mod settle;
 pub mod tap;
@@ -247,6 +248,9 @@ impl Runtime {
             let supervisors = self.supervisors().await?;
             let _ = supervisors.jobs.cast(jobs::JobsMsg::Cancel(id));
             let _ = supervisors.domains.cast(domains::DomainsMsg::CancelJob(id));
+            if let Some(cluster) = &self.services.cluster {
+                remote::broadcast_cancel(cluster, id);
+            }
         }
         Ok(Some(record))
     }
@@ -297,6 +301,22 @@ impl Runtime {
             jobs: got(supervisors.jobs.call(jobs::JobsMsg::Running, timeout).await)
                 .map_or(0, |ids| ids.len()),
             sessions: got(supervisors.browser.call(browser::BrowserMsg::Live, timeout).await).unwrap_or(0),
+        }
+    }
+
+    /// Fetches a page through this node's actor of its site (a request of another node of
+    /// the cluster, for a site this node owns).
+    pub async fn fetch_here(&self, task: domain::FetchTask) -> domain::FetchOutcome {
+        match self.supervisors().await {
+            Ok(supervisors) => crawl_job::fetch_via_site(&supervisors.domains, None, task, || {}).await,
+            Err(e) => domain::FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: e.to_string() },
+        }
+    }
+
+    /// Tells this node's site actors that job `id` was cancelled.
+    pub async fn cancel_here(&self, id: JobId) {
+        if let Ok(supervisors) = self.supervisors().await {
+            let _ = supervisors.domains.cast(domains::DomainsMsg::CancelJob(id));
         }
     }
 

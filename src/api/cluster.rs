@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::error::ApiError;
 use super::{AppState, Authenticated};
+use crate::actors::remote::{self, Request, Response};
 use crate::model::Code;
-use crate::service::remote::{self, Request, Response};
 
 /// Registers the route.
 pub fn configure(cfg: &mut web::ServiceConfig) {

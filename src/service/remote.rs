@@ -1,102 +1,15 @@
-//! Requests between nodes of a cluster, as this node answers them: the cluster module
-//! carries bytes; this module says what they mean. A job lives on the node that accepted it
-//! (its id carries that node's tag), so reading, cancelling or listing it from another node
-//! is a request here. Each request and answer is a serde enum, postcard-encoded inside the
-//! cluster's versioned envelope; errors cross as their HTTP status, code and message.
+//! This node's answers to other nodes' requests (`actors::remote` defines them): pages of
+//! sites it owns, fetched through its site actors, and jobs it owns, read, listed or
+//! cancelled through the job service.
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
 
-use super::read::{JobCounts, StoredDocument};
-use super::{ActiveJob, Job, JobError, JobErrors, JobPage, JobService, Paging};
-use crate::actors::NodeCounts;
-use crate::model::{Code, ErrorCode, JobId, JobKind, TeamId};
-
-/// What one node asks another.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub enum Request {
-    /// How much the node holds.
-    Counts,
-    /// A job of the team with a page of its documents.
-    Page {
-        /// The team.
-        team: String,
-        /// The job.
-        id: JobId,
-        /// Crawl or batch.
-        kind: JobKind,
-        /// Documents to skip, at most, and bytes at most.
-        paging: (u64, usize, usize),
-    },
-    /// A job's failed pages.
-    Errors {
-        /// The team.
-        team: String,
-        /// The job.
-        id: JobId,
-        /// Crawl or batch.
-        kind: JobKind,
-    },
-    /// Cancel a job.
-    Cancel {
-        /// The team.
-        team: String,
-        /// The job.
-        id: JobId,
-        /// Crawl or batch.
-        kind: JobKind,
-    },
-    /// The team's running jobs of a kind on that node.
-    Active {
-        /// The team.
-        team: String,
-        /// Crawl or batch.
-        kind: JobKind,
-    },
-}
-
-/// The answers.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub enum Response {
-    /// See [`Request::Counts`].
-    Counts(NodeCounts),
-    /// See [`Request::Page`].
-    Page {
-        /// The job.
-        job: Box<Job>,
-        /// Its counts.
-        counts: JobCounts,
-        /// Documents (JSON).
-        documents: Vec<Vec<u8>>,
-    },
-    /// See [`Request::Errors`].
-    Errors(JobErrors),
-    /// Done.
-    Done,
-    /// See [`Request::Active`].
-    Active(Vec<(JobId, Job)>),
-    /// The request failed there.
-    Failed {
-        /// HTTP status.
-        status: u16,
-        /// Error code.
-        code: String,
-        /// Message.
-        message: String,
-    },
-}
-
-/// Encodes a request or an answer.
-pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    postcard::to_allocvec(value).unwrap_or_default()
-}
-
-/// Decodes a request or an answer.
-pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, String> {
-    postcard::from_bytes(bytes).map_err(|e| format!("unreadable request or answer: {e}"))
-}
+use super::read::StoredDocument;
+use super::{ActiveJob, JobError, JobErrors, JobPage, JobService, Paging};
+use crate::actors::remote::{Request, Response, decode, encode};
+use crate::model::{Code, ErrorCode, TeamId};
 
 /// An error from another node, as it answered.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -128,15 +41,13 @@ fn failed(e: &JobError) -> Response {
     Response::Failed { status: code.status(), code: code.as_str().to_owned(), message: e.to_string() }
 }
 
-impl Response {
-    /// The answer, or the other node's error as a [`JobError`].
-    pub(super) fn ok(self) -> Result<Self, JobError> {
-        match self {
-            Self::Failed { status, code, message } => {
-                Err(JobError::Remote(RemoteError::new(status, &code, message)))
-            }
-            other => Ok(other),
+/// The answer, or the other node's error as a [`JobError`].
+pub(super) fn ok(response: Response) -> Result<Response, JobError> {
+    match response {
+        Response::Failed { status, code, message } => {
+            Err(JobError::Remote(RemoteError::new(status, &code, message)))
         }
+        other => Ok(other),
     }
 }
 
@@ -157,6 +68,11 @@ impl RemoteHandler {
         let jobs = &self.jobs;
         Ok(match request {
             Request::Counts => Response::Counts(jobs.runtime().counts().await),
+            Request::Fetch(task) => Response::Fetched(Box::new(jobs.runtime().fetch_here(*task).await)),
+            Request::CancelJob(id) => {
+                jobs.runtime().cancel_here(id).await;
+                Response::Done
+            }
             Request::Page { team: t, id, kind, paging: (skip, limit, max_bytes) } => {
                 let JobPage { job, counts, documents } =
                     jobs.local_page(&team(&t)?, id, kind, Paging { skip, limit, max_bytes }).await?;
@@ -164,7 +80,8 @@ impl RemoteHandler {
                 Response::Page { job: Box::new(job), counts, documents }
             }
             Request::Errors { team: t, id, kind } => {
-                Response::Errors(jobs.local_errors(&team(&t)?, id, kind).await?)
+                let JobErrors { failed, robots_blocked } = jobs.local_errors(&team(&t)?, id, kind).await?;
+                Response::Errors { failed, robots_blocked }
             }
             Request::Cancel { team: t, id, kind } => {
                 jobs.local_cancel(&team(&t)?, id, kind).await?;
@@ -190,7 +107,7 @@ impl crate::cluster::Handler for RemoteHandler {
 
 /// Turns a remote page answer into a [`JobPage`].
 pub(super) fn page_of(response: Response) -> Result<JobPage, JobError> {
-    match response.ok()? {
+    match ok(response)? {
         Response::Page { job, counts, documents } => Ok(JobPage {
             job: *job,
             counts,
@@ -202,7 +119,7 @@ pub(super) fn page_of(response: Response) -> Result<JobPage, JobError> {
 
 /// Turns a remote active-jobs answer into the list.
 pub(super) fn active_of(response: Response) -> Result<Vec<ActiveJob>, JobError> {
-    match response.ok()? {
+    match ok(response)? {
         Response::Active(list) => Ok(list.into_iter().map(|(id, job)| ActiveJob { id, job }).collect()),
         _ => Err(JobError::Internal("unexpected answer from another node".into())),
     }
@@ -210,8 +127,8 @@ pub(super) fn active_of(response: Response) -> Result<Vec<ActiveJob>, JobError> 
 
 /// Turns a remote errors answer into the list.
 pub(super) fn errors_of(response: Response) -> Result<JobErrors, JobError> {
-    match response.ok()? {
-        Response::Errors(errors) => Ok(errors),
+    match ok(response)? {
+        Response::Errors { failed, robots_blocked } => Ok(JobErrors { failed, robots_blocked }),
         _ => Err(JobError::Internal("unexpected answer from the owning node".into())),
     }
 }

@@ -6,8 +6,9 @@
 
 use std::time::Duration;
 
-use super::remote::{self, Request, Response};
+use super::remote;
 use super::{ActiveJob, JobError, JobErrors, JobPage, JobService, Paging};
+use crate::actors::remote::{Request, Response, decode, encode};
 use crate::cluster::ClusterError;
 use crate::model::{JobId, JobKind, TeamId};
 
@@ -43,16 +44,15 @@ impl JobService {
         let Some(cluster) = &self.runtime.services().cluster else {
             return Err(JobError::NodeUnavailable(node.to_owned()));
         };
-        let answer =
-            cluster.call(node, remote::encode(request), REMOTE_TIMEOUT).await.map_err(|e| match e {
-                ClusterError::Call { reason, .. }
-                    if !reason.contains("unreachable") && !reason.contains("no answer") =>
-                {
-                    JobError::Internal(format!("node `{node}`: {reason}"))
-                }
-                _ => JobError::NodeUnavailable(node.to_owned()),
-            })?;
-        remote::decode(&answer).map_err(JobError::Internal)
+        let answer = cluster.call(node, encode(request), REMOTE_TIMEOUT).await.map_err(|e| match e {
+            ClusterError::Call { reason, .. }
+                if !reason.contains("unreachable") && !reason.contains("no answer") =>
+            {
+                JobError::Internal(format!("node `{node}`: {reason}"))
+            }
+            _ => JobError::NodeUnavailable(node.to_owned()),
+        })?;
+        decode(&answer).map_err(JobError::Internal)
     }
 
     /// The team's job `id` of `kind`, wherever it lives.
@@ -100,7 +100,7 @@ impl JobService {
             Route::Here => self.local_cancel(team, id, kind).await,
             Route::There(node) => {
                 let request = Request::Cancel { team: team.as_str().to_owned(), id, kind };
-                self.ask(&node, &request).await?.ok().map(drop)
+                remote::ok(self.ask(&node, &request).await?).map(drop)
             }
         }
     }

@@ -1,0 +1,166 @@
+//! What nodes of a cluster ask each other: the cluster module carries bytes; this module
+//! says what they mean. A site's pages are fetched on the node that owns the site (its
+//! politeness actor lives there), and a job lives on the node that accepted it (its id
+//! carries that node's tag), so reading, cancelling or listing it from another node is a
+//! request too. Each request and answer is a serde enum, postcard-encoded inside the
+//! cluster's versioned envelope; errors cross as their HTTP status, code and message. The
+//! job service answers them (`service::remote`).
+
+use serde::{Deserialize, Serialize};
+
+use super::NodeCounts;
+use super::domain::{FetchOutcome, FetchTask};
+use crate::model::{JobId, JobKind};
+use crate::store::jobs::{Counters, ErrorEntry, JobRecord};
+
+/// What one node asks another.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Request {
+    /// How much the node holds.
+    Counts,
+    /// Fetch a page of a site this node owns (through its politeness actor).
+    Fetch(Box<FetchTask>),
+    /// A job was cancelled: the site actors drop its pages.
+    CancelJob(JobId),
+    /// A job of the team with a page of its documents.
+    Page {
+        /// The team.
+        team: String,
+        /// The job.
+        id: JobId,
+        /// Crawl or batch.
+        kind: JobKind,
+        /// Documents to skip, at most, and bytes at most.
+        paging: (u64, usize, usize),
+    },
+    /// A job's failed pages.
+    Errors {
+        /// The team.
+        team: String,
+        /// The job.
+        id: JobId,
+        /// Crawl or batch.
+        kind: JobKind,
+    },
+    /// Cancel a job.
+    Cancel {
+        /// The team.
+        team: String,
+        /// The job.
+        id: JobId,
+        /// Crawl or batch.
+        kind: JobKind,
+    },
+    /// The team's running jobs of a kind on that node.
+    Active {
+        /// The team.
+        team: String,
+        /// Crawl or batch.
+        kind: JobKind,
+    },
+}
+
+/// The answers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum Response {
+    /// See [`Request::Counts`].
+    Counts(NodeCounts),
+    /// See [`Request::Fetch`].
+    Fetched(Box<FetchOutcome>),
+    /// See [`Request::Page`].
+    Page {
+        /// The job.
+        job: Box<JobRecord>,
+        /// Its counts.
+        counts: Counters,
+        /// Documents (JSON).
+        documents: Vec<Vec<u8>>,
+    },
+    /// See [`Request::Errors`].
+    Errors {
+        /// Pages that failed.
+        failed: Vec<ErrorEntry>,
+        /// URLs robots.txt kept the job from.
+        robots_blocked: Vec<String>,
+    },
+    /// Done.
+    Done,
+    /// See [`Request::Active`].
+    Active(Vec<(JobId, JobRecord)>),
+    /// The request failed there.
+    Failed {
+        /// HTTP status.
+        status: u16,
+        /// Error code.
+        code: String,
+        /// Message.
+        message: String,
+    },
+}
+
+/// Encodes a request or an answer.
+pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    postcard::to_allocvec(value).unwrap_or_default()
+}
+
+/// Decodes a request or an answer.
+pub fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, String> {
+    postcard::from_bytes(bytes).map_err(|e| format!("unreadable request or answer: {e}"))
+}
+
+/// How long a page may take on the node that owns its site (waiting for the site's turn
+/// included).
+const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(900);
+/// Times a page is sent again after its site's node failed.
+const MAX_RESENDS: usize = 30;
+
+/// Fetches `task` on the node that owns `site`, when that is another node; `None` when this
+/// node owns it (the caller fetches it here). A page whose owner leaves while it is on its
+/// way is sent again to the site's next owner, so no page is lost with a node.
+pub(crate) async fn fetch_on_owner(
+    cluster: &crate::cluster::Cluster,
+    site: &str,
+    task: &FetchTask,
+) -> Option<FetchOutcome> {
+    let request = encode(&Request::Fetch(Box::new(task.clone())));
+    let mut last_error = String::new();
+    for _ in 0..MAX_RESENDS {
+        let owner = cluster.owner_of(site);
+        if owner == cluster.name() {
+            return None;
+        }
+        match cluster.call(&owner, request.clone(), FETCH_TIMEOUT).await {
+            Ok(bytes) => match decode::<Response>(&bytes) {
+                Ok(Response::Fetched(outcome)) => return Some(*outcome),
+                Ok(other) => {
+                    let error = format!("unexpected answer from node `{owner}`: {other:?}");
+                    return Some(FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error });
+                }
+                Err(e) => return Some(FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: e }),
+            },
+            Err(e) => {
+                tracing::warn!(site, node = %owner, error = %e, "a page's site node failed; sending it again");
+                last_error = e.to_string();
+                // Wait for the membership to change (the node is judged down), or a second.
+                let mut watch = cluster.watch();
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), watch.changed()).await;
+            }
+        }
+    }
+    Some(FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: last_error })
+}
+
+/// Tells every other live node that job `id` was cancelled, so their site actors drop its
+/// pages (best effort: a node that misses it finishes the pages it holds; their results are
+/// discarded by the cancelled job).
+pub(crate) fn broadcast_cancel(cluster: &crate::cluster::Cluster, id: JobId) {
+    let cluster = cluster.clone();
+    tokio::spawn(async move {
+        let request = encode(&Request::CancelJob(id));
+        for node in cluster.live().iter().filter(|n| *n != cluster.name()) {
+            if let Err(e) = cluster.call(node, request.clone(), std::time::Duration::from_secs(5)).await {
+                tracing::debug!(node = %node, error = %e, "cancel not delivered to a node");
+            }
+        }
+    });
+}
