@@ -347,7 +347,7 @@ async fn a_crashed_browser_is_replaced() {
 
 /// Process ids and command lines (arguments joined by spaces) of the main Chromium
 /// processes whose command line names `data`.
-fn browsers_of(data: &std::path::Path) -> Vec<(i32, String)> {
+pub(crate) fn browsers_of(data: &std::path::Path) -> Vec<(i32, String)> {
     let marker = data.to_string_lossy().into_owned();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
