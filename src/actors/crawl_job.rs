@@ -91,6 +91,8 @@ pub struct CrawlJobState {
     next_dispatch: Instant,
     pump_scheduled: bool,
     discovering: bool,
+    /// The sitemap discovery task, while it runs.
+    discovery: Option<JoinHandle<()>>,
     finished: bool,
     buffer: Vec<Pending>,
     memo: LinkMemo,
@@ -133,7 +135,7 @@ impl Actor for CrawlJob {
             && options.sitemap != SitemapMode::Skip
             && !record.status.is_terminal();
         let tap = args.services.taps.get(args.id);
-        let state = CrawlJobState {
+        let mut state = CrawlJobState {
             id: args.id,
             jobs: args.jobs,
             services: args.services,
@@ -153,6 +155,7 @@ impl Actor for CrawlJob {
             next_dispatch: Instant::now(),
             pump_scheduled: false,
             discovering,
+            discovery: None,
             finished: false,
             buffer: Vec::new(),
             memo: LinkMemo::default(),
@@ -161,7 +164,7 @@ impl Actor for CrawlJob {
         };
         if state.discovering {
             let limit = state.record.options.limit;
-            super::discovery::spawn(&myself, &state.services, &state.domains, start, limit);
+            state.discovery = Some(super::discovery::spawn(&myself, state.id, &state.domains, start, limit));
         }
         Ok(state)
     }
@@ -229,7 +232,10 @@ impl Actor for CrawlJob {
                     state.jobs.enqueue(state.id, state.record.options.limit, chunk)?;
                 }
             }
-            CrawlJobMsg::DiscoveryDone => state.discovering = false,
+            CrawlJobMsg::DiscoveryDone => {
+                state.discovering = false;
+                state.discovery = None;
+            }
             CrawlJobMsg::Cancel => {
                 finish(&myself, state, JobStatus::Cancelled).await?;
                 return Ok(());
@@ -247,6 +253,9 @@ impl Actor for CrawlJob {
     ) -> Result<(), ActorProcessingErr> {
         for (_, handle) in state.in_flight.drain() {
             handle.abort();
+        }
+        if let Some(discovery) = state.discovery.take() {
+            discovery.abort();
         }
         Ok(())
     }
@@ -439,6 +448,9 @@ async fn finish(
     state.finished = true;
     for (_, handle) in state.in_flight.drain() {
         handle.abort();
+    }
+    if let Some(discovery) = state.discovery.take() {
+        discovery.abort();
     }
     if status == JobStatus::Cancelled {
         let _ = state.domains.cast(DomainsMsg::CancelJob(state.id));

@@ -11,6 +11,7 @@ mod cache;
 mod change;
 mod cli;
 mod crawl;
+mod discovery;
 mod documents;
 mod durability;
 mod engine;
