@@ -5,7 +5,8 @@
 //! same pages, a redirect, a 404 link, an orphan page only the sitemap knows, a long chain
 //! of pages, a subdomain and an "external" host; `maps.localhost` and `manymaps.localhost`
 //! are sites made of sitemaps (an index of [`MAPS_PARTS`] or [`MANY_MAPS_PARTS`] sitemaps of
-//! one page each). It records every request with its time and the most requests it ever
+//! one page each); `news.localhost` is a site whose sitemap lists `/a`, `/b` and `/c` while its
+//! home page links `/a` and `/b`, or only `/a` once [`CrawlSite::unlink_b`] was called. It records every request with its time and the most requests it ever
 //! served at once, optionally answering each after a delay.
 
 use std::io::Write;
@@ -31,6 +32,7 @@ struct State {
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     delay_ms: AtomicU64,
+    b_unlinked: std::sync::atomic::AtomicBool,
 }
 
 /// A running crawl fixture.
@@ -94,6 +96,11 @@ impl CrawlSite {
             .collect()
     }
 
+    /// From now on the home page of `news.localhost` no longer links `/b`.
+    pub fn unlink_b(&self) {
+        self.state.b_unlinked.store(true, Ordering::SeqCst);
+    }
+
     /// The most requests served at the same time.
     pub fn max_in_flight(&self) -> usize {
         self.state.max_in_flight.load(Ordering::SeqCst)
@@ -143,6 +150,7 @@ async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
         }
         "other.localhost" => return page("Elsewhere", "Another site entirely.", &[]),
         "maps.localhost" => return sitemap_site(&host, port, MAPS_PARTS, req.path()),
+        "news.localhost" => return news_site(port, req.path(), state.b_unlinked.load(Ordering::SeqCst)),
         "manymaps.localhost" => return sitemap_site(&host, port, MANY_MAPS_PARTS, req.path()),
         _ => {}
     }
@@ -247,4 +255,25 @@ fn sitemap_site(host: &str, port: u16, parts: usize, path: &str) -> HttpResponse
         ));
     }
     page("Mapped", "A page its sitemaps list.", &[])
+}
+
+/// `news.localhost`: the sitemap lists `/a`, `/b` and `/c`; the home page links `/a` and,
+/// unless `b_unlinked`, `/b`.
+fn news_site(port: u16, path: &str, b_unlinked: bool) -> HttpResponse {
+    match path {
+        "/robots.txt" => HttpResponse::Ok().content_type("text/plain").body("User-agent: *\nAllow: /\n"),
+        "/sitemap.xml" => {
+            let urls: String = ["a", "b", "c"]
+                .iter()
+                .map(|p| format!("<url><loc>http://news.localhost:{port}/{p}</loc></url>"))
+                .collect();
+            HttpResponse::Ok().content_type("application/xml").body(format!(
+                "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">{urls}</urlset>"
+            ))
+        }
+        "/" if b_unlinked => page("News", "The front page.", &["/a"]),
+        "/" => page("News", "The front page.", &["/a", "/b"]),
+        "/a" | "/b" | "/c" => page(&format!("Story {}", &path[1..]), "A story of the day.", &[]),
+        _ => HttpResponse::NotFound().content_type("text/html").body("<p>no such page</p>"),
+    }
 }
