@@ -335,8 +335,14 @@ async fn a_crashed_browser_is_replaced() {
 
     // Killed in the middle of a render: the work is retried once on a new browser.
     let slow = scrape(&app, json!({"url": site.url("/js/late"), "waitFor": 2500}));
+    let loaded_before = site.hits("/js/late");
     let killer = async {
-        tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+        // The render is under way once the browser has loaded the page (it then waits 2.5 s).
+        let limit = std::time::Duration::from_secs(20);
+        crate::common::wait_for("the render loads the page", limit, || async {
+            (site.hits("/js/late") > loaded_before).then_some(())
+        })
+        .await;
         kill_browsers_of(&data)
     };
     let ((status, body), killed) = tokio::join!(slow, killer);
