@@ -126,8 +126,9 @@ async fn screenshot_links_open_without_a_key_until_they_expire() {
     let site = FixtureSite::start();
     let app = TestServer::builder()
         .settings(|s| {
-            s.storage.result_ttl_secs = 2;
-            s.crawl.job_ttl_secs = 2;
+            // Long enough for both screenshots to be taken on a busy machine before expiry.
+            s.storage.result_ttl_secs = 6;
+            s.crawl.job_ttl_secs = 6;
         })
         .start()
         .await;
@@ -158,8 +159,8 @@ async fn screenshot_links_open_without_a_key_until_they_expire() {
     assert_eq!(open(path).await.0, 401, "unsigned and without a key");
     assert_eq!(open(&format!("{}/v2/files/", app.base)).await.0, 404, "nothing lists files");
 
-    // Both the file and its link expire with the result (2 s here).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // Both the file and its link expire with the result (6 s here).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let (status, _) = open(&first).await;
         if status == 404 {
