@@ -25,7 +25,6 @@ pub mod local;
 pub mod model;
 pub mod scrape;
 pub mod service;
-pub mod sessions;
 pub mod store;
 pub mod teams;
 pub mod telemetry;

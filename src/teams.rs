@@ -263,16 +263,25 @@ mod tests {
         assert!(a.waited.is_none() && b.waited.is_none());
         assert_eq!(teams.load(&team), (2, 0, 2));
         let teams = Arc::new(teams);
+        let asked = std::time::Instant::now();
         let waiter = {
             let teams = Arc::clone(&teams);
             let team = team.clone();
             tokio::spawn(async move { teams.admit(&team).await.waited })
         };
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert_eq!(teams.load(&team), (2, 1, 2));
+        // The third request queues behind the two admitted ones.
+        let deadline = asked + Duration::from_secs(10);
+        while teams.load(&team) != (2, 1, 2) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the third request never queued: {:?}",
+                teams.load(&team)
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
         drop(a);
         let waited = waiter.await.expect("join").expect("it waited");
-        assert!(waited >= Duration::from_millis(40), "{waited:?}");
+        assert!(waited > Duration::ZERO && waited <= asked.elapsed(), "{waited:?}");
         drop(b);
     }
 

@@ -8,6 +8,12 @@
 //! A job with a [tap](super::tap) hands each committed page to its reader in this process
 //! (and stores the document only when the tap keeps documents).
 //! A page that fails is recorded as data; it never fails the actor.
+//!
+//! A crawl that tracks changes (and follows links as well as sitemaps) needs to know which
+//! pages links no longer reach, to report them `hidden` (see [`settle`]): it holds the
+//! sitemap's URLs back until following links from the start URL has run out of pages, then
+//! queues those the links did not reach, marked [`settle::SITEMAP_ONLY`]. Such a crawl
+//! fetches linked pages first, also under a `limit`.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -91,6 +97,14 @@ pub struct CrawlJobState {
     next_dispatch: Instant,
     pump_scheduled: bool,
     discovering: bool,
+    /// The sitemap discovery task, while it runs.
+    discovery: Option<JoinHandle<()>>,
+    /// Sitemap URLs wait until links are followed to the end (change-tracking crawls).
+    links_first: bool,
+    /// Following links has run out of pages (in this run of the actor).
+    links_done: bool,
+    /// Sitemap URLs held back until then.
+    sitemap_backlog: Vec<String>,
     finished: bool,
     buffer: Vec<Pending>,
     memo: LinkMemo,
@@ -133,7 +147,11 @@ impl Actor for CrawlJob {
             && options.sitemap != SitemapMode::Skip
             && !record.status.is_terminal();
         let tap = args.services.taps.get(args.id);
-        let state = CrawlJobState {
+        let links_first = record.kind == JobKind::Crawl
+            && options.sitemap == SitemapMode::Include
+            && options.scrape.formats.change_tracking.is_some()
+            && !super::discovery::is_sitemap_url(&start);
+        let mut state = CrawlJobState {
             id: args.id,
             jobs: args.jobs,
             services: args.services,
@@ -153,6 +171,10 @@ impl Actor for CrawlJob {
             next_dispatch: Instant::now(),
             pump_scheduled: false,
             discovering,
+            discovery: None,
+            links_first,
+            links_done: false,
+            sitemap_backlog: Vec::new(),
             finished: false,
             buffer: Vec::new(),
             memo: LinkMemo::default(),
@@ -161,7 +183,7 @@ impl Actor for CrawlJob {
         };
         if state.discovering {
             let limit = state.record.options.limit;
-            super::discovery::spawn(&myself, &state.services, &state.domains, start, limit);
+            state.discovery = Some(super::discovery::spawn(&myself, state.id, &state.domains, start, limit));
         }
         Ok(state)
     }
@@ -219,17 +241,16 @@ impl Actor for CrawlJob {
                 commit(state).await?;
             }
             CrawlJobMsg::Discovered(urls) => {
-                let rules = rules(state);
-                let entries: Vec<NewEntry> =
-                    urls.iter().filter_map(|u| settle::admit(&rules, u, 0)).collect();
-                // One transaction per chunk: a sled transaction holds its writes in memory,
-                // and a sitemap can list 100 000 URLs. A crash between chunks is harmless:
-                // discovery runs again on resume and the seen-set drops what is queued.
-                for chunk in entries.chunks(DISCOVERY_CHUNK) {
-                    state.jobs.enqueue(state.id, state.record.options.limit, chunk)?;
+                if state.links_first && !state.links_done {
+                    state.sitemap_backlog.extend(urls);
+                } else {
+                    enqueue_sitemap_urls(state, &urls)?;
                 }
             }
-            CrawlJobMsg::DiscoveryDone => state.discovering = false,
+            CrawlJobMsg::DiscoveryDone => {
+                state.discovering = false;
+                state.discovery = None;
+            }
             CrawlJobMsg::Cancel => {
                 finish(&myself, state, JobStatus::Cancelled).await?;
                 return Ok(());
@@ -247,6 +268,9 @@ impl Actor for CrawlJob {
     ) -> Result<(), ActorProcessingErr> {
         for (_, handle) in state.in_flight.drain() {
             handle.abort();
+        }
+        if let Some(discovery) = state.discovery.take() {
+            discovery.abort();
         }
         Ok(())
     }
@@ -306,9 +330,34 @@ async fn pump(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState) -> Resu
             break;
         }
     }
-    let idle = state.in_flight.is_empty() && state.buffer.is_empty() && !state.discovering;
-    if idle && !state.jobs.has_queued(state.id)? {
+    let drained =
+        state.in_flight.is_empty() && state.buffer.is_empty() && !state.jobs.has_queued(state.id)?;
+    if drained && state.links_first && !state.links_done {
+        // Links have reached every page they reach: now the sitemap's other pages.
+        state.links_done = true;
+        let backlog = std::mem::take(&mut state.sitemap_backlog);
+        if !backlog.is_empty() {
+            enqueue_sitemap_urls(state, &backlog)?;
+            return Box::pin(pump(myself, state)).await;
+        }
+    }
+    if drained && !state.discovering {
         finish(myself, state, JobStatus::Completed).await?;
+    }
+    Ok(())
+}
+
+/// Queues the sitemap's URLs that pass the crawl's scope, marked as reached only through
+/// the sitemap when the crawl followed links first.
+fn enqueue_sitemap_urls(state: &mut CrawlJobState, urls: &[String]) -> Result<(), ActorProcessingErr> {
+    let depth = if state.links_first { settle::SITEMAP_ONLY } else { 0 };
+    let rules = rules(state);
+    let entries: Vec<NewEntry> = urls.iter().filter_map(|u| settle::admit(&rules, u, depth)).collect();
+    // One transaction per chunk: a sled transaction holds its writes in memory, and a
+    // sitemap can list 100 000 URLs. A crash between chunks is harmless: discovery runs
+    // again on resume and the seen-set drops what is queued.
+    for chunk in entries.chunks(DISCOVERY_CHUNK) {
+        state.jobs.enqueue(state.id, state.record.options.limit, chunk)?;
     }
     Ok(())
 }
@@ -449,6 +498,9 @@ async fn finish(
     state.finished = true;
     for (_, handle) in state.in_flight.drain() {
         handle.abort();
+    }
+    if let Some(discovery) = state.discovery.take() {
+        discovery.abort();
     }
     if status == JobStatus::Cancelled {
         let _ = state.domains.cast(DomainsMsg::CancelJob(state.id));

@@ -1,20 +1,24 @@
-//! Sitemap discovery for a crawl, run as a task beside the job: the sitemaps robots.txt
-//! names (asked of the site actor, which has read it), `/sitemap.xml`, and nested sitemap
-//! indexes, up to a bounded number of documents. The URLs go back to the job, which filters
-//! them through the crawl's scope like any other link.
+//! Sitemap discovery for a crawl (or a map), run as a task beside the job: the sitemaps
+//! robots.txt names (asked of the site actor, which has read it), `/sitemap.xml`, and nested
+//! sitemap indexes, up to a bounded number of documents. Every sitemap is requested of its
+//! site's actor like a page, so it keeps the site's spacing (`crawl.domain_min_interval_ms`,
+//! Crawl-delay) and concurrency cap; when the job is cancelled the site actors refuse its
+//! requests and discovery stops (the job also aborts the task). The URLs go back to the job,
+//! which filters them through the crawl's scope like any other link.
 
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
 use ractor::ActorRef;
 use ractor::rpc::CallResult;
+use tokio::task::JoinHandle;
 use url::Url;
 
-use super::Services;
 use super::crawl_job::CrawlJobMsg;
-use super::domain::DomainMsg;
+use super::domain::{DocumentOutcome, DomainMsg};
 use super::domains::{DomainsMsg, origin_of};
 use crate::crawl::sitemap;
+use crate::model::JobId;
 
 /// Most sitemap documents read per crawl.
 const MAX_SITEMAPS: usize = 50;
@@ -27,24 +31,24 @@ pub fn is_sitemap_url(url: &Url) -> bool {
     path.ends_with(".xml") || path.ends_with(".xml.gz")
 }
 
-/// Starts discovery; the job receives `Discovered` and then `DiscoveryDone`.
+/// Starts discovery for job `id`; the job receives `Discovered` and then `DiscoveryDone`,
+/// or nothing when it was cancelled meanwhile.
 pub fn spawn(
     job: &ActorRef<CrawlJobMsg>,
-    services: &Services,
+    id: JobId,
     domains: &ActorRef<DomainsMsg>,
     start: Url,
     limit: u64,
-) {
+) -> JoinHandle<()> {
     let job = job.clone();
-    let services = services.clone();
     let domains = domains.clone();
     tokio::spawn(async move {
-        let urls = discover(&services, &domains, &start, limit).await;
+        let Some(urls) = discover(&domains, id, &start, limit).await else { return };
         if !urls.is_empty() {
             let _ = job.cast(CrawlJobMsg::Discovered(urls));
         }
         let _ = job.cast(CrawlJobMsg::DiscoveryDone);
-    });
+    })
 }
 
 async fn robots_sitemaps(domains: &ActorRef<DomainsMsg>, origin: &Url) -> Vec<String> {
@@ -59,12 +63,14 @@ async fn robots_sitemaps(domains: &ActorRef<DomainsMsg>, origin: &Url) -> Vec<St
     }
 }
 
+/// The page URLs of `start`'s sitemaps (or of `start`, itself a sitemap), at most `limit`;
+/// `None` when job `job` was cancelled.
 pub(crate) async fn discover(
-    services: &Services,
     domains: &ActorRef<DomainsMsg>,
+    job: JobId,
     start: &Url,
     limit: u64,
-) -> Vec<String> {
+) -> Option<Vec<String>> {
     let mut queue: VecDeque<String> = VecDeque::new();
     if is_sitemap_url(start) {
         queue.push_back(start.to_string());
@@ -85,11 +91,12 @@ pub(crate) async fn discover(
             continue;
         }
         let Ok(url) = Url::parse(&next) else { continue };
-        let fetched = match services.scraper.fetch_raw(&url, SITEMAP_TIMEOUT).await {
-            Ok(f) if (200..300).contains(&f.status) => f,
+        let body = match fetch(domains, job, &url).await {
+            DocumentOutcome::Fetched { status, body } if (200..300).contains(&status) => body,
+            DocumentOutcome::Cancelled => return None,
             _ => continue,
         };
-        match tokio::task::spawn_blocking(move || sitemap::parse(&fetched.body)).await {
+        match tokio::task::spawn_blocking(move || sitemap::parse(&body)).await {
             Ok(Ok(found)) => {
                 pages.extend(found.pages);
                 queue.extend(found.sitemaps);
@@ -99,5 +106,37 @@ pub(crate) async fn discover(
         }
     }
     pages.truncate(cap);
-    pages
+    Some(pages)
+}
+
+/// Reads one sitemap through its site's actor; a site actor that went away is looked up
+/// again.
+async fn fetch(domains: &ActorRef<DomainsMsg>, job: JobId, url: &Url) -> DocumentOutcome {
+    let Some(origin) = origin_of(url) else {
+        return DocumentOutcome::Failed(format!("{url} has no site"));
+    };
+    let timeout_ms = u64::try_from(SITEMAP_TIMEOUT.as_millis()).unwrap_or(u64::MAX);
+    let mut last_error = String::new();
+    for _ in 0..3 {
+        let site = match domains.call(|reply| DomainsMsg::Lookup(origin.clone(), reply), None).await {
+            Ok(CallResult::Success(Ok(site))) => site,
+            Ok(CallResult::Success(Err(e))) => return DocumentOutcome::Failed(e),
+            other => {
+                last_error = format!("site supervisor unavailable: {other:?}");
+                continue;
+            }
+        };
+        let (reply, answer) = ractor::concurrency::oneshot();
+        let message = DomainMsg::FetchDocument { job, url: url.to_string(), timeout_ms, reply: reply.into() };
+        if let Err(e) = site.cast(message) {
+            last_error = format!("site actor unavailable: {e}");
+            continue;
+        }
+        match answer.await {
+            Ok(outcome) => return outcome,
+            // The site actor stopped (idle exit or failure) before answering.
+            Err(_) => last_error = "site actor stopped before answering".to_owned(),
+        }
+    }
+    DocumentOutcome::Failed(last_error)
 }

@@ -1,10 +1,12 @@
 //! `Domain`: one actor per site (scheme, host, port), shared by every job that touches the
-//! site. It reads robots.txt once, keeps at most `crawl.domain_concurrency` fetches in
-//! flight, spaces requests by the larger of the configured interval and robots.txt's
-//! Crawl-delay, backs off when the site answers 429/503 (honouring Retry-After and
-//! retrying the page), and exits after a while without work. Fetches run in tasks that
-//! report back by message, so the actor never blocks. Its messages carry serde types so
-//! the actor can later live on another node.
+//! site, and the only way a job requests anything of it: pages, and documents read as they
+//! are (sitemaps). It reads robots.txt once, keeps at most `crawl.domain_concurrency`
+//! requests in flight, spaces requests by the larger of the configured interval and
+//! robots.txt's Crawl-delay, backs off when the site answers 429/503 (honouring Retry-After
+//! and retrying the request), and exits after a while without work. A cancelled job's
+//! waiting requests are dropped, its running ones stopped, and requests it sends after the
+//! cancel are refused. Fetches run in tasks that report back by message, so the actor never
+//! blocks. Its messages carry serde types so the actor can later live on another node.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -65,6 +67,22 @@ pub enum FetchOutcome {
     Cancelled,
 }
 
+/// How a document fetch ended.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum DocumentOutcome {
+    /// The site answered (any status).
+    Fetched {
+        /// HTTP status.
+        status: u16,
+        /// Body bytes.
+        body: Vec<u8>,
+    },
+    /// No answer (network, address policy, timeout).
+    Failed(String),
+    /// The job was cancelled before the document was read.
+    Cancelled,
+}
+
 /// Messages of a [`Domain`].
 #[derive(Debug)]
 pub enum DomainMsg {
@@ -78,9 +96,22 @@ pub enum DomainMsg {
         /// The outcome.
         reply: RpcReplyPort<FetchOutcome>,
     },
+    /// Read a document as it is (a sitemap), within the site's limits like a page; not
+    /// subject to robots.txt rules (robots.txt itself names sitemaps).
+    FetchDocument {
+        /// The job asking.
+        job: JobId,
+        /// The URL.
+        url: String,
+        /// Time allowed for the request once it starts.
+        timeout_ms: u64,
+        /// The outcome.
+        reply: RpcReplyPort<DocumentOutcome>,
+    },
     /// The site's sitemap URLs from robots.txt (after it is read).
     Sitemaps(RpcReplyPort<Vec<String>>),
-    /// Drop a job's waiting pages and stop its running ones.
+    /// Drop a job's waiting requests (answered `Cancelled`), stop its running ones (their
+    /// askers see the reply port close) and refuse its later ones.
     Cancel(JobId),
     /// robots.txt was fetched (status 0: it could not be).
     RobotsLoaded {
@@ -104,13 +135,40 @@ pub enum DomainMsg {
     IdleCheck,
 }
 
-/// A page waiting for a slot.
+/// A request waiting for a slot.
 #[derive(Debug)]
 pub struct Waiting {
-    task: Box<FetchTask>,
-    retrieved: Option<RpcReplyPort<()>>,
-    reply: RpcReplyPort<FetchOutcome>,
+    job: JobId,
+    work: Work,
     attempts: u32,
+}
+
+/// What a waiting request is.
+#[derive(Debug)]
+enum Work {
+    Page { task: Box<FetchTask>, retrieved: Option<RpcReplyPort<()>>, reply: RpcReplyPort<FetchOutcome> },
+    Document { url: String, timeout: Duration, reply: RpcReplyPort<DocumentOutcome> },
+}
+
+impl Work {
+    /// The asker stopped waiting for the answer.
+    fn abandoned(&self) -> bool {
+        match self {
+            Self::Page { reply, .. } => reply.is_closed(),
+            Self::Document { reply, .. } => reply.is_closed(),
+        }
+    }
+
+    fn cancelled(self) {
+        match self {
+            Self::Page { reply, .. } => {
+                let _ = reply.send(FetchOutcome::Cancelled);
+            }
+            Self::Document { reply, .. } => {
+                let _ = reply.send(DocumentOutcome::Cancelled);
+            }
+        }
+    }
 }
 
 /// Arguments of a [`Domain`].
@@ -120,6 +178,8 @@ pub struct DomainArgs {
     pub origin: Url,
     /// Shared services.
     pub services: Services,
+    /// Jobs cancelled lately (and when), whose requests are refused.
+    pub cancelled: HashMap<JobId, Instant>,
 }
 
 enum Robots {
@@ -134,6 +194,7 @@ pub struct DomainState {
     services: Services,
     robots: Robots,
     waiting: VecDeque<Waiting>,
+    cancelled: HashMap<JobId, Instant>,
     sitemap_waiters: Vec<RpcReplyPort<Vec<String>>>,
     running: HashMap<u64, (JobId, JoinHandle<()>)>,
     next_token: u64,
@@ -175,6 +236,7 @@ impl Actor for Domain {
             services: args.services,
             robots: Robots::NotLoaded,
             waiting: VecDeque::new(),
+            cancelled: args.cancelled,
             sitemap_waiters: Vec::new(),
             running: HashMap::new(),
             next_token: 0,
@@ -198,7 +260,13 @@ impl Actor for Domain {
         }
         match msg {
             DomainMsg::Fetch { task, retrieved, reply } => {
-                state.waiting.push_back(Waiting { task, retrieved, reply, attempts: 0 });
+                let job = task.job;
+                let work = Work::Page { task, retrieved, reply };
+                queue(state, Waiting { job, work, attempts: 0 });
+            }
+            DomainMsg::FetchDocument { job, url, timeout_ms, reply } => {
+                let work = Work::Document { url, timeout: Duration::from_millis(timeout_ms), reply };
+                queue(state, Waiting { job, work, attempts: 0 });
             }
             DomainMsg::Sitemaps(reply) => match &mut state.robots {
                 Robots::Ready(robots) => {
@@ -258,11 +326,31 @@ impl Actor for Domain {
     }
 }
 
+/// Adds a request to the queue, or refuses it at once when its job was cancelled.
+fn queue(state: &mut DomainState, waiting: Waiting) {
+    if state.cancelled.contains_key(&waiting.job) {
+        waiting.work.cancelled();
+    } else {
+        state.waiting.push_back(waiting);
+    }
+}
+
+/// How long a cancelled job's requests are refused: longer than any request of it can
+/// still be on its way.
+pub const CANCEL_MEMORY: Duration = Duration::from_secs(600);
+
+/// Remembers that `job` was cancelled, forgetting cancels older than [`CANCEL_MEMORY`].
+pub fn remember_cancel(cancelled: &mut HashMap<JobId, Instant>, job: JobId) {
+    cancelled.retain(|_, at| at.elapsed() < CANCEL_MEMORY);
+    cancelled.insert(job, Instant::now());
+}
+
 fn cancel(state: &mut DomainState, job: JobId) {
-    let (drop, keep): (Vec<Waiting>, Vec<Waiting>) = state.waiting.drain(..).partition(|w| w.task.job == job);
+    remember_cancel(&mut state.cancelled, job);
+    let (drop, keep): (Vec<Waiting>, Vec<Waiting>) = state.waiting.drain(..).partition(|w| w.job == job);
     state.waiting = keep.into();
     for waiting in drop {
-        let _ = waiting.reply.send(FetchOutcome::Cancelled);
+        waiting.work.cancelled();
     }
     state.running.retain(|_, (owner, handle)| {
         if *owner == job {
@@ -295,13 +383,21 @@ fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
         let Some(waiting) = state.waiting.pop_front() else {
             break;
         };
-        let allowed = !waiting.task.respect_robots
-            || Url::parse(&waiting.task.url)
-                .is_ok_and(|u| robots.allowed(waiting.task.robots_agent.as_deref().unwrap_or(&agent), &u));
-        if !allowed {
-            let _ = waiting.reply.send(FetchOutcome::Blocked);
+        if waiting.work.abandoned() {
             continue;
         }
+        let waiting = match waiting.work {
+            Work::Page { task, reply, .. }
+                if task.respect_robots
+                    && !Url::parse(&task.url).is_ok_and(|u| {
+                        robots.allowed(task.robots_agent.as_deref().unwrap_or(&agent), &u)
+                    }) =>
+            {
+                let _ = reply.send(FetchOutcome::Blocked);
+                continue;
+            }
+            _ => waiting,
+        };
         let now = Instant::now();
         if now < state.next_slot {
             state.waiting.push_front(waiting);
@@ -317,7 +413,7 @@ fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
         }
         let token = state.next_token;
         state.next_token += 1;
-        let job = waiting.task.job;
+        let job = waiting.job;
         let handle = tokio::spawn(fetch(myself.clone(), state.services.clone(), token, waiting));
         state.running.insert(token, (job, handle));
     }
@@ -359,14 +455,89 @@ fn default_backoff(attempts: u32) -> Duration {
     Duration::from_secs(1u64 << attempts.min(6)).min(Duration::from_secs(60))
 }
 
+/// One request in its slot: how it reports back to the site actor.
+struct Slot {
+    myself: ActorRef<DomainMsg>,
+    services: Services,
+    token: u64,
+    job: JobId,
+    attempts: u32,
+}
+
+impl Slot {
+    /// Frees the slot, asking the site to slow down for `backoff`.
+    fn free(&self, backoff: Option<Duration>) {
+        let _ = self.myself.cast(DomainMsg::Finished { token: self.token, backoff, retry: None });
+    }
+
+    /// Frees the slot after a 429/503 and hands `work` back to be tried again, unless it
+    /// has had all its attempts; then `work` is returned to be answered as it is.
+    fn retry(&self, wait: Option<Duration>, work: Work) -> Option<Work> {
+        let wait = wait.unwrap_or_else(|| default_backoff(self.attempts));
+        if self.attempts + 1 < self.services.settings.crawl.max_attempts {
+            let retry = Waiting { job: self.job, work, attempts: self.attempts + 1 };
+            let _ = self.myself.cast(DomainMsg::Finished {
+                token: self.token,
+                backoff: Some(wait),
+                retry: Some(retry),
+            });
+            return None;
+        }
+        self.free(Some(wait));
+        Some(work)
+    }
+}
+
+/// Runs one request and reports back: a page or a document.
+async fn fetch(myself: ActorRef<DomainMsg>, services: Services, token: u64, waiting: Waiting) {
+    let Waiting { job, work, attempts } = waiting;
+    let slot = Slot { myself, services, token, job, attempts };
+    match work {
+        Work::Page { task, retrieved, reply } => fetch_page(slot, task, retrieved, reply).await,
+        Work::Document { url, timeout, reply } => fetch_document(slot, url, timeout, reply).await,
+    }
+}
+
+/// Reads a document as it is; a 429/503 is retried like a page.
+async fn fetch_document(slot: Slot, url: String, timeout: Duration, reply: RpcReplyPort<DocumentOutcome>) {
+    let fetched = match Url::parse(&url) {
+        Ok(parsed) => slot.services.scraper.fetch_raw(&parsed, timeout).await.map_err(|e| e.to_string()),
+        Err(e) => Err(format!("invalid URL: {e}")),
+    };
+    let outcome = match fetched {
+        Ok(f) if matches!(f.status, 429 | 503) => {
+            // Out of attempts, the 429/503 is the answer.
+            if let Some(Work::Document { reply, .. }) =
+                slot.retry(f.retry_after, Work::Document { url, timeout, reply })
+            {
+                let _ = reply.send(DocumentOutcome::Fetched { status: f.status, body: f.body });
+            }
+            return;
+        }
+        Ok(f) => {
+            slot.free(None);
+            DocumentOutcome::Fetched { status: f.status, body: f.body }
+        }
+        Err(e) => {
+            slot.free(None);
+            DocumentOutcome::Failed(e)
+        }
+    };
+    let _ = reply.send(outcome);
+}
+
 /// Fetches one page. The site's slot is given back as soon as the response is in (or the
 /// fetch failed); converting the page happens after, outside the site's limits.
-async fn fetch(myself: ActorRef<DomainMsg>, services: Services, token: u64, waiting: Waiting) {
-    let Waiting { task, retrieved, reply, attempts } = waiting;
+async fn fetch_page(
+    slot: Slot,
+    task: Box<FetchTask>,
+    retrieved: Option<RpcReplyPort<()>>,
+    reply: RpcReplyPort<FetchOutcome>,
+) {
     let url = match Url::parse(&task.url) {
         Ok(url) => url,
         Err(e) => {
-            let _ = myself.cast(DomainMsg::Finished { token, backoff: None, retry: None });
+            slot.free(None);
             let error = format!("invalid URL: {e}");
             let _ = reply.send(FetchOutcome::Failed { code: "BAD_REQUEST".into(), error });
             return;
@@ -380,21 +551,21 @@ async fn fetch(myself: ActorRef<DomainMsg>, services: Services, token: u64, wait
         options: task.options.clone(),
         queued_ms: task.queued_ms,
     };
+    let services = slot.services.clone();
     let page = services.scraper.retrieve(&job).await;
-    let mut backoff = None;
-    if let Ok(page) = &page
-        && matches!(page.status(), 429 | 503)
-    {
-        let wait = page.retry_after().unwrap_or_else(|| default_backoff(attempts));
-        if attempts + 1 < services.settings.crawl.max_attempts {
-            let retry = Waiting { task, retrieved, reply, attempts: attempts + 1 };
-            let _ = myself.cast(DomainMsg::Finished { token, backoff: Some(wait), retry: Some(retry) });
-            return;
+    let (task, retrieved, reply) = match &page {
+        Ok(fetched) if matches!(fetched.status(), 429 | 503) => {
+            // Out of attempts, the 429/503 page is the result.
+            match slot.retry(fetched.retry_after(), Work::Page { task, retrieved, reply }) {
+                Some(Work::Page { task, retrieved, reply }) => (task, retrieved, reply),
+                _ => return,
+            }
         }
-        // Out of attempts: the 429/503 page is the result.
-        backoff = Some(wait);
-    }
-    let _ = myself.cast(DomainMsg::Finished { token, backoff, retry: None });
+        _ => {
+            slot.free(None);
+            (task, retrieved, reply)
+        }
+    };
     if let Some(port) = retrieved {
         let _ = port.send(());
     }

@@ -1,14 +1,16 @@
 //! `DomainSupervisor`: owns the [`Domain`] actors, one per site, and is the only way to
 //! reach them (origin → actor). A site actor that exits when idle, or fails, is forgotten
-//! and started afresh on the next lookup.
+//! and started afresh on the next lookup. A job's cancel goes to every site actor and is
+//! remembered for a while, so a site actor started later refuses that job's requests too.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use url::Url;
 
 use super::Services;
-use super::domain::{Domain, DomainArgs, DomainMsg};
+use super::domain::{self, Domain, DomainArgs, DomainMsg};
 use crate::model::JobId;
 
 /// Messages of the [`DomainSupervisor`].
@@ -28,6 +30,7 @@ pub struct DomainsState {
     services: Services,
     by_origin: HashMap<String, ActorRef<DomainMsg>>,
     by_actor: HashMap<ActorId, String>,
+    cancelled: HashMap<JobId, Instant>,
 }
 
 /// The supervisor of site actors.
@@ -53,7 +56,12 @@ impl Actor for DomainSupervisor {
         _: ActorRef<DomainsMsg>,
         services: Services,
     ) -> Result<DomainsState, ActorProcessingErr> {
-        Ok(DomainsState { services, by_origin: HashMap::new(), by_actor: HashMap::new() })
+        Ok(DomainsState {
+            services,
+            by_origin: HashMap::new(),
+            by_actor: HashMap::new(),
+            cancelled: HashMap::new(),
+        })
     }
 
     async fn handle(
@@ -69,7 +77,11 @@ impl Actor for DomainSupervisor {
                     let _ = reply.send(Ok(actor.clone()));
                     return Ok(());
                 }
-                let args = DomainArgs { origin, services: state.services.clone() };
+                let args = DomainArgs {
+                    origin,
+                    services: state.services.clone(),
+                    cancelled: state.cancelled.clone(),
+                };
                 match Actor::spawn_linked(None, Domain, args, myself.get_cell()).await {
                     Ok((actor, _)) => {
                         state.by_actor.insert(actor.get_id(), key.clone());
@@ -82,6 +94,7 @@ impl Actor for DomainSupervisor {
                 }
             }
             DomainsMsg::CancelJob(job) => {
+                domain::remember_cancel(&mut state.cancelled, job);
                 for actor in state.by_origin.values() {
                     let _ = actor.cast(DomainMsg::Cancel(job));
                 }

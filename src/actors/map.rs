@@ -1,7 +1,7 @@
 //! Site map (`POST /v2/map`): a site's URLs without scraping them — the start page's links
-//! (fetched through the site's actor, so politeness holds) and the sitemaps' URLs, filtered
+//! and the sitemaps' URLs (each requested of its site's actor, so politeness holds), filtered
 //! to the site (and its subdomains when asked), de-duplicated, optionally ranked by a search
-//! phrase, and cut to the limit.
+//! phrase, and cut to the limit. A map that runs out of time cancels its requests.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -61,14 +61,22 @@ pub async fn map(
     options: &MapOptions,
 ) -> Result<Vec<MapLink>, MapError> {
     let ms = options.timeout_ms;
-    tokio::time::timeout(Duration::from_millis(ms), collect(runtime, team, start, options))
-        .await
-        .map_err(|_| MapError::Timeout(ms))?
+    // The site actors know the map's requests by this id.
+    let job = JobId::new();
+    let collected =
+        tokio::time::timeout(Duration::from_millis(ms), collect(runtime, team, job, start, options)).await;
+    if collected.is_err()
+        && let Ok(supervisors) = runtime.supervisors().await
+    {
+        let _ = supervisors.domains.cast(DomainsMsg::CancelJob(job));
+    }
+    collected.map_err(|_| MapError::Timeout(ms))?
 }
 
 async fn collect(
     runtime: &Runtime,
     team: &TeamId,
+    job: JobId,
     start: &Url,
     options: &MapOptions,
 ) -> Result<Vec<MapLink>, MapError> {
@@ -87,12 +95,12 @@ async fn collect(
     let supervisors = runtime.supervisors().await.map_err(|e| MapError::Unavailable(e.to_string()))?;
     let mut found: Vec<MapLink> = Vec::new();
     if options.sitemap != SitemapMode::Only {
-        found.extend(start_page(&supervisors.domains, team, start, options).await);
+        found.extend(start_page(&supervisors.domains, team, job, start, options).await);
     }
     if options.sitemap != SitemapMode::Skip {
+        let limit = options.limit as u64;
         let urls =
-            super::discovery::discover(runtime.services(), &supervisors.domains, start, options.limit as u64)
-                .await;
+            super::discovery::discover(&supervisors.domains, job, start, limit).await.unwrap_or_default();
         found.extend(urls.into_iter().map(|url| MapLink { url, title: None, description: None }));
     }
     let rules =
@@ -118,6 +126,7 @@ async fn collect(
 async fn start_page(
     domains: &ractor::ActorRef<DomainsMsg>,
     team: &TeamId,
+    job: JobId,
     start: &Url,
     options: &MapOptions,
 ) -> Vec<MapLink> {
@@ -127,7 +136,7 @@ async fn start_page(
         return Vec::new();
     };
     let task = FetchTask {
-        job: JobId::new(),
+        job,
         team: team.clone(),
         scrape_id: JobId::new(),
         url: start.to_string(),

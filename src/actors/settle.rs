@@ -3,6 +3,13 @@
 //! commits pending settlements in groups, because every sled transaction costs synchronous
 //! log writes — one commit per page would make the disk the crawl's speed limit. A crash
 //! before a commit loses nothing: uncommitted pages are still queued and are fetched again.
+//!
+//! Change tracking's `visibility` is decided here. A crawl that tracks changes follows links
+//! first and reads the pages only its sitemaps list after (see `crawl_job`); those pages, and
+//! the pages reached by links from them, are queued with [`SITEMAP_ONLY`] in their depth and
+//! come out `hidden`: following links from the start URL (within the crawl's scope, depth and
+//! limit) did not reach them, so they are no longer discoverable by links. Every other page
+//! is `visible`.
 
 use std::time::Duration;
 
@@ -13,6 +20,7 @@ use super::events::{self, PageReport};
 use super::tap::Tap;
 use crate::crawl::keys::{self, KeyRules};
 use crate::crawl::scope::{Rejection, Scope};
+use crate::model::document::Visibility;
 use crate::model::{CrawlOptions, Document, JobId, SitemapMode, time};
 use crate::store::jobs::{
     ErrorEntry, JobKind, JobRecord, NewEntry, Outcome, QueueEntry, Settled, Settlement,
@@ -24,6 +32,21 @@ use crate::store::{JobStore, StoreError};
 pub(super) const GROUP_MAX: usize = 64;
 /// Longest a finished page waits for its group.
 pub(super) const GROUP_WINDOW: Duration = Duration::from_millis(20);
+
+/// The bit of a queue entry's depth that marks a page the crawl reached only through its
+/// sitemaps, not by links from the start URL; the other bits count link hops as usual (from
+/// the sitemap, whose pages are 0). Pages linked from such a page inherit it.
+pub(super) const SITEMAP_ONLY: u32 = 1 << 31;
+
+/// Link hops of a queue entry of depth `depth` (for `maxDiscoveryDepth`).
+pub(super) fn hops(depth: u32) -> u32 {
+    depth & !SITEMAP_ONLY
+}
+
+/// Whether a queue entry of depth `depth` was reached only through the sitemaps.
+pub(super) fn sitemap_only(depth: u32) -> bool {
+    depth & SITEMAP_ONLY != 0
+}
 
 /// What decides how a page is settled.
 #[derive(Debug, Clone, Copy)]
@@ -115,11 +138,16 @@ pub(super) fn prepare(
         FetchOutcome::Cancelled => None,
         FetchOutcome::Blocked => pending(Owned::Blocked(entry.url.clone()), Vec::new()),
         FetchOutcome::Failed { code, error } => pending(Owned::Failed(failure(&code, error)), Vec::new()),
-        FetchOutcome::Page { document, links } => {
+        FetchOutcome::Page { mut document, links } => {
             let options = rules.options;
             let follow = rules.kind == JobKind::Crawl
                 && options.sitemap != SitemapMode::Only
-                && options.max_discovery_depth.is_none_or(|max| entry.depth < max);
+                && options.max_discovery_depth.is_none_or(|max| hops(entry.depth) < max);
+            if sitemap_only(entry.depth)
+                && let Some(tracked) = &mut document.change_tracking
+            {
+                tracked.visibility = Visibility::Hidden;
+            }
             let new: Vec<NewEntry> = if follow {
                 links
                     .iter()
@@ -315,5 +343,52 @@ mod tests {
         let body = store.jobs.outbox().body(key).expect("body").expect("stored body");
         let body: serde_json::Value = serde_json::from_slice(&body).expect("json");
         assert_eq!(body["data"][0]["markdown"], "tapped words");
+    }
+
+    /// A page reached only through the sitemap is `hidden` and hands the mark on to the
+    /// pages it links; its depth counts hops from the sitemap for `maxDiscoveryDepth`.
+    #[test]
+    fn sitemap_only_pages_are_hidden_and_mark_their_links() {
+        use crate::crawl::scope::{Scope, ScopeOptions};
+        use crate::model::document::{ChangeStatus, ChangeTracking};
+
+        let start = Url::parse("http://a.test/").expect("url");
+        let scope = Scope::new(&start, ScopeOptions::default()).expect("scope");
+        let options = CrawlOptions { max_discovery_depth: Some(2), ..Default::default() };
+        let rules = Rules {
+            scope: Some(&scope),
+            keys: KeyRules { ignore_query: false, similar: false },
+            options: &options,
+            kind: JobKind::Crawl,
+            tap: None,
+        };
+        let settled = |depth: u32| {
+            let mut document = Document { markdown: Some("words".into()), ..Document::default() };
+            document.metadata.url = "http://a.test/page".into();
+            document.change_tracking = Some(ChangeTracking {
+                previous_scrape_at: None,
+                change_status: ChangeStatus::New,
+                visibility: Visibility::Visible,
+                diff: None,
+            });
+            let links = vec!["http://a.test/next".to_owned()];
+            let outcome = FetchOutcome::Page { document: Box::new(document), links };
+            let entry = QueueEntry { url: "http://a.test/page".into(), depth };
+            prepare(&rules, &mut LinkMemo::default(), 5, &entry, outcome).expect("prepare").expect("settled")
+        };
+        let stored = |p: &Pending| match &p.outcome {
+            Owned::Page { stored: Some(json), .. } => String::from_utf8(json.clone()).expect("utf-8"),
+            other => panic!("not a stored page: {other:?}"),
+        };
+
+        let linked = settled(1);
+        assert!(stored(&linked).contains(r#""visibility":"visible""#), "{}", stored(&linked));
+        assert_eq!(linked.links[0].entry.depth, 2);
+
+        let only = settled(SITEMAP_ONLY | 1);
+        assert!(stored(&only).contains(r#""visibility":"hidden""#), "{}", stored(&only));
+        assert_eq!(only.links[0].entry.depth, SITEMAP_ONLY | 2, "its links are marked too");
+        assert!(settled(SITEMAP_ONLY | 2).links.is_empty(), "maxDiscoveryDepth counts hops only");
+        assert_eq!((hops(SITEMAP_ONLY | 7), sitemap_only(7)), (7, false));
     }
 }

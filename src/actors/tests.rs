@@ -1,6 +1,7 @@
 //! The actor tree against a real local HTTP server and a real store: a job actor that
 //! panics is restarted by its supervisor and the job still completes with every page once
-//! (in the store, or through a tap); the janitor deletes what expired and nothing else.
+//! (in the store, or through a tap); the janitor deletes what expired and nothing else; site
+//! actors refuse a cancelled job's requests.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -227,4 +228,50 @@ async fn idle_site_actors_exit_and_come_back() {
         }
     }
     rt.shutdown().await;
+}
+
+/// A cancelled job's requests are refused, also by a site actor that starts after the
+/// cancel; other jobs' requests go through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn site_actors_refuse_a_cancelled_jobs_requests() {
+    use super::domain::{DocumentOutcome, DomainMsg};
+    use super::domains::{DomainsMsg, origin_of};
+    use ractor::rpc::CallResult;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = chain_site(Duration::ZERO).await;
+    let rt = runtime(dir.path()).await;
+    let supervisors = rt.supervisors().await.expect("supervisors");
+    let (cancelled, other) = (JobId::new(), JobId::new());
+    // No site actor exists yet: the supervisor remembers the cancel for the one it starts.
+    supervisors.domains.cast(DomainsMsg::CancelJob(cancelled)).expect("cast");
+    let url = format!("{base}/p/1");
+    let origin = origin_of(&url::Url::parse(&url).expect("url")).expect("origin");
+    let site = match supervisors.domains.call(|r| DomainsMsg::Lookup(origin, r), None).await {
+        Ok(CallResult::Success(Ok(site))) => site,
+        other => panic!("no site actor: {other:?}"),
+    };
+    // The outcome, or `None` when the request was stopped under way (its port closed).
+    let read = |job: JobId| {
+        let (site, url) = (site.clone(), url.clone());
+        async move {
+            let asked = site
+                .call(|reply| DomainMsg::FetchDocument { job, url, timeout_ms: 5_000, reply }, None)
+                .await;
+            match asked {
+                Ok(CallResult::Success(outcome)) => Some(outcome),
+                Ok(CallResult::SenderError) => None,
+                other => panic!("the site actor did not answer {job}: {other:?}"),
+            }
+        }
+    };
+    assert!(matches!(read(cancelled).await, Some(DocumentOutcome::Cancelled)));
+    assert!(matches!(read(other).await, Some(DocumentOutcome::Fetched { status: 200, .. })));
+    // A cancel that reaches a running site actor holds for later requests too.
+    supervisors.domains.cast(DomainsMsg::CancelJob(other)).expect("cast");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !matches!(read(other).await, Some(DocumentOutcome::Cancelled)) {
+        assert!(Instant::now() < deadline, "the cancel never reached the site actor");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -1,8 +1,10 @@
 //! Interact sessions over HTTP (spec §3, §4.8–4.10): `POST /v2/scrape/{id}/interact` runs
-//! code in the scrape's live page (creating the session on first use), `DELETE` on the same
-//! path or on `/v2/browser/{sessionId}` (or `/v2/browser` with `{id}`) ends it and reports
-//! its duration and cost, and `/v2/live/{token}` serves the live view. Every `/v2/browser`
-//! route also answers under `/v2/interact`, as the contract lists.
+//! code in the scrape's live page (creating the session on first use, or in the team's
+//! session named by `existingSessionId`), `DELETE` on the same path or on
+//! `/v2/browser/{sessionId}` (or `/v2/browser` with `{id}`) ends it and reports its duration,
+//! cost and whether its clean-up was queued, and `/v2/live/{token}` serves the live view,
+//! whose frames and input are messages to the session's actor. Every `/v2/browser` route
+//! also answers under `/v2/interact`, as the contract lists.
 
 use std::time::Duration;
 
@@ -13,11 +15,14 @@ use serde_json::Value;
 use super::error::ApiError;
 use super::scrape::parse_job_id;
 use super::{AppState, Authenticated, body};
-use crate::actors::browser::{AdoptError, BrowserMsg, Opened, SessionMsg};
+use crate::actors::browser::code::{CodeOutcome, Language};
+use crate::actors::browser::live::{self, InputError};
+use crate::actors::browser::{
+    AdoptError, BrowserMsg, Found, LiveAccess, Opened, SessionKey, SessionMsg, SessionView, UseError,
+    registry,
+};
 use crate::model::{Code, JobId, TeamId};
 use crate::scrape::ReplayLookup;
-use crate::sessions::code::{CodeOutcome, Language};
-use crate::sessions::{self, Found, SessionKey, SessionView, live};
 
 /// Registers the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -47,7 +52,6 @@ struct InteractBody {
     origin: Option<String>,
     #[allow(dead_code)]
     integration: Option<String>,
-    #[allow(dead_code)]
     existing_session_id: Option<String>,
 }
 
@@ -83,12 +87,22 @@ struct Work {
     code: String,
     language: Language,
     timeout: Duration,
+    /// The team's session to run in, instead of the scrape's own.
+    session: Option<String>,
 }
 
 fn validate(state: &AppState, bytes: &[u8]) -> Result<Work, ApiError> {
     let mut map = body::object(bytes)?;
     body::reject_unknown(&mut map, &[body::field_names::<InteractBody>()], "")?;
     let body: InteractBody = body::typed(Value::Object(map), "")?;
+    let session = match body.existing_session_id {
+        Some(id) if id.trim().is_empty() || id.len() > 128 => {
+            return Err(ApiError::bad_request(
+                "Invalid value for `existingSessionId`: a session id (sessionId of an interact response)",
+            ));
+        }
+        other => other,
+    };
     let timeout = match &body.timeout {
         None => 30,
         Some(v) => v.as_u64().filter(|t| (1..=300).contains(t)).ok_or_else(|| {
@@ -124,7 +138,7 @@ fn validate(state: &AppState, bytes: &[u8]) -> Result<Work, ApiError> {
             &format!("`{name}` code is not enabled on this server (browser.code_languages)"),
         ));
     }
-    Ok(Work { code, language, timeout: Duration::from_secs(timeout) })
+    Ok(Work { code, language, timeout: Duration::from_secs(timeout), session })
 }
 
 /// Run code in a scrape's live browser session (created on first use).
@@ -132,13 +146,13 @@ fn validate(state: &AppState, bytes: &[u8]) -> Result<Work, ApiError> {
     post,
     path = "/v2/scrape/{id}/interact",
     params(("id" = String, Path, description = "The scrape id (metadata.scrapeId)")),
-    request_body(content = inline(Object), description = "`code` (1..100000 characters) or `prompt`, `language` (node, python, bash; default node), `timeout` (1..300 s, default 30)"),
+    request_body(content = inline(Object), description = "`code` (1..100000 characters) or `prompt`, `language` (node, python, bash; default node), `timeout` (1..300 s, default 30), `existingSessionId` (run in this live session of the team; it becomes the scrape's session when the scrape has none)"),
     responses(
         (status = 200, description = "`{success, sessionId, liveViewUrl, interactiveLiveViewUrl, stdout, result, stderr, exitCode, killed, error?}`"),
         (status = 400, description = "Invalid request or language not enabled", body = super::error::ErrorBody),
         (status = 402, description = "Not enough credits for a session", body = super::error::ErrorBody),
         (status = 403, description = "Another team's scrape", body = super::error::ErrorBody),
-        (status = 404, description = "Unknown scrape", body = super::error::ErrorBody),
+        (status = 404, description = "Unknown scrape, or `existingSessionId` names no session of the team", body = super::error::ErrorBody),
         (status = 409, description = "The scrape's replay context is unavailable", body = super::error::ErrorBody),
         (status = 410, description = "The session was destroyed", body = super::error::ErrorBody),
         (status = 429, description = "Too many sessions", body = super::error::ErrorBody),
@@ -160,8 +174,11 @@ pub async fn interact(
         .browser()
         .available()
         .map_err(|e| ApiError::new(Code::BrowserUnavailable, e.to_string()))?;
-    let view = session_for(&state, &auth.team, id).await?;
-    let _ = state.runtime.browser_cast(BrowserMsg::Touch(id)).await;
+    let view = match &work.session {
+        Some(session) => named_session(&state, &auth.team, id, session.clone()).await?,
+        None => session_for(&state, &auth.team, id).await?,
+    };
+    let _ = state.runtime.browser_cast(BrowserMsg::Touch(view.session_id.clone())).await;
     let call = view
         .actor
         .call(
@@ -174,7 +191,7 @@ pub async fn interact(
             Some(work.timeout + Duration::from_secs(15)),
         )
         .await;
-    let _ = state.runtime.browser_cast(BrowserMsg::Touch(id)).await;
+    let _ = state.runtime.browser_cast(BrowserMsg::Touch(view.session_id.clone())).await;
     let outcome: CodeOutcome = match call {
         Ok(ractor::rpc::CallResult::Success(Ok(outcome))) => outcome,
         Ok(ractor::rpc::CallResult::Success(Err(why))) => {
@@ -202,18 +219,57 @@ pub async fn interact(
     }))
 }
 
+fn forbidden() -> ApiError {
+    ApiError::new(Code::Forbidden, "This scrape job belongs to another team.")
+}
+
+fn session_not_found() -> ApiError {
+    ApiError::new(Code::NotFound, "Browser session not found.")
+}
+
+fn session_destroyed() -> ApiError {
+    ApiError::new(Code::SessionDestroyed, "The browser session of this scrape was already destroyed.")
+}
+
+/// The team's live session `session`, for a request on scrape `id` (which must be the
+/// team's): the session need not have been made for this scrape, and becomes this scrape's
+/// session when the scrape has no live one.
+async fn named_session(
+    state: &AppState,
+    team: &TeamId,
+    id: JobId,
+    session: String,
+) -> Result<SessionView, ApiError> {
+    let key = SessionKey::Session(session.clone());
+    let made_for_this_scrape = matches!(
+        state.runtime.browser_call(|reply| BrowserMsg::Find(key, reply)).await?,
+        Some((owner, Found::Active(view))) if owner == team.as_str() && view.scrape_id == id
+    );
+    if !made_for_this_scrape {
+        match state.scraper.replay_context(id)? {
+            ReplayLookup::Unknown => return Err(ApiError::job_not_found()),
+            ReplayLookup::Unavailable { team: owner } if owner != team.as_str() => return Err(forbidden()),
+            ReplayLookup::Found(replay) if replay.team != team.as_str() => return Err(forbidden()),
+            ReplayLookup::Unavailable { .. } | ReplayLookup::Found(_) => {}
+        }
+    }
+    let team = team.clone();
+    let used =
+        state.runtime.browser_call(|reply| BrowserMsg::Use { session, scrape: id, team, reply }).await?;
+    used.map_err(|e| match e {
+        UseError::NotFound => session_not_found(),
+        UseError::Destroyed => {
+            ApiError::new(Code::SessionDestroyed, "This browser session was already destroyed.")
+        }
+    })
+}
+
 /// The live session of scrape `id`, created in the scrape's page state on first use.
 async fn session_for(state: &AppState, team: &TeamId, id: JobId) -> Result<SessionView, ApiError> {
-    let forbidden = || ApiError::new(Code::Forbidden, "This scrape job belongs to another team.");
-    match state.runtime.browser_call(|reply| BrowserMsg::Find(id, reply)).await? {
+    match state.runtime.browser_call(|reply| BrowserMsg::Find(SessionKey::Scrape(id), reply)).await? {
         Some((owner, _)) if owner != team.as_str() => return Err(forbidden()),
         Some((_, Found::Active(view))) => return Ok(view),
-        Some((_, Found::Destroyed)) => {
-            return Err(ApiError::new(
-                Code::SessionDestroyed,
-                "The browser session of this scrape was already destroyed.",
-            ));
-        }
+        Some((_, Found::Destroyed)) => return Err(session_destroyed()),
         None => {}
     }
     let replay = match state.scraper.replay_context(id)? {
@@ -228,7 +284,7 @@ async fn session_for(state: &AppState, team: &TeamId, id: JobId) -> Result<Sessi
         }
         ReplayLookup::Found(replay) => replay,
     };
-    state.runtime.services().teams.require(team, sessions::MIN_CREDITS)?;
+    state.runtime.services().teams.require(team, registry::MIN_CREDITS)?;
     let limit =
         || ApiError::new(Code::SessionLimit, "The maximum of concurrent browser sessions is reached.");
     if state.runtime.browser_call(BrowserMsg::Live).await? >= state.settings.browser.max_sessions {
@@ -302,22 +358,18 @@ async fn delete_by_body(
 
 async fn end(state: &AppState, key: SessionKey, team: TeamId) -> Result<HttpResponse, ApiError> {
     let ended = state.runtime.browser_call(|reply| BrowserMsg::End(key, team, reply)).await?;
-    let ended = ended.ok_or_else(|| ApiError::new(Code::NotFound, "Browser session not found."))?;
+    let ended = ended.ok_or_else(session_not_found)?;
     Ok(HttpResponse::Ok().json(EndResponse {
         success: true,
         session_duration_ms: ended.duration_ms,
         credits_billed: ended.credits,
-        cleanup_queued: true,
+        cleanup_queued: ended.cleanup_queued,
     }))
 }
 
-async fn access(state: &AppState, token: &str) -> Result<sessions::LiveAccess, ApiError> {
+async fn access(state: &AppState, token: &str) -> Result<LiveAccess, ApiError> {
     let token = token.to_owned();
-    state
-        .runtime
-        .browser_call(|reply| BrowserMsg::Access(token, reply))
-        .await?
-        .ok_or_else(|| ApiError::new(Code::NotFound, "This live view has ended or never existed."))
+    state.runtime.browser_call(|reply| BrowserMsg::Access(token, reply)).await?.ok_or_else(live_ended)
 }
 
 async fn live_page(state: web::Data<AppState>, token: web::Path<String>) -> Result<HttpResponse, ApiError> {
@@ -331,7 +383,12 @@ async fn live_page(state: web::Data<AppState>, token: web::Path<String>) -> Resu
 
 async fn live_frame(state: web::Data<AppState>, token: web::Path<String>) -> Result<HttpResponse, ApiError> {
     let access = access(&state, &token).await?;
-    let jpeg = live::frame(&access.page).await.map_err(|e| ApiError::new(Code::BrowserFailed, e))?;
+    let jpeg = match access.session.call(SessionMsg::Frame, Some(LIVE_CALL)).await {
+        Ok(ractor::rpc::CallResult::Success(frame)) => {
+            frame.map_err(|e| ApiError::new(Code::BrowserFailed, e))?
+        }
+        _ => return Err(live_ended()),
+    };
     Ok(HttpResponse::Ok().content_type("image/jpeg").insert_header(("Cache-Control", "no-store")).body(jpeg))
 }
 
@@ -346,6 +403,24 @@ async fn live_input(
     }
     let map = body::object(&bytes)?;
     let input: live::Input = body::typed(Value::Object(map), "")?;
-    live::forward(&access.page, &input).await.map_err(ApiError::bad_request)?;
+    input.validate().map_err(input_error)?;
+    match access.session.call(|reply| SessionMsg::Input(input, reply), Some(LIVE_CALL)).await {
+        Ok(ractor::rpc::CallResult::Success(sent)) => sent.map_err(input_error)?,
+        _ => return Err(live_ended()),
+    }
     Ok(HttpResponse::NoContent().finish())
+}
+
+/// Longest a live-view request waits for the session's actor.
+const LIVE_CALL: Duration = Duration::from_secs(15);
+
+fn live_ended() -> ApiError {
+    ApiError::new(Code::NotFound, "This live view has ended or never existed.")
+}
+
+fn input_error(e: InputError) -> ApiError {
+    match e {
+        InputError::Invalid(why) => ApiError::bad_request(why),
+        InputError::Browser(why) => ApiError::new(Code::BrowserFailed, why),
+    }
 }

@@ -198,7 +198,8 @@ pub struct ChangeTracking {
     pub previous_scrape_at: Option<String>,
     /// `new`, `same`, `changed` or `removed`.
     pub change_status: ChangeStatus,
-    /// `visible` for pages fetched directly.
+    /// `hidden` for a crawl page that following links from the crawl's start URL did not
+    /// reach (it came from the sitemap); `visible` otherwise.
     pub visibility: Visibility,
     /// Unified diff of the Markdown (git-diff mode, when changed).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -219,13 +220,15 @@ pub enum ChangeStatus {
     Removed,
 }
 
-/// Whether the page is reachable by links (always visible for a single scrape).
+/// Whether the page is reachable by links: always visible for a single scrape or a batch;
+/// a crawl that follows links and reads sitemaps says `hidden` for the pages only its
+/// sitemaps led to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Visibility {
-    /// Reachable.
+    /// Reachable by links (or not a crawl page).
     Visible,
-    /// No longer linked.
+    /// No longer linked: reached only through the sitemap.
     Hidden,
 }
 

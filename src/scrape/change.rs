@@ -1,5 +1,7 @@
 //! Change tracking: compare this scrape's Markdown with the team's previous scrape of the
 //! same URL and tag, then make this scrape the new baseline (unless nothing may be stored).
+//! A page on its own is `visible`; how a crawl reached it can make it `hidden`, which the
+//! crawl decides when it settles the page (`actors::settle`).
 
 use crate::extract::diff::{self, Comparison};
 use crate::model::document::{ChangeStatus, Visibility};

@@ -3,8 +3,11 @@
 //! without DNS): robots.txt with a disallowed section and a sitemap index pointing at a
 //! gzipped sitemap, a blog and docs with nested depth, duplicate and query variants of the
 //! same pages, a redirect, a 404 link, an orphan page only the sitemap knows, a long chain
-//! of pages, a subdomain and an "external" host. It records every request and the most
-//! requests it ever served at once, optionally answering each after a delay.
+//! of pages, a subdomain and an "external" host; `maps.localhost` and `manymaps.localhost`
+//! are sites made of sitemaps (an index of [`MAPS_PARTS`] or [`MANY_MAPS_PARTS`] sitemaps of
+//! one page each); `news.localhost` is a site whose sitemap lists `/a`, `/b` and `/c` while its
+//! home page links `/a` and `/b`, or only `/a` once [`CrawlSite::unlink_b`] was called. It records every request with its time and the most requests it ever
+//! served at once, optionally answering each after a delay.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -18,6 +21,10 @@ use actix_web::{HttpRequest, HttpResponse, web};
 pub const CHAIN_LEN: usize = 60;
 /// Pages of the `/hub/N` sequence, where `/go/N` redirects to `/hub/N`.
 pub const HUB_LEN: usize = 40;
+/// Sitemaps in the index of `maps.localhost`.
+pub const MAPS_PARTS: usize = 3;
+/// Sitemaps in the index of `manymaps.localhost`.
+pub const MANY_MAPS_PARTS: usize = 40;
 
 #[derive(Default)]
 struct State {
@@ -25,6 +32,7 @@ struct State {
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
     delay_ms: AtomicU64,
+    b_unlinked: std::sync::atomic::AtomicBool,
 }
 
 /// A running crawl fixture.
@@ -76,6 +84,23 @@ impl CrawlSite {
             .collect()
     }
 
+    /// Requests to `host` as (path, time received), in order.
+    pub fn requests_to(&self, host: &str) -> Vec<(String, std::time::Instant)> {
+        self.state
+            .requests
+            .lock()
+            .expect("lock")
+            .iter()
+            .filter(|(h, _, _)| h == host)
+            .map(|(_, p, t)| (p.clone(), *t))
+            .collect()
+    }
+
+    /// From now on the home page of `news.localhost` no longer links `/b`.
+    pub fn unlink_b(&self) {
+        self.state.b_unlinked.store(true, Ordering::SeqCst);
+    }
+
     /// The most requests served at the same time.
     pub fn max_in_flight(&self) -> usize {
         self.state.max_in_flight.load(Ordering::SeqCst)
@@ -124,6 +149,9 @@ async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
             return page("Polite", "A page of a site with a crawl delay.", &[&next]);
         }
         "other.localhost" => return page("Elsewhere", "Another site entirely.", &[]),
+        "maps.localhost" => return sitemap_site(&host, port, MAPS_PARTS, req.path()),
+        "news.localhost" => return news_site(port, req.path(), state.b_unlinked.load(Ordering::SeqCst)),
+        "manymaps.localhost" => return sitemap_site(&host, port, MANY_MAPS_PARTS, req.path()),
         _ => {}
     }
     match req.path() {
@@ -202,6 +230,50 @@ async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
             let after = format!("/chain/{}", n + 2);
             page(&format!("Chain {n}"), &format!("Link number {n} of the chain."), &[&next, &after])
         }
+        _ => HttpResponse::NotFound().content_type("text/html").body("<p>no such page</p>"),
+    }
+}
+
+/// A site made of sitemaps: `/sitemap.xml` indexes `parts` sitemaps, `/sitemaps/part-K.xml`
+/// lists `/page/K`; robots.txt names no sitemap and sets no delay.
+fn sitemap_site(host: &str, port: u16, parts: usize, path: &str) -> HttpResponse {
+    let xml = |body: String| HttpResponse::Ok().content_type("application/xml").body(body);
+    if path == "/robots.txt" {
+        return HttpResponse::Ok().content_type("text/plain").body("User-agent: *\nAllow: /\n");
+    }
+    if path == "/sitemap.xml" {
+        let entries: String = (0..parts)
+            .map(|k| format!("<sitemap><loc>http://{host}:{port}/sitemaps/part-{k}.xml</loc></sitemap>"))
+            .collect();
+        return xml(format!(
+            "<?xml version=\"1.0\"?><sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">{entries}</sitemapindex>"
+        ));
+    }
+    if let Some(k) = path.strip_prefix("/sitemaps/part-").and_then(|p| p.strip_suffix(".xml")) {
+        return xml(format!(
+            "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\"><url><loc>http://{host}:{port}/page/{k}</loc></url></urlset>"
+        ));
+    }
+    page("Mapped", "A page its sitemaps list.", &[])
+}
+
+/// `news.localhost`: the sitemap lists `/a`, `/b` and `/c`; the home page links `/a` and,
+/// unless `b_unlinked`, `/b`.
+fn news_site(port: u16, path: &str, b_unlinked: bool) -> HttpResponse {
+    match path {
+        "/robots.txt" => HttpResponse::Ok().content_type("text/plain").body("User-agent: *\nAllow: /\n"),
+        "/sitemap.xml" => {
+            let urls: String = ["a", "b", "c"]
+                .iter()
+                .map(|p| format!("<url><loc>http://news.localhost:{port}/{p}</loc></url>"))
+                .collect();
+            HttpResponse::Ok().content_type("application/xml").body(format!(
+                "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">{urls}</urlset>"
+            ))
+        }
+        "/" if b_unlinked => page("News", "The front page.", &["/a"]),
+        "/" => page("News", "The front page.", &["/a", "/b"]),
+        "/a" | "/b" | "/c" => page(&format!("Story {}", &path[1..]), "A story of the day.", &[]),
         _ => HttpResponse::NotFound().content_type("text/html").body("<p>no such page</p>"),
     }
 }

@@ -308,6 +308,23 @@ impl Drop for TestServer {
     }
 }
 
+/// Polls `probe` every 25 ms until it yields a value and returns it; fails the test, naming
+/// `what`, when `limit` passes first. For conditions the server reaches in its own time.
+pub async fn wait_for<T, F, Fut>(what: &str, limit: Duration, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
 /// Asserts an error envelope with `status` and `code`; returns the message.
 pub fn assert_error(got: &(u16, Value), status: u16, code: &str) -> String {
     let (s, body) = got;

@@ -27,16 +27,20 @@ pub struct Binary {
     pub data: PathBuf,
     stdout: Arc<Mutex<String>>,
     stderr: Arc<Mutex<String>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
 }
 
-fn collect(stream: impl std::io::Read + Send + 'static, into: Arc<Mutex<String>>) {
+fn collect(
+    stream: impl std::io::Read + Send + 'static,
+    into: Arc<Mutex<String>>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines().map_while(Result::ok) {
             let mut text = into.lock().expect("lock");
             text.push_str(&line);
             text.push('\n');
         }
-    });
+    })
 }
 
 impl Binary {
@@ -60,8 +64,10 @@ impl Binary {
             .expect("spawn ferrocrawl");
         let stdout = Arc::new(Mutex::new(String::new()));
         let stderr = Arc::new(Mutex::new(String::new()));
-        collect(child.stdout.take().expect("stdout"), Arc::clone(&stdout));
-        collect(child.stderr.take().expect("stderr"), Arc::clone(&stderr));
+        let readers = vec![
+            collect(child.stdout.take().expect("stdout"), Arc::clone(&stdout)),
+            collect(child.stderr.take().expect("stderr"), Arc::clone(&stderr)),
+        ];
         let deadline = Instant::now() + Duration::from_secs(30);
         let base = loop {
             let log = stderr.lock().expect("lock").clone();
@@ -79,7 +85,7 @@ impl Binary {
             assert!(Instant::now() < deadline, "ferrocrawl did not start: {log}");
             std::thread::sleep(Duration::from_millis(20));
         };
-        Self { child, base, data: data.to_path_buf(), stdout, stderr }
+        Self { child, base, data: data.to_path_buf(), stdout, stderr, readers }
     }
 
     /// Everything it printed on stdout so far.
@@ -97,8 +103,12 @@ impl Binary {
         let pid = self.child.id().to_string();
         Command::new("kill").args(["-TERM", &pid]).status().expect("kill -TERM");
         let status = self.wait(Duration::from_secs(30));
-        // Give the reader threads a moment to drain the pipes.
-        std::thread::sleep(Duration::from_millis(50));
+        // The readers end when the pipes close: then everything the process wrote is in.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !self.readers.iter().all(std::thread::JoinHandle::is_finished) {
+            assert!(Instant::now() < deadline, "the process's output never ended: {}", self.stderr());
+            std::thread::sleep(Duration::from_millis(10));
+        }
         (status, self.stderr())
     }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::{CrawlSite, FixtureSite, TestServer, assert_error};
+use crate::common::{CrawlSite, FixtureSite, TestServer, assert_error, wait_for};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -115,7 +115,12 @@ async fn concurrency_cancel_errors_and_append() {
         .request(reqwest::Method::POST, "/v2/batch/scrape", Some(&json!({"urls": slow, "maxConcurrency": 1})))
         .await;
     let id = started["id"].as_str().expect("id").to_owned();
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    let slow_started = || {
+        site.requests()
+            .iter()
+            .any(|r| r.rsplit("/chain/").next().and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n >= 20))
+    };
+    wait_for("the slow batch starts", WAIT, || async { slow_started().then_some(()) }).await;
     let (status, cancelled) =
         app.request(reqwest::Method::DELETE, &format!("/v2/batch/scrape/{id}"), None).await;
     assert_eq!((status, cancelled["status"].as_str()), (200, Some("cancelled")));

@@ -126,8 +126,9 @@ async fn screenshot_links_open_without_a_key_until_they_expire() {
     let site = FixtureSite::start();
     let app = TestServer::builder()
         .settings(|s| {
-            s.storage.result_ttl_secs = 2;
-            s.crawl.job_ttl_secs = 2;
+            // Long enough for both screenshots to be taken on a busy machine before expiry.
+            s.storage.result_ttl_secs = 6;
+            s.crawl.job_ttl_secs = 6;
         })
         .start()
         .await;
@@ -158,8 +159,8 @@ async fn screenshot_links_open_without_a_key_until_they_expire() {
     assert_eq!(open(path).await.0, 401, "unsigned and without a key");
     assert_eq!(open(&format!("{}/v2/files/", app.base)).await.0, 404, "nothing lists files");
 
-    // Both the file and its link expire with the result (2 s here).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    // Both the file and its link expire with the result (6 s here).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let (status, _) = open(&first).await;
         if status == 404 {
@@ -335,8 +336,14 @@ async fn a_crashed_browser_is_replaced() {
 
     // Killed in the middle of a render: the work is retried once on a new browser.
     let slow = scrape(&app, json!({"url": site.url("/js/late"), "waitFor": 2500}));
+    let loaded_before = site.hits("/js/late");
     let killer = async {
-        tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+        // The render is under way once the browser has loaded the page (it then waits 2.5 s).
+        let limit = std::time::Duration::from_secs(20);
+        crate::common::wait_for("the render loads the page", limit, || async {
+            (site.hits("/js/late") > loaded_before).then_some(())
+        })
+        .await;
         kill_browsers_of(&data)
     };
     let ((status, body), killed) = tokio::join!(slow, killer);
@@ -347,7 +354,7 @@ async fn a_crashed_browser_is_replaced() {
 
 /// Process ids and command lines (arguments joined by spaces) of the main Chromium
 /// processes whose command line names `data`.
-fn browsers_of(data: &std::path::Path) -> Vec<(i32, String)> {
+pub(crate) fn browsers_of(data: &std::path::Path) -> Vec<(i32, String)> {
     let marker = data.to_string_lossy().into_owned();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {

@@ -1,7 +1,8 @@
 //! Interact sessions with real Chromium: the state machine of spec §3 (created in the
 //! scrape's page state, reused, destroyed, 410 after), who may use a session (403/404),
-//! why one cannot be made (409, 429, 402), code in node, python and bash with timeouts,
-//! the live view, idle closing and profiles shared with scrapes.
+//! `existingSessionId`, why one cannot be made (409, 429, 402), code in node, python and
+//! bash with timeouts, the live view (also during a run), idle closing, `cleanupQueued`, and
+//! profiles shared with scrapes.
 
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use ferrocrawl::config::TeamSettings;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::{FixtureSite, TestServer, assert_error};
+use crate::common::{FixtureSite, TestServer, assert_error, wait_for};
 
 /// Scrapes `url` with `extra` options and returns the scrape id.
 async fn scrape_id(app: &TestServer, url: String, extra: Value) -> String {
@@ -104,8 +105,16 @@ async fn sessions_end_by_session_id_and_when_idle() {
     assert_eq!((status, ended["success"].as_bool()), (200, Some(true)), "{ended}");
 
     let second = scrape_id(&app, site.url("/article"), json!({})).await;
-    let session = node(&app, &second, "document.title").await["sessionId"].as_str().expect("id").to_owned();
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    let created = node(&app, &second, "document.title").await;
+    let session = created["sessionId"].as_str().expect("id").to_owned();
+    // The live view (which does not count as activity) closes with the session.
+    let view = created["liveViewUrl"].as_str().expect("live view").to_owned();
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    wait_for("the idle session closes", Duration::from_secs(15), || async {
+        let status = client.get(&view).send().await.expect("live view").status();
+        (status == 404).then_some(())
+    })
+    .await;
     let gone = run(&app, &second, json!({"code": "1"})).await;
     assert_error(&gone, 410, "SESSION_DESTROYED");
     let (status, _) = app.request(Method::DELETE, &format!("/v2/interact/{session}"), None).await;
@@ -253,14 +262,18 @@ async fn sessions_share_profiles_with_scrapes() {
     assert!(seen["result"].as_str().unwrap_or_default().contains("visited=yes"), "{seen}");
     // ...and what the session changes is saved when it ends.
     node(&app, &id, "localStorage.setItem('theme', 'light'); 'ok'").await;
-    let (status, _) = app.request(Method::DELETE, &format!("/v2/scrape/{id}/interact"), None).await;
-    assert_eq!(status, 200);
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let (_, later) = app
-        .scrape(json!({"url": site.url("/js/memory"), "profile": {"name": "garden", "saveChanges": false}}))
-        .await;
-    let text = later["data"]["markdown"].as_str().unwrap_or_default();
-    assert!(text.contains("returning visitor, theme light"), "{later}");
+    let (status, ended) = app.request(Method::DELETE, &format!("/v2/scrape/{id}/interact"), None).await;
+    assert_eq!((status, ended["cleanupQueued"].as_bool()), (200, Some(true)), "{ended}");
+    // The session's actor saves the profile as it closes, after answering.
+    let reading = json!({"url": site.url("/js/memory"), "profile": {"name": "garden", "saveChanges": false}, "maxAge": 0});
+    wait_for("the session's profile is saved", Duration::from_secs(20), || async {
+        let (_, later) = app.scrape(reading.clone()).await;
+        later["data"]["markdown"]
+            .as_str()
+            .is_some_and(|t| t.contains("returning visitor, theme light"))
+            .then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -278,4 +291,116 @@ async fn a_dead_browser_ends_its_session_with_502() {
     // A new scrape gets a new browser and a new session.
     let fresh = scrape_id(&app, site.url("/js/interactive"), json!({"waitFor": 10})).await;
     assert_eq!(node(&app, &fresh, "document.title").await["result"], "Interactive");
+}
+
+/// `existingSessionId` runs the code in the team's named session, which then serves the
+/// scrape that named it; another team's or an unknown session is 404, a destroyed one 410.
+#[tokio::test]
+async fn existing_session_id_runs_in_the_named_session() {
+    let site = FixtureSite::start();
+    let app = TestServer::builder().key("other", "other-key").start().await;
+    let a = scrape_id(&app, site.url("/js/interactive"), json!({"waitFor": 10})).await;
+    let made = node(&app, &a, "window.marker = 'made for a'; location.pathname").await;
+    let session = made["sessionId"].as_str().expect("sessionId").to_owned();
+
+    // Another scrape of the team runs in the named session, not in a new one of its own.
+    let b = scrape_id(&app, site.url("/article"), json!({})).await;
+    let named =
+        run(&app, &b, json!({"code": "[window.marker, location.pathname]", "existingSessionId": session}))
+            .await;
+    assert_eq!(named.0, 200, "{}", named.1);
+    assert_eq!(named.1["result"], r#"["made for a","/js/interactive"]"#, "{}", named.1);
+    assert_eq!(named.1["sessionId"], session.as_str());
+    // ...which is now that scrape's session.
+    let again = node(&app, &b, "window.marker").await;
+    assert_eq!(
+        (again["result"].as_str(), again["sessionId"].as_str()),
+        (Some("made for a"), Some(session.as_str()))
+    );
+    let (status, _) = app.request(Method::GET, &format!("/v2/scrape/{b}"), None).await;
+    assert_eq!(status, 200);
+
+    // Not the team's, or no such session: 404; the other team's scrape stays theirs.
+    let (status, scraped) = app
+        .request_as("other-key", Method::POST, "/v2/scrape", Some(&json!({"url": site.url("/article")})))
+        .await;
+    assert_eq!(status, 200, "{scraped}");
+    let theirs = scraped["data"]["metadata"]["scrapeId"].as_str().expect("id").to_owned();
+    let path = format!("/v2/scrape/{theirs}/interact");
+    let body = json!({"code": "window.marker", "existingSessionId": session});
+    let refused = app.request_as("other-key", Method::POST, &path, Some(&body)).await;
+    assert_eq!(assert_error(&refused, 404, "NOT_FOUND"), "Browser session not found.");
+    let unknown =
+        run(&app, &b, json!({"code": "1", "existingSessionId": "0192b2f0-0000-7000-8000-000000000000"}))
+            .await;
+    assert_error(&unknown, 404, "NOT_FOUND");
+    let across = run(&app, &theirs, json!({"code": "1", "existingSessionId": session})).await;
+    assert_error(&across, 403, "FORBIDDEN");
+    for bad in [json!(""), json!(7), json!(["x"])] {
+        let (status, got) = run(&app, &b, json!({"code": "1", "existingSessionId": bad})).await;
+        assert_eq!(status, 400, "{got}");
+        assert!(got["error"].as_str().unwrap_or_default().contains("existingSessionId"), "{got}");
+    }
+
+    // Destroyed: 410 by name.
+    let (status, _) = app.request(Method::DELETE, &format!("/v2/browser/{session}"), None).await;
+    assert_eq!(status, 200);
+    let gone = run(&app, &a, json!({"code": "1", "existingSessionId": session})).await;
+    assert_error(&gone, 410, "SESSION_DESTROYED");
+}
+
+/// `cleanupQueued` says whether ending the session left its tab to close: true for a live
+/// session, false when its browser had died and there was nothing left to close.
+#[tokio::test]
+async fn cleanup_queued_says_whether_there_was_a_tab_to_close() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let first = scrape_id(&app, site.url("/article"), json!({"waitFor": 10})).await;
+    node(&app, &first, "1").await;
+    let (status, ended) = app.request(Method::DELETE, &format!("/v2/scrape/{first}/interact"), None).await;
+    assert_eq!(status, 200, "{ended}");
+    assert_eq!(
+        (ended["cleanupQueued"].as_bool(), ended["creditsBilled"].as_u64()),
+        (Some(true), Some(2)),
+        "{ended}"
+    );
+
+    let second = scrape_id(&app, site.url("/article"), json!({"waitFor": 10})).await;
+    let session = node(&app, &second, "1").await["sessionId"].as_str().expect("id").to_owned();
+    assert!(crate::browser::kill_browsers_of(&app.data_dir()) > 0);
+    let data = app.data_dir();
+    wait_for("the killed browsers are gone", Duration::from_secs(10), || async {
+        crate::browser::browsers_of(&data).is_empty().then_some(())
+    })
+    .await;
+    let (status, ended) = app.request(Method::DELETE, &format!("/v2/browser/{session}"), None).await;
+    assert_eq!(status, 200, "{ended}");
+    assert_eq!(ended["cleanupQueued"], false, "nothing was left to close: {ended}");
+    assert_eq!(ended["creditsBilled"], 2, "the session is billed all the same: {ended}");
+}
+
+/// Frames come from the session's actor while a run of the session is in progress.
+#[tokio::test]
+async fn the_live_view_stays_live_during_a_run() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let id = scrape_id(&app, site.url("/js/interactive"), json!({"waitFor": 10})).await;
+    let view = node(&app, &id, "1").await["liveViewUrl"].as_str().expect("live view").to_owned();
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let running = run(&app, &id, json!({"code": "await new Promise((r) => setTimeout(r, 6000)); 'done'"}));
+    tokio::pin!(running);
+    // A frame or two could come before the run starts; three in a row cannot all.
+    let frames = async {
+        for _ in 0..3 {
+            let frame = client.get(format!("{view}/frame")).send().await.expect("frame");
+            assert_eq!(frame.status(), 200);
+            assert!(frame.bytes().await.expect("bytes").starts_with(&[0xFF, 0xD8]), "a JPEG");
+        }
+    };
+    tokio::select! {
+        () = frames => {}
+        (status, got) = &mut running => panic!("the run ({status}: {got}) ended before three frames came"),
+    }
+    let (status, got) = running.await;
+    assert_eq!((status, got["result"].as_str()), (200, Some("done")), "{got}");
 }

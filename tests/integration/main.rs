@@ -12,6 +12,7 @@ mod change;
 mod cli;
 mod cluster;
 mod crawl;
+mod discovery;
 mod documents;
 mod durability;
 mod engine;

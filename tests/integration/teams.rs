@@ -7,7 +7,7 @@ use std::time::Duration;
 use ferrocrawl::config::TeamSettings;
 use serde_json::{Value, json};
 
-use crate::common::{CrawlSite, FixtureSite, KEY, TestServer, assert_error};
+use crate::common::{CrawlSite, FixtureSite, KEY, TestServer, assert_error, wait_for};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -100,13 +100,14 @@ async fn the_team_concurrency_limit_holds_across_jobs_and_scrapes() {
     let (_, second) = app
         .request_as("pair-key", reqwest::Method::POST, "/v2/batch/scrape", Some(&json!({"urls": more})))
         .await;
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    let (_, check) = app.request_as("pair-key", reqwest::Method::GET, "/v2/concurrency-check", None).await;
-    assert_eq!(
-        (check["concurrency"].as_u64(), check["maxConcurrency"].as_u64()),
-        (Some(2), Some(2)),
-        "{check}"
-    );
+    // The batches fill the team's two slots; the rest waits.
+    let check = wait_for("the team's slots fill", WAIT, || async {
+        let (_, check) =
+            app.request_as("pair-key", reqwest::Method::GET, "/v2/concurrency-check", None).await;
+        (check["concurrency"] == 2).then_some(check)
+    })
+    .await;
+    assert_eq!(check["maxConcurrency"], 2, "{check}");
     let (_, queue) = app.request_as("pair-key", reqwest::Method::GET, "/v2/team/queue-status", None).await;
     assert!(queue["waitingJobsInQueue"].as_u64().expect("waiting") > 0, "{queue}");
     assert_eq!(queue["activeJobsInQueue"], 2);

@@ -115,15 +115,18 @@ impl Instance {
 
     /// Whether the process is still connected.
     pub fn is_alive(&self) -> bool {
-        self.alive.load(Ordering::SeqCst)
-            && !self.handler.is_finished()
-            && self.pid.is_none_or(process_running)
+        !self.handler.is_finished() && self.liveness().is_alive()
     }
 
     /// Resolves when the process has died or its connection closed.
     pub async fn died(&self) {
-        let mut died = self.died.clone();
-        let _ = died.wait_for(|dead| *dead).await;
+        self.liveness().died().await;
+    }
+
+    /// A handle that tells whether this process lives, for holders that must not keep the
+    /// process itself (dropping the last [`Instance`] stops it).
+    pub fn liveness(&self) -> Liveness {
+        Liveness { alive: Arc::clone(&self.alive), died: self.died.clone(), pid: self.pid }
     }
 
     /// The browser-level DevTools WebSocket address.
@@ -134,6 +137,27 @@ impl Instance {
     /// The process id.
     pub fn pid(&self) -> Option<u32> {
         self.pid
+    }
+}
+
+/// Whether one Chromium process still runs, without holding the process.
+#[derive(Debug, Clone)]
+pub struct Liveness {
+    alive: Arc<AtomicBool>,
+    died: tokio::sync::watch::Receiver<bool>,
+    pid: Option<u32>,
+}
+
+impl Liveness {
+    /// Whether the process runs and its connection is open.
+    pub fn is_alive(&self) -> bool {
+        self.alive.load(Ordering::SeqCst) && self.pid.is_none_or(process_running)
+    }
+
+    /// Resolves when the process has died or its connection closed.
+    pub async fn died(&self) {
+        let mut died = self.died.clone();
+        let _ = died.wait_for(|dead| *dead).await;
     }
 }
 

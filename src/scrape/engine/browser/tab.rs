@@ -107,6 +107,11 @@ impl Tab {
         self.instance.died().await;
     }
 
+    /// Tells whether the browser behind the tab lives, without holding the tab.
+    pub fn liveness(&self) -> super::launch::Liveness {
+        self.instance.liveness()
+    }
+
     /// The DevTools WebSocket address of this tab's page.
     pub fn devtools_url(&self) -> String {
         let browser = self.instance.devtools_url();

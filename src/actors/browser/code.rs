@@ -168,17 +168,16 @@ pub async fn run_process(
         Ok(child) => child,
         Err(e) => return failure(format!("could not start {program}: {e}")),
     };
-    let group = child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32));
+    let mut group = Group(child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32)));
     let stdout = tokio::spawn(read_capped(child.stdout.take()));
     let stderr = tokio::spawn(read_capped(child.stderr.take()));
     let status = tokio::time::timeout(timeout, child.wait()).await;
     if status.is_err() {
         // The whole group: a shell's children would otherwise keep the pipes open.
-        if let Some(pid) = group {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
+        group.kill();
         let _ = child.wait().await;
     }
+    group.0 = None;
     let stdout = stdout.await.unwrap_or_default();
     let stderr = stderr.await.unwrap_or_default();
     match status {
@@ -191,6 +190,24 @@ pub async fn run_process(
             let error = (exit_code != 0).then(|| format!("{program} exited with code {exit_code}"));
             CodeOutcome { stdout, stderr, exit_code, error, ..CodeOutcome::default() }
         }
+    }
+}
+
+/// A subprocess's process group, killed when the run is abandoned half-way (its session
+/// ended while the code ran) so no child of the code outlives the session.
+struct Group(Option<rustix::process::Pid>);
+
+impl Group {
+    fn kill(&mut self) {
+        if let Some(pid) = self.0.take() {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 

@@ -1,23 +1,34 @@
-//! `BrowserSupervisor` owns the Chromium pool's lifecycle (dead browsers replaced between
-//! requests, every browser stopped on shutdown) and the interact sessions: one linked
-//! `BrowserSession` actor per scrape job, each owning its tab and running its code one
-//! request at a time. The supervisor keeps the session table (live and destroyed, by scrape
-//! id, session id and live-view token), closes idle sessions, bills a session when it ends,
-//! and marks a session destroyed when its actor dies.
+//! The browser's room of the actor tree. `BrowserSupervisor` owns the Chromium pool's
+//! lifecycle (dead browsers replaced between requests, every browser stopped on shutdown)
+//! and the interact sessions: one linked [`BrowserSession`](session::BrowserSession) actor
+//! per session, which owns its tab and is the only thing that drives it (code runs, live-view
+//! frames and input are messages to it). The supervisor keeps the session table (live and
+//! destroyed, by session id, by the scrapes that use the session, and by live-view token),
+//! closes idle sessions, bills a session when it ends, and marks a session destroyed when its
+//! actor dies.
+//!
+//! - [`registry`]: what the API shares with the actors about sessions;
+//! - [`session`]: the session actor;
+//! - [`code`]: running a caller's code against a page;
+//! - [`live`]: the live view's page, frames and input.
+
+pub mod code;
+pub mod live;
+pub mod registry;
+pub mod session;
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, ActorStatus, RpcReplyPort, SupervisionEvent};
 use tokio::time::Instant;
 
 use super::Services;
 use crate::model::{JobId, TeamId, time};
 use crate::scrape::engine::browser::Tab;
-use crate::sessions::code::{self, CodeOutcome, Language};
-use crate::sessions::{self, Ended, Found, LiveAccess, SessionKey, SessionView};
+use crate::scrape::engine::browser::launch::Liveness;
+pub use registry::{Ended, Found, LiveAccess, SessionKey, SessionView};
+pub use session::{BrowserSession, SessionArgs, SessionMsg};
 
 /// How often idle sessions and dead browsers are looked for.
 const TICK: Duration = Duration::from_secs(1);
@@ -44,21 +55,42 @@ pub enum AdoptError {
     Limit,
 }
 
+/// Why a named session cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UseError {
+    /// No such session of the team.
+    NotFound,
+    /// The team's session, destroyed.
+    Destroyed,
+}
+
 /// Messages of [`BrowserSupervisor`].
 #[derive(Debug)]
 pub enum BrowserMsg {
-    /// The session of a scrape job and its owner, if there is one.
-    Find(JobId, RpcReplyPort<Option<(String, Found)>>),
+    /// The session a scrape job uses, or a session by id, with its owner, if there is one.
+    Find(SessionKey, RpcReplyPort<Option<(String, Found)>>),
     /// How many sessions are live.
     Live(RpcReplyPort<usize>),
     /// Makes a session of a prepared tab (or returns the one a concurrent request made).
     Adopt(Box<Opened>, RpcReplyPort<Result<SessionView, AdoptError>>),
+    /// Uses the team's live session `session` for scrape `scrape`: it becomes the scrape's
+    /// session too when the scrape has no live one of its own.
+    Use {
+        /// The session's id.
+        session: String,
+        /// The scrape asking.
+        scrape: JobId,
+        /// The caller's team.
+        team: TeamId,
+        /// The session, or why it cannot be used.
+        reply: RpcReplyPort<Result<SessionView, UseError>>,
+    },
     /// Ends a session of `team`; `None` when the team has no such live session.
     End(SessionKey, TeamId, RpcReplyPort<Option<Ended>>),
     /// What a live-view token grants, while its session lives.
     Access(String, RpcReplyPort<Option<LiveAccess>>),
-    /// Marks activity on a session (its idle clock restarts).
-    Touch(JobId),
+    /// Marks activity on a session, by id (its idle clock restarts).
+    Touch(String),
     /// Periodic upkeep.
     Tick,
 }
@@ -66,16 +98,19 @@ pub enum BrowserMsg {
 struct Entry {
     team: TeamId,
     view: SessionView,
-    page: chromiumoxide::Page,
+    browser: Liveness,
     started: Instant,
-    last_activity: Arc<AtomicU64>,
+    last_activity_ms: u64,
     ended: Option<(Ended, Instant)>,
 }
 
 /// State of [`BrowserSupervisor`].
 pub struct BrowserState {
     services: Services,
-    sessions: HashMap<JobId, Entry>,
+    /// By session id.
+    sessions: HashMap<String, Entry>,
+    /// The session each scrape uses, by scrape id.
+    by_scrape: HashMap<JobId, String>,
 }
 
 impl std::fmt::Debug for BrowserState {
@@ -93,22 +128,42 @@ impl BrowserState {
         self.sessions.values().filter(|e| e.ended.is_none()).count()
     }
 
-    /// Ends the session of `scrape_id`: stops its actor, bills it, remembers it as destroyed.
-    fn end(&mut self, scrape_id: JobId, why: &str) -> Option<Ended> {
-        let entry = self.sessions.get_mut(&scrape_id).filter(|e| e.ended.is_none())?;
+    /// The id of the session `key` names.
+    fn resolve(&self, key: &SessionKey) -> Option<String> {
+        match key {
+            SessionKey::Scrape(id) => self.by_scrape.get(id).cloned(),
+            SessionKey::Session(session) => self.sessions.contains_key(session).then(|| session.clone()),
+        }
+    }
+
+    /// The live session a scrape uses.
+    fn live_of_scrape(&self, scrape: JobId) -> Option<&Entry> {
+        let session = self.by_scrape.get(&scrape)?;
+        self.sessions.get(session).filter(|e| e.ended.is_none())
+    }
+
+    /// Ends session `session`: stops its actor (which closes its tab), bills it, remembers it
+    /// as destroyed.
+    fn end(&mut self, session: &str, why: &str) -> Option<Ended> {
+        let entry = self.sessions.get_mut(session).filter(|e| e.ended.is_none())?;
         let duration_ms = u64::try_from(entry.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let ended = Ended { duration_ms, credits: sessions::credits_for(duration_ms) };
+        let actor_running = matches!(
+            entry.view.actor.get_status(),
+            ActorStatus::Starting | ActorStatus::Running | ActorStatus::Upgrading
+        );
+        // The actor closes the tab when it stops; with its browser gone there is no tab left.
+        let cleanup_queued = actor_running && entry.browser.is_alive();
+        let ended = Ended { duration_ms, credits: registry::credits_for(duration_ms), cleanup_queued };
         entry.ended = Some((ended, Instant::now()));
         entry.view.actor.stop(Some(why.to_owned()));
         if let Err(e) = self.services.teams.charge(&entry.team, ended.credits) {
             tracing::error!(error = %e, "billing a browser session failed");
         }
-        tracing::info!(scrape = %scrape_id, duration_ms, credits = ended.credits, why, "browser session ended");
+        tracing::info!(
+            session, scrape = %entry.view.scrape_id, duration_ms, credits = ended.credits, cleanup_queued, why,
+            "browser session ended"
+        );
         Some(ended)
-    }
-
-    fn find_by_session(&self, session_id: &str) -> Option<JobId> {
-        self.sessions.iter().find(|(_, e)| e.view.session_id == session_id).map(|(id, _)| *id)
     }
 }
 
@@ -123,7 +178,7 @@ impl Actor for BrowserSupervisor {
         services: Services,
     ) -> Result<BrowserState, ActorProcessingErr> {
         myself.send_interval(TICK, || BrowserMsg::Tick);
-        Ok(BrowserState { services, sessions: HashMap::new() })
+        Ok(BrowserState { services, sessions: HashMap::new(), by_scrape: HashMap::new() })
     }
 
     async fn post_stop(
@@ -131,10 +186,10 @@ impl Actor for BrowserSupervisor {
         _: ActorRef<BrowserMsg>,
         state: &mut BrowserState,
     ) -> Result<(), ActorProcessingErr> {
-        let live: Vec<JobId> =
-            state.sessions.iter().filter(|(_, e)| e.ended.is_none()).map(|(id, _)| *id).collect();
+        let live: Vec<String> =
+            state.sessions.iter().filter(|(_, e)| e.ended.is_none()).map(|(id, _)| id.clone()).collect();
         for id in live {
-            state.end(id, "the server is stopping");
+            state.end(&id, "the server is stopping");
         }
         state.services.scraper.browser().shutdown().await;
         Ok(())
@@ -147,8 +202,8 @@ impl Actor for BrowserSupervisor {
         state: &mut BrowserState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            BrowserMsg::Find(id, reply) => {
-                let found = state.sessions.get(&id).map(|e| {
+            BrowserMsg::Find(key, reply) => {
+                let found = state.resolve(&key).and_then(|id| state.sessions.get(&id)).map(|e| {
                     let found =
                         if e.ended.is_some() { Found::Destroyed } else { Found::Active(e.view.clone()) };
                     (e.team.as_str().to_owned(), found)
@@ -162,25 +217,33 @@ impl Actor for BrowserSupervisor {
                 let answer = adopt(&myself, state, *opened).await;
                 let _ = reply.send(answer);
             }
-            BrowserMsg::End(key, team, reply) => {
-                let id = match key {
-                    SessionKey::Scrape(id) => Some(id),
-                    SessionKey::Session(session) => state.find_by_session(&session),
+            BrowserMsg::Use { session, scrape, team, reply } => {
+                let answer = match state.sessions.get(&session).filter(|e| e.team == team) {
+                    None => Err(UseError::NotFound),
+                    Some(e) if e.ended.is_some() => Err(UseError::Destroyed),
+                    Some(e) => Ok(e.view.clone()),
                 };
-                let owned = id.filter(|id| state.sessions.get(id).is_some_and(|e| e.team == team));
-                let _ = reply.send(owned.and_then(|id| state.end(id, "deleted by its owner")));
+                if answer.is_ok() && state.live_of_scrape(scrape).is_none() {
+                    state.by_scrape.insert(scrape, session);
+                }
+                let _ = reply.send(answer);
+            }
+            BrowserMsg::End(key, team, reply) => {
+                let owned =
+                    state.resolve(&key).filter(|id| state.sessions.get(id).is_some_and(|e| e.team == team));
+                let _ = reply.send(owned.and_then(|id| state.end(&id, "deleted by its owner")));
             }
             BrowserMsg::Access(token, reply) => {
                 let access = state.sessions.values().filter(|e| e.ended.is_none()).find_map(|e| {
                     let interactive = e.view.control_token == token;
                     (interactive || e.view.view_token == token)
-                        .then(|| LiveAccess { page: e.page.clone(), interactive })
+                        .then(|| LiveAccess { session: e.view.actor.clone(), interactive })
                 });
                 let _ = reply.send(access);
             }
-            BrowserMsg::Touch(id) => {
-                if let Some(entry) = state.sessions.get(&id) {
-                    entry.last_activity.store(time::now_ms(), Ordering::SeqCst);
+            BrowserMsg::Touch(session) => {
+                if let Some(entry) = state.sessions.get_mut(&session) {
+                    entry.last_activity_ms = time::now_ms();
                 }
             }
             BrowserMsg::Tick => {
@@ -191,16 +254,18 @@ impl Actor for BrowserSupervisor {
                 let now = time::now_ms();
                 let mut done = Vec::new();
                 for (id, e) in state.sessions.iter().filter(|(_, e)| e.ended.is_none()) {
-                    if now.saturating_sub(e.last_activity.load(Ordering::SeqCst)) >= idle_ms {
-                        done.push((*id, "idle"));
+                    if now.saturating_sub(e.last_activity_ms) >= idle_ms {
+                        done.push((id.clone(), "idle"));
                     } else if e.started.elapsed() >= max_life {
-                        done.push((*id, "at its maximum lifetime"));
+                        done.push((id.clone(), "at its maximum lifetime"));
                     }
                 }
                 for (id, why) in done {
-                    state.end(id, why);
+                    state.end(&id, why);
                 }
                 state.sessions.retain(|_, e| e.ended.is_none_or(|(_, at)| at.elapsed() < FORGET_AFTER));
+                let sessions = &state.sessions;
+                state.by_scrape.retain(|_, session| sessions.contains_key(session));
             }
         }
         Ok(())
@@ -217,10 +282,13 @@ impl Actor for BrowserSupervisor {
             SupervisionEvent::ActorTerminated(cell, _, _) => (cell, "stopped".to_owned()),
             _ => return Ok(()),
         };
-        let id =
-            state.sessions.iter().find(|(_, e)| e.view.actor.get_id() == cell.get_id()).map(|(id, _)| *id);
+        let id = state
+            .sessions
+            .iter()
+            .find(|(_, e)| e.view.actor.get_id() == cell.get_id())
+            .map(|(id, _)| id.clone());
         if let Some(id) = id {
-            state.end(id, &format!("its actor {why}"));
+            state.end(&id, &format!("its actor {why}"));
         }
         Ok(())
     }
@@ -231,7 +299,7 @@ async fn adopt(
     state: &mut BrowserState,
     opened: Opened,
 ) -> Result<SessionView, AdoptError> {
-    if let Some(entry) = state.sessions.get(&opened.scrape_id).filter(|e| e.ended.is_none()) {
+    if let Some(entry) = state.live_of_scrape(opened.scrape_id) {
         // A concurrent first request made the session already: use it.
         let view = entry.view.clone();
         opened.tab.close().await;
@@ -241,8 +309,7 @@ async fn adopt(
         opened.tab.close().await;
         return Err(AdoptError::Limit);
     }
-    let page = opened.tab.page().clone();
-    let last_activity = Arc::new(AtomicU64::new(time::now_ms()));
+    let browser = opened.tab.liveness();
     let args = SessionArgs {
         services: state.services.clone(),
         team: opened.team.clone(),
@@ -260,112 +327,18 @@ async fn adopt(
         session_id: uuid::Uuid::now_v7().to_string(),
         scrape_id: opened.scrape_id,
         actor,
-        view_token: sessions::token(),
-        control_token: sessions::token(),
+        view_token: registry::token(),
+        control_token: registry::token(),
     };
     let entry = Entry {
         team: opened.team,
         view: view.clone(),
-        page,
+        browser,
         started: Instant::now(),
-        last_activity,
+        last_activity_ms: time::now_ms(),
         ended: None,
     };
-    state.sessions.insert(opened.scrape_id, entry);
+    state.by_scrape.insert(opened.scrape_id, view.session_id.clone());
+    state.sessions.insert(view.session_id.clone(), entry);
     Ok(view)
-}
-
-/// Messages of [`BrowserSession`].
-#[derive(Debug)]
-pub enum SessionMsg {
-    /// Runs code against the page.
-    Execute {
-        /// The code.
-        code: String,
-        /// Its language.
-        language: Language,
-        /// Its time limit.
-        timeout: Duration,
-        /// The outcome; an error when the browser died (the session ends).
-        reply: RpcReplyPort<Result<CodeOutcome, String>>,
-    },
-}
-
-/// What a session starts with.
-#[derive(Debug)]
-pub struct SessionArgs {
-    services: Services,
-    team: TeamId,
-    tab: Tab,
-    save_profile: Option<String>,
-}
-
-/// One interact session: owns its tab.
-#[derive(Debug)]
-pub struct BrowserSession;
-
-impl Actor for BrowserSession {
-    type Msg = SessionMsg;
-    type State = SessionArgs;
-    type Arguments = SessionArgs;
-
-    async fn pre_start(
-        &self,
-        _: ActorRef<SessionMsg>,
-        args: SessionArgs,
-    ) -> Result<SessionArgs, ActorProcessingErr> {
-        Ok(args)
-    }
-
-    async fn post_stop(
-        &self,
-        _: ActorRef<SessionMsg>,
-        state: &mut SessionArgs,
-    ) -> Result<(), ActorProcessingErr> {
-        if let Some(name) = &state.save_profile {
-            let profiles = &state.services.store.profiles;
-            let base = profiles.get(&state.team, name).ok().flatten();
-            match state.tab.snapshot_profile(base.as_ref()).await {
-                Ok(snapshot) => {
-                    if let Err(e) = profiles.put(&state.team, name, &snapshot) {
-                        tracing::warn!(error = %e, "saving a session's profile failed");
-                    }
-                }
-                Err(e) => tracing::warn!(error = %e, "reading a session's profile failed"),
-            }
-        }
-        state.tab.dispose().await;
-        Ok(())
-    }
-
-    async fn handle(
-        &self,
-        myself: ActorRef<SessionMsg>,
-        msg: SessionMsg,
-        state: &mut SessionArgs,
-    ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            SessionMsg::Execute { code, language, timeout, reply } => {
-                let tab = &state.tab;
-                let work = async {
-                    match language {
-                        Language::Node => code::run_node(tab.page(), &code, timeout).await,
-                        other => {
-                            let url = tab.page().url().await.ok().flatten().unwrap_or_default();
-                            code::run_process(other, &code, &tab.devtools_url(), &url, timeout).await
-                        }
-                    }
-                };
-                let outcome = tokio::select! {
-                    outcome = work => Ok(outcome),
-                    () = tab.browser_died() => Err("the session's browser died".to_owned()),
-                };
-                if outcome.is_err() {
-                    myself.stop(Some("its browser died".into()));
-                }
-                let _ = reply.send(outcome);
-            }
-        }
-        Ok(())
-    }
 }

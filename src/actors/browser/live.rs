@@ -1,6 +1,8 @@
 //! The live view of a session: a page of ours that shows the tab's screen, refreshed from
 //! frames captured on request, and (with the interactive token) forwards clicks, keys and
 //! typed text to the tab. The token in the URL is the credential; it dies with the session.
+//! The session's actor runs these functions on the page it owns (see `session.rs`); nothing
+//! else drives a session's page.
 
 use chromiumoxide::Page;
 use chromiumoxide::cdp::browser_protocol::input::{
@@ -38,6 +40,27 @@ pub enum Input {
     },
 }
 
+/// Why input could not be sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InputError {
+    /// The input itself is wrong (a position off the frame, an unknown key): the caller's.
+    Invalid(String),
+    /// The browser did not take it.
+    Browser(String),
+}
+
+impl Input {
+    /// Checks what can be checked without the page.
+    pub fn validate(&self) -> Result<(), InputError> {
+        match self {
+            Self::Click { x, y } if !(0.0..=1.0).contains(x) || !(0.0..=1.0).contains(y) => {
+                Err(InputError::Invalid("`x` and `y` are fractions of the frame, from 0 to 1".into()))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Captures the tab's current screen as JPEG.
 pub async fn frame(page: &Page) -> Result<Vec<u8>, String> {
     let params =
@@ -46,18 +69,17 @@ pub async fn frame(page: &Page) -> Result<Vec<u8>, String> {
 }
 
 /// Sends `input` to the tab.
-pub async fn forward(page: &Page, input: &Input) -> Result<(), String> {
+pub async fn forward(page: &Page, input: &Input) -> Result<(), InputError> {
+    input.validate()?;
+    let browser = |e: &dyn std::fmt::Display| InputError::Browser(e.to_string());
     match input {
         Input::Click { x, y } => {
-            if !(0.0..=1.0).contains(x) || !(0.0..=1.0).contains(y) {
-                return Err("`x` and `y` are fractions of the frame, from 0 to 1".into());
-            }
             let size = page
                 .evaluate("[window.innerWidth, window.innerHeight]")
                 .await
                 .ok()
                 .and_then(|v| v.into_value::<(f64, f64)>().ok())
-                .ok_or("the page's size is unknown")?;
+                .ok_or_else(|| InputError::Browser("the page's size is unknown".into()))?;
             let (px, py) = (x * size.0, y * size.1);
             for kind in [DispatchMouseEventType::MousePressed, DispatchMouseEventType::MouseReleased] {
                 let event = DispatchMouseEventParams::builder()
@@ -67,18 +89,18 @@ pub async fn forward(page: &Page, input: &Input) -> Result<(), String> {
                     .button(MouseButton::Left)
                     .click_count(1)
                     .build()
-                    .map_err(|e| e.to_string())?;
-                page.execute(event).await.map_err(|e| e.to_string())?;
+                    .map_err(|e| browser(&e))?;
+                page.execute(event).await.map_err(|e| browser(&e))?;
             }
             Ok(())
         }
         Input::Key { key } => match actions::press(page, key).await {
             Ok(true) => Ok(()),
-            Ok(false) => Err(format!("unknown key `{key}`")),
-            Err(e) => Err(e.to_string()),
+            Ok(false) => Err(InputError::Invalid(format!("Invalid value for `key`: unknown key `{key}`"))),
+            Err(e) => Err(browser(&e)),
         },
         Input::Text { text } => {
-            page.execute(InsertTextParams::new(text.clone())).await.map_err(|e| e.to_string())?;
+            page.execute(InsertTextParams::new(text.clone())).await.map_err(|e| browser(&e))?;
             Ok(())
         }
     }

@@ -1,17 +1,11 @@
-//! Interact sessions: a live browser tab bound to one scrape job, re-created in the state the
-//! scrape left its page, driven by the caller's code and watched through a live view. The
-//! actors that own sessions are `BrowserSupervisor` and `BrowserSession` in
-//! [`crate::actors::browser`]; this module holds what they and the API share: the session's
-//! public face, how long it ran and what it cost, code execution ([`code`]) and the live
-//! view ([`live`]).
+//! What the browser supervisor, its session actors and the API share about interact
+//! sessions: a session's public face ([`SessionView`]), how one is named ([`SessionKey`]) and
+//! found ([`Found`]), what a live-view token grants ([`LiveAccess`]), how long a session ran
+//! and what it cost ([`Ended`]), and its tokens.
 
-pub mod code;
-pub mod live;
-
-use chromiumoxide::Page;
 use ractor::ActorRef;
 
-use crate::actors::browser::SessionMsg;
+use super::session::SessionMsg;
 use crate::model::JobId;
 
 /// Credits per hour of session time (contract §14.7).
@@ -29,7 +23,7 @@ pub fn credits_for(duration_ms: u64) -> u64 {
 pub struct SessionView {
     /// The session's own id.
     pub session_id: String,
-    /// The scrape job it belongs to.
+    /// The scrape job it was made for.
     pub scrape_id: JobId,
     /// The actor running its code.
     pub actor: ActorRef<SessionMsg>,
@@ -46,6 +40,9 @@ pub struct Ended {
     pub duration_ms: u64,
     /// What it cost.
     pub credits: u64,
+    /// Whether closing its tab (and saving its profile) was handed to its actor: false when
+    /// there was nothing left to close because its actor or its browser had already died.
+    pub cleanup_queued: bool,
 }
 
 /// Which session a request names.
@@ -66,11 +63,12 @@ pub enum Found {
     Destroyed,
 }
 
-/// What a live-view token grants.
+/// What a live-view token grants: the session's actor, which owns its page and takes
+/// frame and input requests ([`SessionMsg::Frame`], [`SessionMsg::Input`]).
 #[derive(Debug, Clone)]
 pub struct LiveAccess {
-    /// The session's page.
-    pub page: Page,
+    /// The session's actor.
+    pub session: ActorRef<SessionMsg>,
     /// Whether input may be sent.
     pub interactive: bool,
 }
