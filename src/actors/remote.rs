@@ -65,8 +65,9 @@ pub enum Request {
 pub enum Response {
     /// See [`Request::Counts`].
     Counts(NodeCounts),
-    /// See [`Request::Fetch`].
-    Fetched(Box<FetchOutcome>),
+    /// See [`Request::Fetch`]: the outcome as JSON (a result document is a JSON shape, with
+    /// fields left out when empty, which a positional encoding cannot carry).
+    Fetched(Vec<u8>),
     /// See [`Request::Page`].
     Page {
         /// The job.
@@ -131,7 +132,12 @@ pub(crate) async fn fetch_on_owner(
         }
         match cluster.call(&owner, request.clone(), FETCH_TIMEOUT).await {
             Ok(bytes) => match decode::<Response>(&bytes) {
-                Ok(Response::Fetched(outcome)) => return Some(*outcome),
+                Ok(Response::Fetched(json)) => {
+                    return Some(serde_json::from_slice(&json).unwrap_or_else(|e| FetchOutcome::Failed {
+                        code: "UNKNOWN_ERROR".into(),
+                        error: format!("unreadable page from node `{owner}`: {e}"),
+                    }));
+                }
                 Ok(other) => {
                     let error = format!("unexpected answer from node `{owner}`: {other:?}");
                     return Some(FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error });
@@ -143,6 +149,7 @@ pub(crate) async fn fetch_on_owner(
                 last_error = e.to_string();
                 // Wait for the membership to change (the node is judged down), or a second.
                 let mut watch = cluster.watch();
+                watch.borrow_and_update();
                 let _ = tokio::time::timeout(std::time::Duration::from_secs(1), watch.changed()).await;
             }
         }

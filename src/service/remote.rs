@@ -68,7 +68,12 @@ impl RemoteHandler {
         let jobs = &self.jobs;
         Ok(match request {
             Request::Counts => Response::Counts(jobs.runtime().counts().await),
-            Request::Fetch(task) => Response::Fetched(Box::new(jobs.runtime().fetch_here(*task).await)),
+            Request::Fetch(task) => {
+                let outcome = jobs.runtime().fetch_here(*task).await;
+                Response::Fetched(
+                    serde_json::to_vec(&outcome).map_err(|e| JobError::Internal(e.to_string()))?,
+                )
+            }
             Request::CancelJob(id) => {
                 jobs.runtime().cancel_here(id).await;
                 Response::Done

@@ -296,3 +296,80 @@ async fn any_node_answers_for_a_job_and_names_a_missing_owner() {
     let (_, after) = call(b.base(), key, reqwest::Method::GET, &path, None).await;
     assert_eq!(after["status"], "cancelled", "{after}");
 }
+
+/// The node among `nodes` that owns `site` (the cluster's own placement rule).
+fn owner_of(nodes: &[&str], site: &str) -> String {
+    let names: Vec<String> = nodes.iter().map(|n| (*n).to_owned()).collect();
+    ferrocrawl::cluster::place::owner(&names, site).expect("owner").to_owned()
+}
+
+/// A crawl accepted by one node is fetched by the node that owns its site; when that node
+/// is killed mid-crawl its pages go to the site's next owner and the crawl still returns
+/// every page exactly once.
+#[tokio::test]
+async fn a_crawl_is_fetched_by_its_sites_node_and_survives_losing_it() {
+    use crate::common::crawlsite::HUB_LEN;
+    let site = crate::common::CrawlSite::start(60);
+    let names = ["a", "b", "c"];
+    let a = Node::start("a", None, &[]);
+    let b = Node::start("b", Some(&a.cluster_addr), &[]);
+    let c = Node::start("c", Some(&a.cluster_addr), &[]);
+    let mut nodes = [a, b, c];
+    for node in &nodes {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    let origin = format!("http://site.localhost:{}/", site.port);
+    let owner = owner_of(&names, &origin);
+    let owner_index = names.iter().position(|n| *n == owner).expect("index");
+    let accepting = (owner_index + 1) % 3;
+    let (entry, key) = (nodes[accepting].base().to_owned(), nodes[accepting].key.clone());
+    let body = serde_json::json!({"url": site.url("/hub/0"), "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 2});
+    let (status, started) = call(&entry, &key, reqwest::Method::POST, "/v2/crawl", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let path = format!("/v2/crawl/{}", started["id"].as_str().expect("id"));
+
+    // The site's actor runs on its owner, not on the node that took the crawl.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, status) = call(&entry, &key, reqwest::Method::GET, &path, None).await;
+        if status["completed"].as_u64().unwrap_or(0) >= 6 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no progress: {status}");
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    let view = nodes[accepting].view().await;
+    let domains = |name: &str| {
+        view["members"].as_array().expect("members").iter().find(|m| m["name"] == name).expect("member")["domains"]
+            .as_u64()
+    };
+    assert_eq!(domains(&owner), Some(1), "the owner runs the site's actor: {view}");
+    assert_eq!(domains(names[accepting]), Some(0), "the crawl's node does not: {view}");
+
+    // Kill the site's node mid-crawl.
+    nodes[owner_index].process.take().expect("owner").kill9();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let done = loop {
+        let (status, body) = call(&entry, &key, reqwest::Method::GET, &path, None).await;
+        assert_eq!(status, 200, "{body}");
+        if body["status"] != "scraping" {
+            break body;
+        }
+        assert!(Instant::now() < deadline, "the crawl did not finish after losing a node: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    let mut docs = done["data"].as_array().cloned().unwrap_or_default();
+    let mut next = done["next"].as_str().map(str::to_owned);
+    while let Some(url) = next {
+        let client = reqwest::Client::builder().no_proxy().build().expect("client");
+        let (_, page) = decode(client.get(&url).bearer_auth(&key).send().await.expect("next")).await;
+        docs.extend(page["data"].as_array().cloned().unwrap_or_default());
+        next = page["next"].as_str().map(str::to_owned);
+    }
+    let landed = crate::crawl::landing_urls(&docs);
+    let expected: std::collections::BTreeSet<String> =
+        (0..HUB_LEN).map(|n| site.url(&format!("/hub/{n}"))).collect();
+    let (_, errors) = call(&entry, &key, reqwest::Method::GET, &format!("{path}/errors"), None).await;
+    assert_eq!(landed, expected, "every page exactly once; errors: {errors}");
+}
