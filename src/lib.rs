@@ -109,7 +109,8 @@ pub async fn serve(
     let runtime = actors::Runtime::start(services).await?;
     let jobs = service::JobService::new(runtime.clone());
     if let Some(cluster) = &runtime.services().cluster {
-        cluster.serve(service::remote::RemoteHandler::new(jobs.clone()));
+        cluster.serve(cluster::Channel::Jobs, service::remote::RemoteHandler::new(jobs.clone()));
+        runtime.services().teams.join_cluster(cluster.clone());
     }
     let state = web::Data::new(api::AppState {
         settings: Arc::clone(&settings),

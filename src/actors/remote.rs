@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::cluster::Channel;
+
 use super::NodeCounts;
 use super::domain::{FetchOutcome, FetchTask};
 use crate::model::{JobId, JobKind};
@@ -130,7 +132,7 @@ pub(crate) async fn fetch_on_owner(
         if owner == cluster.name() {
             return None;
         }
-        match cluster.call(&owner, request.clone(), FETCH_TIMEOUT).await {
+        match cluster.call(&owner, Channel::Jobs, request.clone(), FETCH_TIMEOUT).await {
             Ok(bytes) => match decode::<Response>(&bytes) {
                 Ok(Response::Fetched(json)) => {
                     return Some(serde_json::from_slice(&json).unwrap_or_else(|e| FetchOutcome::Failed {
@@ -165,7 +167,9 @@ pub(crate) fn broadcast_cancel(cluster: &crate::cluster::Cluster, id: JobId) {
     tokio::spawn(async move {
         let request = encode(&Request::CancelJob(id));
         for node in cluster.live().iter().filter(|n| *n != cluster.name()) {
-            if let Err(e) = cluster.call(node, request.clone(), std::time::Duration::from_secs(5)).await {
+            if let Err(e) =
+                cluster.call(node, Channel::Jobs, request.clone(), std::time::Duration::from_secs(5)).await
+            {
                 tracing::debug!(node = %node, error = %e, "cancel not delivered to a node");
             }
         }

@@ -2,7 +2,7 @@
 //! maps the request to a team with its plan flags. Handlers take [`Authenticated`] as an
 //! argument; a missing or unknown key answers 401 in the error envelope.
 
-use std::future::{Ready, ready};
+use futures::future::LocalBoxFuture;
 
 use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpRequest, http::header, web};
@@ -30,14 +30,15 @@ impl Authenticated {
 
 impl FromRequest for Authenticated {
     type Error = ApiError;
-    type Future = Ready<Result<Self, ApiError>>;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(authenticate(req))
+        let req = req.clone();
+        Box::pin(async move { authenticate(&req).await })
     }
 }
 
-fn authenticate(req: &HttpRequest) -> Result<Authenticated, ApiError> {
+async fn authenticate(req: &HttpRequest) -> Result<Authenticated, ApiError> {
     let state = req
         .app_data::<web::Data<AppState>>()
         .ok_or_else(|| ApiError::new(Code::Unknown, "application state missing"))?;
@@ -52,11 +53,13 @@ fn authenticate(req: &HttpRequest) -> Result<Authenticated, ApiError> {
         text.split_whitespace().next().is_some_and(|scheme| scheme.eq_ignore_ascii_case("bearer"))
     });
     let token = token.ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Token missing"))?;
+    // A key unknown here is looked up on the other nodes of a cluster.
     let team = state
         .runtime
         .services()
         .teams
-        .team_of_key(token)?
+        .authenticate(token)
+        .await?
         .ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Invalid token"))?;
     // Job-creating requests count against the team's request rate.
     if req.method() == actix_web::http::Method::POST {

@@ -10,6 +10,7 @@ use serde_json::json;
 use super::error::ApiError;
 use super::{AppState, Authenticated};
 use crate::actors::remote::{self, Request, Response};
+use crate::cluster::Channel;
 use crate::model::Code;
 
 /// Registers the route.
@@ -36,8 +37,10 @@ async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<Http
         if m.state != "up" {
             return None;
         }
-        let answer =
-            cluster.call(&m.name, remote::encode(&Request::Counts), Duration::from_secs(2)).await.ok()?;
+        let answer = cluster
+            .call(&m.name, Channel::Jobs, remote::encode(&Request::Counts), Duration::from_secs(2))
+            .await
+            .ok()?;
         match remote::decode(&answer).ok()? {
             Response::Counts(counts) => Some(counts),
             _ => None,

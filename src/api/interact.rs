@@ -284,7 +284,7 @@ async fn session_for(state: &AppState, team: &TeamId, id: JobId) -> Result<Sessi
         }
         ReplayLookup::Found(replay) => replay,
     };
-    state.runtime.services().teams.require(team, registry::MIN_CREDITS)?;
+    state.runtime.services().teams.require(team, registry::MIN_CREDITS).await?;
     let limit =
         || ApiError::new(Code::SessionLimit, "The maximum of concurrent browser sessions is reached.");
     if state.runtime.browser_call(BrowserMsg::Live).await? >= state.settings.browser.max_sessions {

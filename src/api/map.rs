@@ -120,7 +120,7 @@ pub async fn map_site(
     let body: MapBody = body::typed(Value::Object(map), "")?;
     let options = body.validate(&auth)?;
     let teams = &state.runtime.services().teams;
-    teams.require(&auth.team, 1)?;
+    teams.require(&auth.team, 1).await?;
     let links = map::map(&state.runtime, &auth.team, &url, &options).await?;
     teams.charge(&auth.team, 1)?;
     let id = JobId::new();

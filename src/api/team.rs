@@ -80,7 +80,7 @@ pub async fn admit(
     target: Option<&str>,
 ) -> Result<Admitted, ApiError> {
     let teams = &state.runtime.services().teams;
-    teams.require(&auth.team, 1)?;
+    teams.require(&auth.team, 1).await?;
     let slot = teams.admit(&auth.team).await;
     let queued_ms = slot.waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
     let id = state.jobs.new_id();
@@ -155,7 +155,7 @@ async fn activity(
 }
 
 /// (remaining, plan, period start, period end) in units of `scale` per credit.
-fn usage(
+async fn usage(
     state: &AppState,
     auth: &Authenticated,
     scale: u64,
@@ -165,14 +165,16 @@ fn usage(
     let (start, end) = ledger::month_bounds(month);
     let plan = teams.plan(&auth.team).credits;
     let remaining = match plan {
-        Some(plan) => plan.saturating_sub(teams.used(&auth.team, month)?).saturating_mul(scale),
+        Some(plan) => {
+            plan.saturating_sub(teams.used_everywhere(&auth.team, month).await?).saturating_mul(scale)
+        }
         None => UNLIMITED,
     };
     Ok((remaining, plan.map(|p| p.saturating_mul(scale)), time::iso_ms(start), time::iso_ms(end)))
 }
 
 async fn credit_usage(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
-    let (remaining, plan, start, end) = usage(&state, &auth, 1)?;
+    let (remaining, plan, start, end) = usage(&state, &auth, 1).await?;
     Ok(HttpResponse::Ok().json(json!({"success": true, "data": {
         "remainingCredits": remaining, "planCredits": plan, "unlimited": plan.is_none(),
         "billingPeriodStart": start, "billingPeriodEnd": end,
@@ -180,7 +182,7 @@ async fn credit_usage(state: web::Data<AppState>, auth: Authenticated) -> Result
 }
 
 async fn token_usage(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
-    let (remaining, plan, start, end) = usage(&state, &auth, TOKENS_PER_CREDIT)?;
+    let (remaining, plan, start, end) = usage(&state, &auth, TOKENS_PER_CREDIT).await?;
     let remaining = if plan.is_none() { UNLIMITED } else { remaining };
     Ok(HttpResponse::Ok().json(json!({"success": true, "data": {
         "remainingTokens": remaining, "planTokens": plan, "unlimited": plan.is_none(),
@@ -189,7 +191,7 @@ async fn token_usage(state: web::Data<AppState>, auth: Authenticated) -> Result<
 }
 
 /// The last months' use, newest first, as `{startDate, endDate, <field>}`.
-fn history(
+async fn history(
     state: &AppState,
     auth: &Authenticated,
     req: &HttpRequest,
@@ -206,7 +208,7 @@ fn history(
     let mut periods = Vec::new();
     for _ in 0..HISTORY_MONTHS {
         let (start, end) = ledger::month_bounds(month);
-        let used = teams.used(&auth.team, month)?.saturating_mul(scale);
+        let used = teams.used_everywhere(&auth.team, month).await?.saturating_mul(scale);
         periods.push(json!({"startDate": time::iso_ms(start), "endDate": time::iso_ms(end), field: used}));
         month = ledger::previous_month(month);
     }
@@ -218,7 +220,7 @@ async fn credit_history(
     state: web::Data<AppState>,
     auth: Authenticated,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(history(&state, &auth, &req, "creditsUsed", 1)?))
+    Ok(HttpResponse::Ok().json(history(&state, &auth, &req, "creditsUsed", 1).await?))
 }
 
 async fn token_history(
@@ -226,7 +228,7 @@ async fn token_history(
     state: web::Data<AppState>,
     auth: Authenticated,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(history(&state, &auth, &req, "tokensUsed", TOKENS_PER_CREDIT)?))
+    Ok(HttpResponse::Ok().json(history(&state, &auth, &req, "tokensUsed", TOKENS_PER_CREDIT).await?))
 }
 
 async fn queue_status(state: web::Data<AppState>, auth: Authenticated) -> HttpResponse {

@@ -15,7 +15,7 @@
 //! request never holds up pings.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use ractor::rpc::CallResult;
@@ -52,7 +52,7 @@ pub(crate) struct Shared {
     pub heartbeat: Duration,
     pub down_after: Duration,
     pub peers: RwLock<BTreeMap<String, Peer>>,
-    pub handler: OnceLock<Arc<dyn Handler>>,
+    pub handlers: RwLock<std::collections::HashMap<u8, Arc<dyn Handler>>>,
     pub node_server: ActorRef<NodeServerMessage>,
     /// Live members (this node included), sorted; changes are announced.
     pub live: tokio::sync::watch::Sender<Arc<Vec<String>>>,
@@ -148,13 +148,14 @@ fn answer(shared: &Arc<Shared>, bytes: Vec<u8>, reply: ractor::RpcReplyPort<Vec<
         Frame::Ping => {
             let _ = reply.send(seal(&shared.name, &Reply::Pong));
         }
-        Frame::App(request) => {
+        Frame::App { channel, body } => {
             let shared = Arc::clone(shared);
             let from = open::<Frame>(&bytes).map(|(from, _)| from).unwrap_or_default();
+            let handler = shared.handlers.read().ok().and_then(|h| h.get(&channel).cloned());
             tokio::spawn(async move {
-                let result = match shared.handler.get() {
-                    Some(handler) => handler.handle(from, request).await,
-                    None => Err("the node is starting".to_owned()),
+                let result = match handler {
+                    Some(handler) => handler.handle(from, body).await,
+                    None => Err(format!("nothing serves channel {channel} on this node yet")),
                 };
                 let _ = reply.send(seal(&shared.name, &Reply::App(result)));
             });

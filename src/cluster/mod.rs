@@ -17,7 +17,7 @@ pub mod place;
 mod wire;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
@@ -30,6 +30,16 @@ pub use wire::{OpenError, PROTOCOL_VERSION, spoken_version};
 
 /// Most calls in flight from this node to one peer.
 const MAX_CALLS_PER_PEER: usize = 1024;
+
+/// Which layer a request between nodes is for; each registers its handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Channel {
+    /// Jobs and sites (`actors::remote`).
+    Jobs = 1,
+    /// Teams: keys, credits, concurrency (`teams::cluster`).
+    Teams = 2,
+}
 
 /// Handles requests other nodes send to this one.
 pub trait Handler: Send + Sync + 'static {
@@ -115,7 +125,7 @@ impl Cluster {
             heartbeat: Duration::from_millis(settings.heartbeat_ms),
             down_after: Duration::from_millis(settings.down_after_ms),
             peers: RwLock::new(BTreeMap::new()),
-            handler: OnceLock::new(),
+            handlers: RwLock::default(),
             node_server: server.clone(),
             live: live_tx,
         });
@@ -131,9 +141,11 @@ impl Cluster {
         Ok(Self { shared, live, agent, server, call_slots: Arc::default() })
     }
 
-    /// Sets who answers other nodes' requests (once).
-    pub fn serve(&self, handler: Arc<dyn Handler>) {
-        let _ = self.shared.handler.set(handler);
+    /// Sets who answers other nodes' requests on `channel`.
+    pub fn serve(&self, channel: Channel, handler: Arc<dyn Handler>) {
+        if let Ok(mut handlers) = self.shared.handlers.write() {
+            handlers.insert(channel as u8, handler);
+        }
     }
 
     /// This node's name.
@@ -202,6 +214,7 @@ impl Cluster {
     pub async fn call(
         &self,
         node: &str,
+        channel: Channel,
         request: Vec<u8>,
         timeout: Duration,
     ) -> Result<Vec<u8>, ClusterError> {
@@ -224,7 +237,14 @@ impl Cluster {
             .await
             .map_err(|_| failed("too many calls in flight to this node".into()))?
             .map_err(|_| failed("closed".into()))?;
-        match agent::call(self.name(), &actor, &wire::Frame::App(request), timeout).await {
+        match agent::call(
+            self.name(),
+            &actor,
+            &wire::Frame::App { channel: channel as u8, body: request },
+            timeout,
+        )
+        .await
+        {
             Ok((_, wire::Reply::App(Ok(bytes)))) => Ok(bytes),
             Ok((_, wire::Reply::App(Err(reason)))) => Err(failed(reason)),
             Ok(_) => Err(failed("unexpected answer".into())),

@@ -34,8 +34,13 @@ pub(crate) enum Frame {
     },
     /// Are you there?
     Ping,
-    /// A request of a layer above, handled by the node's request handler.
-    App(Vec<u8>),
+    /// A request of a layer above, for the handler serving `channel` (see [`super::Channel`]).
+    App {
+        /// Which handler.
+        channel: u8,
+        /// The request.
+        body: Vec<u8>,
+    },
 }
 
 /// An agent's answer.

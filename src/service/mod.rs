@@ -171,8 +171,8 @@ impl JobService {
         let NewCrawl { team, url, mut options, idempotency_key } = request;
         let services = self.runtime.services();
         // Out of credits: refused before any work; fewer credits than the limit: the limit shrinks.
-        services.teams.require(&team, 1)?;
-        if let Some(remaining) = services.teams.remaining(&team)? {
+        services.teams.require(&team, 1).await?;
+        if let Some(remaining) = services.teams.remaining(&team).await? {
             options.limit = options.limit.min(remaining);
         }
         if let Some(key) = &idempotency_key
@@ -220,7 +220,7 @@ impl JobService {
     pub async fn start_batch(&self, request: NewBatch) -> Result<Started, JobError> {
         let NewBatch { team, urls, scrape, webhook, max_concurrency, append_to } = request;
         let services = self.runtime.services();
-        services.teams.require(&team, urls.len() as u64)?;
+        services.teams.require(&team, urls.len() as u64).await?;
         let first_url = urls.first().map(|u| u.entry.url.clone()).unwrap_or_default();
         if let Some(existing) = append_to {
             self.find(&team, existing, JobKind::Batch).await?;

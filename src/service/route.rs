@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::remote;
 use super::{ActiveJob, JobError, JobErrors, JobPage, JobService, Paging};
 use crate::actors::remote::{Request, Response, decode, encode};
-use crate::cluster::ClusterError;
+use crate::cluster::{Channel, ClusterError};
 use crate::model::{JobId, JobKind, TeamId};
 
 /// How long a request to another node may take.
@@ -44,14 +44,16 @@ impl JobService {
         let Some(cluster) = &self.runtime.services().cluster else {
             return Err(JobError::NodeUnavailable(node.to_owned()));
         };
-        let answer = cluster.call(node, encode(request), REMOTE_TIMEOUT).await.map_err(|e| match e {
-            ClusterError::Call { reason, .. }
-                if !reason.contains("unreachable") && !reason.contains("no answer") =>
-            {
-                JobError::Internal(format!("node `{node}`: {reason}"))
-            }
-            _ => JobError::NodeUnavailable(node.to_owned()),
-        })?;
+        let answer = cluster.call(node, Channel::Jobs, encode(request), REMOTE_TIMEOUT).await.map_err(
+            |e| match e {
+                ClusterError::Call { reason, .. }
+                    if !reason.contains("unreachable") && !reason.contains("no answer") =>
+                {
+                    JobError::Internal(format!("node `{node}`: {reason}"))
+                }
+                _ => JobError::NodeUnavailable(node.to_owned()),
+            },
+        )?;
         decode(&answer).map_err(JobError::Internal)
     }
 

@@ -40,7 +40,13 @@ impl KeyStore {
     }
 
     fn key_of(value: &str) -> [u8; 32] {
-        codec::digest(&[b"api-key", value.as_bytes()])
+        digest_of(value)
+    }
+
+    /// The team of the key whose digest is `digest` (see [`digest_of`]).
+    pub fn team_of_digest(&self, digest: &[u8; 32]) -> Result<Option<TeamId>> {
+        let record: Option<KeyRecord> = self.q.get(&self.tree, digest)?;
+        Ok(record.and_then(|r| TeamId::parse(&r.team).ok()))
     }
 
     /// Whether no key exists yet.
@@ -62,6 +68,12 @@ impl KeyStore {
         let record: Option<KeyRecord> = self.q.get(&self.tree, &Self::key_of(value))?;
         Ok(record.and_then(|r| TeamId::parse(&r.team).ok()))
     }
+}
+
+/// The digest a key is stored under (and asked for between nodes): the key itself is never
+/// kept or sent.
+pub fn digest_of(value: &str) -> [u8; 32] {
+    codec::digest(&[b"api-key", value.as_bytes()])
 }
 
 /// A new random key: `fc-` and 32 hex digits (128 bits from the OS generator).

@@ -32,8 +32,26 @@ pub(crate) struct Node {
 impl Node {
     /// Starts node `name` with its own data directory, joining `seed` when given.
     pub(crate) fn start(name: &str, seed: Option<&str>, env: &[(&str, &str)]) -> Self {
+        Self::start_with_keys(name, seed, env, &[])
+    }
+
+    /// [`Node::start`] with more keys in this node's data directory only: `(team, key)`.
+    pub(crate) fn start_with_keys(
+        name: &str,
+        seed: Option<&str>,
+        env: &[(&str, &str)],
+        keys: &[(&str, &str)],
+    ) -> Self {
         ferrocrawl::scrape::engine::http::install_crypto_provider();
         let data = tempfile::tempdir().expect("tempdir");
+        for (team, key) in keys {
+            let dir = data.path().to_str().expect("utf8").to_owned();
+            let out = crate::common::process::run(
+                &["keys", "create", "--team", team, "--key", key, "--data", &dir],
+                &[],
+            );
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
         let cluster_addr = format!("127.0.0.1:{}", free_port());
         let mut node = Node { name: name.to_owned(), cluster_addr, process: None, key: String::new(), data };
         node.launch(seed, env);
@@ -372,4 +390,39 @@ async fn a_crawl_is_fetched_by_its_sites_node_and_survives_losing_it() {
         (0..HUB_LEN).map(|n| site.url(&format!("/hub/{n}"))).collect();
     let (_, errors) = call(&entry, &key, reqwest::Method::GET, &format!("{path}/errors"), None).await;
     assert_eq!(landed, expected, "every page exactly once; errors: {errors}");
+}
+
+/// A key created on one node works on every node, and a team's credits hold for the
+/// cluster as a whole: 5 credits are 5 scrapes, whichever nodes they go through.
+#[tokio::test]
+async fn keys_and_credits_hold_for_the_whole_cluster() {
+    let site = crate::common::FixtureSite::start();
+    let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
+    let a = Node::start_with_keys("a", None, &plan, &[("small", "fc-small-team-key-1")]);
+    let b = Node::start("b", Some(&a.cluster_addr), &plan);
+    let c = Node::start("c", Some(&a.cluster_addr), &plan);
+    let nodes = [&a, &b, &c];
+    for node in nodes {
+        node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
+    }
+    let key = "fc-small-team-key-1";
+    let (status, unknown) =
+        call(b.base(), "fc-nobody-knows-this", reqwest::Method::GET, "/v2/team/credit-usage", None).await;
+    assert_eq!(status, 401, "{unknown}");
+    let mut done = 0;
+    let mut refused = 0;
+    for round in 0..9 {
+        let node = nodes[round % 3];
+        let body = serde_json::json!({"url": site.url("/article"), "maxAge": 0});
+        let (status, answer) = call(node.base(), key, reqwest::Method::POST, "/v2/scrape", Some(&body)).await;
+        match status {
+            200 => done += 1,
+            402 => refused += 1,
+            other => panic!("scrape {round} through {}: {other} {answer}", node.name),
+        }
+    }
+    assert_eq!((done, refused), (5, 4), "5 credits, 5 scrapes across three nodes");
+    let (status, usage) = call(c.base(), key, reqwest::Method::GET, "/v2/team/credit-usage", None).await;
+    assert_eq!(status, 200, "{usage}");
+    assert_eq!(usage["data"]["remainingCredits"].as_u64(), Some(0), "{usage}");
 }

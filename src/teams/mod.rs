@@ -2,7 +2,9 @@
 //! from the configuration and the store, the credit check before work and the charge after
 //! it, the concurrency gate every page fetch passes (scrapes, crawl and batch pages share
 //! it; waiters are served in arrival order, so jobs take turns), and the request rate
-//! limiter.
+//! limiter. In a cluster, keys and credits hold for the cluster as a whole ([`cluster`]).
+
+mod cluster;
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -78,6 +80,8 @@ struct Gate {
 pub struct Teams {
     settings: Arc<Settings>,
     store: Store,
+    cluster: std::sync::OnceLock<crate::cluster::Cluster>,
+    keys: cluster::KeyMemory,
     gates: Mutex<HashMap<String, Arc<Gate>>>,
     limiters: Mutex<HashMap<String, Arc<DefaultDirectRateLimiter>>>,
     last_success: Mutex<HashMap<String, u64>>,
@@ -89,15 +93,12 @@ impl Teams {
         Self {
             settings,
             store,
+            cluster: std::sync::OnceLock::new(),
+            keys: cluster::KeyMemory::default(),
             gates: Mutex::new(HashMap::new()),
             limiters: Mutex::new(HashMap::new()),
             last_success: Mutex::new(HashMap::new()),
         }
-    }
-
-    /// The team a presented API key authenticates as, if the key is known.
-    pub fn team_of_key(&self, key: &str) -> Result<Option<TeamId>, StoreError> {
-        self.store.keys.team_of(key)
     }
 
     /// Records in the team's activity log that it started job `id` at `endpoint`.
@@ -142,16 +143,16 @@ impl Teams {
         self.store.ledger.used(team, month)
     }
 
-    /// Credits left this month; `None` is unlimited.
-    pub fn remaining(&self, team: &TeamId) -> Result<Option<u64>, StoreError> {
+    /// Credits left this month (on every node of a cluster); `None` is unlimited.
+    pub async fn remaining(&self, team: &TeamId) -> Result<Option<u64>, StoreError> {
         let Some(plan) = self.plan(team).credits else { return Ok(None) };
-        let used = self.used(team, ledger::month_of(time::now_ms()))?;
+        let used = self.used_everywhere(team, ledger::month_of(time::now_ms())).await?;
         Ok(Some(plan.saturating_sub(used)))
     }
 
     /// Fails with 402 unless `needed` credits are left.
-    pub fn require(&self, team: &TeamId, needed: u64) -> Result<(), CreditError> {
-        match self.remaining(team)? {
+    pub async fn require(&self, team: &TeamId, needed: u64) -> Result<(), CreditError> {
+        match self.remaining(team).await? {
             Some(remaining) if remaining < needed => Err(CreditError::Insufficient { needed, remaining }),
             _ => Ok(()),
         }
@@ -235,23 +236,23 @@ mod tests {
         (dir, Teams::new(Arc::new(settings), store))
     }
 
-    #[test]
-    fn credits_are_checked_and_charged() {
+    #[tokio::test]
+    async fn credits_are_checked_and_charged() {
         let (_dir, teams) = teams(|s| {
             s.teams.insert("small".into(), TeamSettings { credits: Some(3), ..Default::default() });
         });
         let small = TeamId::parse("small").expect("team");
-        assert_eq!(teams.remaining(&small).expect("r"), Some(3));
-        teams.require(&small, 3).expect("enough");
+        assert_eq!(teams.remaining(&small).await.expect("r"), Some(3));
+        teams.require(&small, 3).await.expect("enough");
         teams.charge(&small, 2).expect("charge");
         assert!(matches!(
-            teams.require(&small, 2),
+            teams.require(&small, 2).await,
             Err(CreditError::Insufficient { needed: 2, remaining: 1 })
         ));
         let default = TeamId::parse("default").expect("team");
-        assert_eq!(teams.remaining(&default).expect("r"), None, "unlimited by default");
+        assert_eq!(teams.remaining(&default).await.expect("r"), None, "unlimited by default");
         teams.store.teams.set_credits(&small, None).expect("set");
-        assert_eq!(teams.remaining(&small).expect("r"), None, "the stored plan wins");
+        assert_eq!(teams.remaining(&small).await.expect("r"), None, "the stored plan wins");
     }
 
     #[tokio::test]

@@ -1,0 +1,170 @@
+//! Teams across a cluster. Each node keeps its own keys and its own ledger of the credits
+//! charged through it; the cluster makes them one:
+//!
+//! - **keys**: a key this node does not know is looked up on the live peers (by its digest,
+//!   never the key itself); a found key is remembered, so an API key valid on one node is
+//!   valid on all, and works on the others from then on even while its node is down;
+//! - **credits**: what a team used this month is the sum of every live node's ledger, read
+//!   at each credit check, so a team with 100 credits cannot spend 300 through three nodes.
+//!   While a node is down its charges are not counted (its ledger is on its disk): a team
+//!   can overspend by what it spent through that node until the node is back. Two requests
+//!   checked at the same moment on two nodes can both pass, as on one node.
+//!
+//! Requests travel on the cluster's `Teams` channel, postcard-encoded.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use super::Teams;
+use crate::cluster::{Channel, Cluster};
+use crate::model::TeamId;
+use crate::store::ledger::Month;
+
+/// How long a call to a peer about a team may take.
+const TIMEOUT: Duration = Duration::from_secs(2);
+/// How long an unknown key stays unknown before peers are asked again.
+const UNKNOWN_FOR: Duration = Duration::from_secs(5);
+/// Keys remembered at most (found on peers, or unknown everywhere).
+const REMEMBERED: usize = 10_000;
+
+/// What nodes ask each other about teams.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum Request {
+    /// Whose is the key with this digest?
+    KeyTeam([u8; 32]),
+    /// Credits the team used in the month through this node.
+    Used(String, Month),
+}
+
+/// The answers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum Response {
+    /// The key's team, if this node has the key.
+    KeyTeam(Option<String>),
+    /// See [`Request::Used`].
+    Used(u64),
+}
+
+/// Keys looked up on peers: found (the team) or not found (when).
+#[derive(Debug, Default)]
+pub(super) struct KeyMemory {
+    found: Mutex<HashMap<[u8; 32], TeamId>>,
+    unknown: Mutex<HashMap<[u8; 32], Instant>>,
+}
+
+fn remember<V>(map: &mut HashMap<[u8; 32], V>, digest: [u8; 32], value: V) {
+    if map.len() >= REMEMBERED {
+        map.clear();
+    }
+    map.insert(digest, value);
+}
+
+async fn ask(cluster: &Cluster, node: &str, request: &Request) -> Option<Response> {
+    let bytes = postcard::to_allocvec(request).ok()?;
+    let answer = cluster.call(node, Channel::Teams, bytes, TIMEOUT).await.ok()?;
+    postcard::from_bytes(&answer).ok()
+}
+
+fn peers(cluster: &Cluster) -> Vec<String> {
+    cluster.live().iter().filter(|n| *n != cluster.name()).cloned().collect()
+}
+
+impl Teams {
+    /// Joins the cluster: answers the peers' questions about teams, and asks them.
+    pub fn join_cluster(self: &Arc<Self>, cluster: Cluster) {
+        cluster.serve(Channel::Teams, Arc::new(TeamsHandler(Arc::clone(self))));
+        let _ = self.cluster.set(cluster);
+    }
+
+    /// The team a presented key authenticates as: this node's keys, then the peers'.
+    pub async fn authenticate(&self, key: &str) -> Result<Option<TeamId>, crate::store::StoreError> {
+        if let Some(team) = self.store.keys.team_of(key)? {
+            return Ok(Some(team));
+        }
+        let Some(cluster) = self.cluster.get() else { return Ok(None) };
+        let digest = crate::store::keys::digest_of(key);
+        if let Some(team) = self.keys.found.lock().ok().and_then(|found| found.get(&digest).cloned()) {
+            return Ok(Some(team));
+        }
+        let unknown_since = self.keys.unknown.lock().ok().and_then(|unknown| unknown.get(&digest).copied());
+        if unknown_since.is_some_and(|at| at.elapsed() < UNKNOWN_FOR) {
+            return Ok(None);
+        }
+        let asks = peers(cluster);
+        let request = Request::KeyTeam(digest);
+        let answers = futures::future::join_all(asks.iter().map(|node| ask(cluster, node, &request))).await;
+        let team = answers.into_iter().find_map(|answer| match answer {
+            Some(Response::KeyTeam(Some(team))) => TeamId::parse(&team).ok(),
+            _ => None,
+        });
+        match &team {
+            Some(team) => {
+                if let Ok(mut found) = self.keys.found.lock() {
+                    remember(&mut found, digest, team.clone());
+                }
+            }
+            None => {
+                if let Ok(mut unknown) = self.keys.unknown.lock() {
+                    remember(&mut unknown, digest, Instant::now());
+                }
+            }
+        }
+        Ok(team)
+    }
+
+    /// Credits the team used in `month` on every live node (this one alone when it is not
+    /// part of a cluster).
+    pub async fn used_everywhere(
+        &self,
+        team: &TeamId,
+        month: Month,
+    ) -> Result<u64, crate::store::StoreError> {
+        let mut used = self.used(team, month)?;
+        if let Some(cluster) = self.cluster.get() {
+            let request = Request::Used(team.as_str().to_owned(), month);
+            let asks = peers(cluster);
+            let answers =
+                futures::future::join_all(asks.iter().map(|node| ask(cluster, node, &request))).await;
+            for (node, answer) in asks.iter().zip(answers) {
+                match answer {
+                    Some(Response::Used(n)) => used = used.saturating_add(n),
+                    _ => {
+                        tracing::warn!(node = %node, team = %team.as_str(), "a node's credit use is not counted")
+                    }
+                }
+            }
+        }
+        Ok(used)
+    }
+}
+
+/// Answers the peers' questions about teams.
+struct TeamsHandler(Arc<Teams>);
+
+impl crate::cluster::Handler for TeamsHandler {
+    fn handle(&self, _from: String, request: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>> {
+        let teams = Arc::clone(&self.0);
+        Box::pin(async move {
+            let request: Request = postcard::from_bytes(&request).map_err(|e| e.to_string())?;
+            let response = match request {
+                Request::KeyTeam(digest) => Response::KeyTeam(
+                    teams
+                        .store
+                        .keys
+                        .team_of_digest(&digest)
+                        .map_err(|e| e.to_string())?
+                        .map(|t| t.as_str().to_owned()),
+                ),
+                Request::Used(team, month) => {
+                    let team = TeamId::parse(&team).map_err(|e| e.clone())?;
+                    Response::Used(teams.used(&team, month).map_err(|e| e.to_string())?)
+                }
+            };
+            postcard::to_allocvec(&response).map_err(|e| e.to_string())
+        })
+    }
+}
