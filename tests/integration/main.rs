@@ -25,5 +25,6 @@ mod sdk;
 mod security;
 mod storage;
 mod teams;
+mod upgrade;
 mod validation;
 mod webhooks;

@@ -1,0 +1,199 @@
+//! Upgrades lose nothing: data directories written by earlier releases (frozen fixtures in
+//! `tests/fixtures/datadir/`, each with the script that made it) open with this build, which
+//! upgrades them in place and finishes their jobs; an upgrade killed half-way resumes.
+//! The fixtures were crawled from a site on 127.0.0.1:39781 with a webhook receiver on
+//! 127.0.0.1:39782 (stored in the jobs), so these tests serve the same pages there.
+
+use std::collections::BTreeSet;
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde_json::Value;
+
+use crate::common::process::{Binary, run};
+use crate::common::{ActixThread, Receiver, decode};
+
+const V1: &[u8] = include_bytes!("../fixtures/datadir/v1.tar.gz");
+const V1_FACTS: &str = include_str!("../fixtures/datadir/v1.json");
+
+/// The fixture site's pages (as `tests/fixtures/datadir/site.py` serves them).
+async fn fixture_page(req: HttpRequest) -> HttpResponse {
+    let parts: Vec<&str> = req.path().trim_matches('/').split('/').collect();
+    let page = match parts.as_slice() {
+        [kind @ ("fast" | "slow"), n] => n.parse::<usize>().ok().filter(|n| *n < 40).map(|n| (*kind, n)),
+        _ => None,
+    };
+    let Some((kind, n)) = page else {
+        return HttpResponse::NotFound().content_type("text/html").body("<p>no such page</p>");
+    };
+    let title = format!("{}{}", kind[..1].to_uppercase(), &kind[1..]);
+    let links: String = [n + 1, n + 2]
+        .into_iter()
+        .filter(|k| *k < 40)
+        .map(|k| format!("<li><a href=\"/{kind}/{k}\">{kind} {k}</a></li>"))
+        .collect();
+    HttpResponse::Ok().content_type("text/html; charset=utf-8").body(format!(
+        "<!DOCTYPE html><html><head><title>{title} {n}</title></head><body><main><article><h1>{title} page {n}</h1>\
+         <p>Page {n} of the {kind} pages, written once and kept as a fixture of the stored format.</p>\
+         </article></main><nav><ul>{links}</ul></nav></body></html>"
+    ))
+}
+
+/// Binds one of the fixtures' fixed addresses; fails clearly when something else has it.
+fn bind_fixed(addr: &str) -> TcpListener {
+    TcpListener::bind(addr)
+        .unwrap_or_else(|e| panic!("the upgrade tests need {addr} (the fixtures' address): {e}"))
+}
+
+fn unpack(archive: &[u8], into: &Path) {
+    tar::Archive::new(flate2::read::GzDecoder::new(archive)).unpack(into).expect("unpack the fixture");
+}
+
+async fn get(base: &str, key: &str, path: &str) -> (u16, Value) {
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    decode(client.get(format!("{base}{path}")).bearer_auth(key).send().await.expect("get")).await
+}
+
+/// Every document of a job, following `next`.
+async fn documents(base: &str, key: &str, path: &str) -> (Value, Vec<Value>) {
+    let (status, first) = get(base, key, path).await;
+    assert_eq!(status, 200, "{first}");
+    let mut docs = first["data"].as_array().cloned().unwrap_or_default();
+    let mut next = first["next"].as_str().map(str::to_owned);
+    while let Some(url) = next {
+        let client = reqwest::Client::builder().no_proxy().build().expect("client");
+        let (_, page) = decode(client.get(&url).bearer_auth(key).send().await.expect("next")).await;
+        docs.extend(page["data"].as_array().cloned().unwrap_or_default());
+        next = page["next"].as_str().map(str::to_owned);
+    }
+    (first, docs)
+}
+
+fn sources(docs: &[Value]) -> Vec<String> {
+    let mut out: Vec<String> =
+        docs.iter().map(|d| d["metadata"]["sourceURL"].as_str().expect("sourceURL").to_owned()).collect();
+    out.sort();
+    out
+}
+
+fn strings(value: &Value) -> Vec<String> {
+    let mut out: Vec<String> =
+        value.as_array().expect("list").iter().map(|v| v.as_str().expect("string").to_owned()).collect();
+    out.sort();
+    out
+}
+
+/// The fixtures' fixed addresses are shared by the tests of this module: one at a time.
+static FIXED_ADDRESSES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+#[tokio::test]
+async fn a_data_directory_of_the_first_release_opens_and_finishes_its_jobs() {
+    let _one_at_a_time = FIXED_ADDRESSES.lock().await;
+    ferrocrawl::scrape::engine::http::install_crypto_provider();
+    let facts: Value = serde_json::from_str(V1_FACTS).expect("v1.json");
+    let dir = tempfile::tempdir().expect("tempdir");
+    unpack(V1, dir.path());
+    let _site = ActixThread::spawn(bind_fixed("127.0.0.1:39781"), 2, |cfg| {
+        cfg.default_service(web::to(fixture_page));
+    });
+    let hooks = Receiver::start_on(bind_fixed("127.0.0.1:39782"));
+    let server = Binary::serve(dir.path(), &[]);
+    let (base, key) = (server.base.clone(), facts["api_key"].as_str().expect("key").to_owned());
+
+    // The stored key authenticates; the finished jobs have every page.
+    let crawl = format!("/v2/crawl/{}", facts["crawl"]["id"].as_str().expect("id"));
+    let (status, docs) = documents(&base, &key, &crawl).await;
+    assert_eq!(
+        (status["status"].as_str(), status["completed"].as_u64()),
+        (Some("completed"), Some(10)),
+        "{status}"
+    );
+    assert_eq!(sources(&docs), strings(&facts["crawl"]["pages"]));
+    assert!(
+        docs.iter()
+            .all(|d| d["markdown"].as_str().is_some_and(|m| m.contains("fixture of the stored format")))
+    );
+    let batch = format!("/v2/batch/scrape/{}", facts["batch"]["id"].as_str().expect("id"));
+    let (status, docs) = documents(&base, &key, &batch).await;
+    assert_eq!(status["status"], "completed", "{status}");
+    assert_eq!(sources(&docs), strings(&facts["batch"]["pages"]));
+
+    // The events that waited in the outbox are delivered: started, 3 pages, completed.
+    let events = hooks.wait_for(5, Duration::from_secs(60)).await;
+    let hooked = facts["webhook_crawl"]["id"].as_str().expect("id");
+    assert!(
+        events.iter().all(|e| e.body["id"] == hooked),
+        "{:?}",
+        events.iter().map(|e| &e.body).collect::<Vec<_>>()
+    );
+    let kinds: Vec<&str> = events.iter().map(|e| e.body["type"].as_str().unwrap_or_default()).collect();
+    assert_eq!(kinds.first(), Some(&"crawl.started"));
+    assert_eq!(kinds.iter().filter(|k| **k == "crawl.page").count(), 3, "{kinds:?}");
+    assert!(kinds.contains(&"crawl.completed"), "{kinds:?}");
+
+    // The crawl stopped half-way finishes, every page exactly once.
+    let slow = format!("/v2/crawl/{}", facts["interrupted_crawl"]["id"].as_str().expect("id"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, status) = get(&base, &key, &slow).await;
+        if status["status"] != "scraping" {
+            assert_eq!(status["status"], "completed", "{status}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the interrupted crawl did not finish: {status}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (status, docs) = documents(&base, &key, &slow).await;
+    let landed = sources(&docs);
+    assert_eq!(landed.iter().collect::<BTreeSet<_>>().len(), landed.len(), "a page twice: {landed:?}");
+    assert_eq!(landed, strings(&facts["interrupted_crawl"]["pages"]));
+    assert_eq!(status["completed"].as_u64(), Some(40));
+
+    // The idempotency key is still taken.
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let resp = client
+        .post(format!("{base}/v2/crawl"))
+        .bearer_auth(&key)
+        .header("x-idempotency-key", facts["crawl"]["idempotency_key"].as_str().expect("idem"))
+        .json(&serde_json::json!({"url": "http://127.0.0.1:39781/fast/0"}))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(decode(resp).await.0, 409);
+    server.terminate();
+
+    let checked = run(&["store", "check", "--data", dir.path().to_str().expect("utf8")], &[]);
+    assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stdout));
+}
+
+/// The upgrade of a data directory killed half-way (the process aborts after its first
+/// batch, as a kill -9 would stop it) completes on the next start, with nothing lost.
+#[tokio::test]
+async fn an_upgrade_killed_half_way_completes_on_the_next_start() {
+    let facts: Value = serde_json::from_str(V1_FACTS).expect("v1.json");
+    let dir = tempfile::tempdir().expect("tempdir");
+    unpack(V1, dir.path());
+    let data = dir.path().to_str().expect("utf8");
+    let killed = run(&["store", "check", "--data", data], &[("TEST_FERROCRAWL_FAILPOINT_MIGRATION", "1")]);
+    assert!(!killed.status.success(), "the failpoint stopped the upgrade");
+    assert!(
+        String::from_utf8_lossy(&killed.stderr).contains("failpoint"),
+        "{}",
+        String::from_utf8_lossy(&killed.stderr)
+    );
+    let resumed = run(&["store", "check", "--data", data], &[]);
+    let out = String::from_utf8_lossy(&resumed.stdout);
+    assert!(resumed.status.success(), "{out}\n{}", String::from_utf8_lossy(&resumed.stderr));
+    assert!(out.contains("every record decodes"), "{out}");
+
+    let _one_at_a_time = FIXED_ADDRESSES.lock().await;
+    ferrocrawl::scrape::engine::http::install_crypto_provider();
+    let server = Binary::serve(dir.path(), &[]);
+    let key = facts["api_key"].as_str().expect("key");
+    let crawl = format!("/v2/crawl/{}", facts["crawl"]["id"].as_str().expect("id"));
+    let (status, docs) = documents(&server.base, key, &crawl).await;
+    assert_eq!(status["completed"].as_u64(), Some(10), "{status}");
+    assert_eq!(sources(&docs), strings(&facts["crawl"]["pages"]));
+}
