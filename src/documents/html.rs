@@ -9,18 +9,7 @@ pub(crate) struct HtmlOut {
     lists: Vec<bool>,
 }
 
-/// Appends `text` to `out` with `<`, `>`, `&` and `"` escaped.
-pub(crate) fn escape_into(out: &mut String, text: &str) {
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
-}
+pub(crate) use crate::extract::escape_html as escape_into;
 
 /// `text` escaped.
 pub(crate) fn escape(text: &str) -> String {

@@ -34,6 +34,7 @@ use ego_tree::NodeId;
 use scraper::{Html, Selector};
 
 pub use metadata::PageMetadata;
+pub use serialize::escape_html;
 
 use dom::{Dom, Id};
 use tags::Tag;

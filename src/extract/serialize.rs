@@ -7,28 +7,16 @@ use super::dom::{Data, Dom, Id, NONE};
 use super::tags::Tag;
 use super::urls;
 
-fn escape_text(out: &mut String, s: &str) {
+/// Appends `s` to `out` as HTML text or attribute value: `&`, `<`, `>`, `"` and the
+/// no-break space written as references. The one HTML escaper of the crate (the document
+/// converters and the pipeline use it too).
+pub fn escape_html(out: &mut String, s: &str) {
     let mut start = 0;
     for (i, c) in s.char_indices() {
         let rep = match c {
             '&' => "&amp;",
             '<' => "&lt;",
             '>' => "&gt;",
-            '\u{a0}' => "&nbsp;",
-            _ => continue,
-        };
-        out.push_str(s.get(start..i).unwrap_or(""));
-        out.push_str(rep);
-        start = i + c.len_utf8();
-    }
-    out.push_str(s.get(start..).unwrap_or(""));
-}
-
-fn escape_attr(out: &mut String, s: &str) {
-    let mut start = 0;
-    for (i, c) in s.char_indices() {
-        let rep = match c {
-            '&' => "&amp;",
             '"' => "&quot;",
             '\u{a0}' => "&nbsp;",
             _ => continue,
@@ -66,7 +54,7 @@ fn open_tag(dom: &Dom, id: Id, base: &Url, out: &mut String) {
             out.push(' ');
             out.push_str(k);
             out.push_str("=\"");
-            escape_attr(out, &value);
+            escape_html(out, &value);
             out.push('"');
         }
         if tag == Tag::Img
@@ -74,7 +62,7 @@ fn open_tag(dom: &Dom, id: Id, base: &Url, out: &mut String) {
         {
             let abs = if src.starts_with("data:") { src.to_string() } else { urls::resolve_str(base, src) };
             out.push_str(" src=\"");
-            escape_attr(out, &abs);
+            escape_html(out, &abs);
             out.push('"');
         }
     }
@@ -102,7 +90,7 @@ fn write_node(dom: &Dom, root: Id, base: &Url, out: &mut String) {
         let tag = dom.tag(cur);
         let mut descend = false;
         match tag {
-            Tag::Text => escape_text(out, dom.text(cur)),
+            Tag::Text => escape_html(out, dom.text(cur)),
             Tag::Document => descend = true,
             _ => {
                 open_tag(dom, cur, base, out);

@@ -263,8 +263,11 @@ fn pdf_as_base64(page: &PageInput<'_>, options: &ScrapeOptions) -> Built {
 }
 
 fn pre(text: &str) -> String {
-    let escaped = text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-    format!("<pre>{escaped}</pre>")
+    let mut out = String::with_capacity(text.len() + 11);
+    out.push_str("<pre>");
+    extract::escape_html(&mut out, text);
+    out.push_str("</pre>");
+    out
 }
 
 /// Keys the named metadata fields own; `<meta>` tags with these names are not repeated.
