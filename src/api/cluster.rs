@@ -69,6 +69,7 @@ async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<Http
         "node": cluster.name(),
         "protocolVersion": crate::cluster::spoken_version(),
         "live": *cluster.live(),
+        "traffic": cluster.traffic(),
         "members": members,
     })))
 }

@@ -91,6 +91,27 @@ pub struct Cluster {
     agent: ActorRef<wire::AgentMsg>,
     server: ActorRef<NodeServerMessage>,
     call_slots: Arc<RwLock<BTreeMap<String, Arc<tokio::sync::Semaphore>>>>,
+    traffic: Arc<Traffic>,
+}
+
+/// Requests this node sent to others, and their bytes (requests and answers).
+#[derive(Debug, Default)]
+struct Traffic {
+    calls: std::sync::atomic::AtomicU64,
+    bytes_out: std::sync::atomic::AtomicU64,
+    bytes_in: std::sync::atomic::AtomicU64,
+}
+
+/// What this node has sent to other nodes and received back since it started.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrafficView {
+    /// Requests sent.
+    pub calls: u64,
+    /// Bytes of the requests.
+    pub bytes_out: u64,
+    /// Bytes of the answers.
+    pub bytes_in: u64,
 }
 
 impl Cluster {
@@ -138,7 +159,7 @@ impl Cluster {
             }
         }
         tracing::info!(node = %name, %address, protocol = spoken_version(), "cluster port open");
-        Ok(Self { shared, live, agent, server, call_slots: Arc::default() })
+        Ok(Self { shared, live, agent, server, call_slots: Arc::default(), traffic: Arc::default() })
     }
 
     /// Sets who answers other nodes' requests on `channel`.
@@ -210,6 +231,16 @@ impl Cluster {
         out
     }
 
+    /// What this node sent to other nodes and received back since it started.
+    pub fn traffic(&self) -> TrafficView {
+        use std::sync::atomic::Ordering::Relaxed;
+        TrafficView {
+            calls: self.traffic.calls.load(Relaxed),
+            bytes_out: self.traffic.bytes_out.load(Relaxed),
+            bytes_in: self.traffic.bytes_in.load(Relaxed),
+        }
+    }
+
     /// Sends `request` to node `node`'s handler and waits up to `timeout` for the answer.
     pub async fn call(
         &self,
@@ -237,15 +268,23 @@ impl Cluster {
             .await
             .map_err(|_| failed("too many calls in flight to this node".into()))?
             .map_err(|_| failed("closed".into()))?;
-        match agent::call(
+        {
+            use std::sync::atomic::Ordering::Relaxed;
+            self.traffic.calls.fetch_add(1, Relaxed);
+            self.traffic.bytes_out.fetch_add(request.len() as u64, Relaxed);
+        }
+        let answer = agent::call(
             self.name(),
             &actor,
             &wire::Frame::App { channel: channel as u8, body: request },
             timeout,
         )
-        .await
-        {
-            Ok((_, wire::Reply::App(Ok(bytes)))) => Ok(bytes),
+        .await;
+        match answer {
+            Ok((_, wire::Reply::App(Ok(bytes)))) => {
+                self.traffic.bytes_in.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
+                Ok(bytes)
+            }
             Ok((_, wire::Reply::App(Err(reason)))) => Err(failed(reason)),
             Ok(_) => Err(failed("unexpected answer".into())),
             Err(reason) => Err(failed(reason)),
