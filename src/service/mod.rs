@@ -157,8 +157,21 @@ impl JobService {
         &self.runtime
     }
 
-    fn expiry(&self, now: u64) -> u64 {
-        now.saturating_add(self.runtime.services().settings.crawl.job_ttl_secs.saturating_mul(1000))
+    /// The record of a job starting now.
+    fn record(&self, kind: JobKind, team: &TeamId, url: String, options: CrawlOptions) -> JobRecord {
+        let now = time::now_ms();
+        let ttl_ms = self.runtime.services().settings.crawl.job_ttl_secs.saturating_mul(1000);
+        JobRecord {
+            kind,
+            team: team.as_str().to_owned(),
+            url,
+            options,
+            status: JobStatus::Scraping,
+            created_ms: now,
+            expires_ms: now.saturating_add(ttl_ms),
+            finished_ms: None,
+            error: None,
+        }
     }
 
     /// Starts a crawl.
@@ -193,19 +206,8 @@ impl JobService {
                 entry: QueueEntry { url: start.to_string(), depth: 0 },
             }]
         };
-        let now = time::now_ms();
         let volatile = options.scrape.zero_data_retention;
-        let record = JobRecord {
-            kind: JobKind::Crawl,
-            team: team.as_str().to_owned(),
-            url: start.to_string(),
-            options,
-            status: JobStatus::Scraping,
-            created_ms: now,
-            expires_ms: self.expiry(now),
-            finished_ms: None,
-            error: None,
-        };
+        let record = self.record(JobKind::Crawl, &team, start.to_string(), options);
         self.runtime.submit(id, &record, &first, volatile).await?;
         self.note(&team, "crawl", id, (!volatile).then_some(record.url.as_str()))?;
         if volatile {
@@ -227,7 +229,6 @@ impl JobService {
             self.runtime.append(existing, &urls).await?;
             return Ok(Started { id: existing, url: first_url });
         }
-        let now = time::now_ms();
         let volatile = scrape.zero_data_retention;
         let options = CrawlOptions {
             limit: urls.len() as u64,
@@ -237,17 +238,7 @@ impl JobService {
             webhook,
             ..CrawlOptions::default()
         };
-        let record = JobRecord {
-            kind: JobKind::Batch,
-            team: team.as_str().to_owned(),
-            url: first_url,
-            options,
-            status: JobStatus::Scraping,
-            created_ms: now,
-            expires_ms: self.expiry(now),
-            finished_ms: None,
-            error: None,
-        };
+        let record = self.record(JobKind::Batch, &team, first_url, options);
         let id = self.new_id();
         self.runtime.submit(id, &record, &urls, volatile).await?;
         self.note(&team, "batch_scrape", id, (!volatile).then_some(record.url.as_str()))?;

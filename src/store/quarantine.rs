@@ -51,6 +51,25 @@ fn quarantine_key(tree: &str, key: &[u8]) -> Vec<u8> {
     k
 }
 
+/// The quarantine entry of `key` of `tree`: the tree's name, the entry's key and its record.
+fn entry(
+    tree: &sled::Tree,
+    key: &[u8],
+    bytes: &[u8],
+    error: &CodecError,
+) -> Result<(String, Vec<u8>, Vec<u8>)> {
+    let name = tree_name(tree);
+    let record = QuarantinedRecord {
+        tree: name.clone(),
+        key: key.to_vec(),
+        error: error.to_string(),
+        at_ms: time::now_ms(),
+        bytes: bytes.to_vec(),
+    };
+    let qkey = quarantine_key(&name, key);
+    Ok((name, qkey, codec::encode(&record)?))
+}
+
 impl Quarantine {
     pub(super) fn new(tree: sled::Tree) -> Self {
         Self { tree, held: Arc::default() }
@@ -59,16 +78,7 @@ impl Quarantine {
     /// Moves `key` of `tree`, whose value failed to decode with `error`, into quarantine.
     /// Nothing happens when the value changed in the meantime (it is someone else's now).
     pub(crate) fn hold(&self, tree: &sled::Tree, key: &[u8], bytes: &[u8], error: &CodecError) -> Result<()> {
-        let name = tree_name(tree);
-        let record = QuarantinedRecord {
-            tree: name.clone(),
-            key: key.to_vec(),
-            error: error.to_string(),
-            at_ms: time::now_ms(),
-            bytes: bytes.to_vec(),
-        };
-        let encoded = codec::encode(&record)?;
-        let qkey = quarantine_key(&name, key);
+        let (name, qkey, encoded) = entry(tree, key, bytes, error)?;
         let moved: std::result::Result<bool, sled::transaction::TransactionError<StoreError>> =
             (tree, &self.tree).transaction(|(source, held)| {
                 if source.get(key)?.as_deref() != Some(bytes) {
@@ -91,15 +101,8 @@ impl Quarantine {
     /// Keeps a copy of `bytes`, a value of `key` in `tree` that no longer is there (it was
     /// just replaced) and did not decode.
     pub(crate) fn keep(&self, tree: &sled::Tree, key: &[u8], bytes: &[u8], error: &CodecError) -> Result<()> {
-        let name = tree_name(tree);
-        let record = QuarantinedRecord {
-            tree: name.clone(),
-            key: key.to_vec(),
-            error: error.to_string(),
-            at_ms: time::now_ms(),
-            bytes: bytes.to_vec(),
-        };
-        self.tree.insert(quarantine_key(&name, key), codec::encode(&record)?)?;
+        let (name, qkey, encoded) = entry(tree, key, bytes, error)?;
+        self.tree.insert(qkey, encoded)?;
         self.report(&name, key, error);
         Ok(())
     }

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Cost of the cluster on one machine: crawls a site through the API of node n1 of an N-node
+# cluster started by local.sh, and prints the pages, wall time, the CPU seconds of all
+# nodes together, CPU per page, and the requests and bytes sent between nodes.
+#
+#   cluster/bench.sh N URL [LIMIT]     e.g. cluster/bench.sh 3 http://127.0.0.1:8080/ 100000
+#
+# The site must already be served (e.g. the crawl benchmark site with
+# ../shared/bench/crawl/site/serve.sh SITE 8080). Uses NODE_BIN (default
+# target/release/ferrocrawl) and a fresh CLUSTER_DIR each run. Prints one line:
+# nodes=N pages=P wall_s=W cpu_s=C cpu_ms_per_page=X calls=K bytes_out=B bytes_in=B
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:?usage: cluster/bench.sh N URL [LIMIT]}
+url=${2:?usage: cluster/bench.sh N URL [LIMIT]}
+limit=${3:-100000}
+dir=$(mktemp -d)
+export CLUSTER_DIR=$dir DETACH=1 API_PORT=${API_PORT:-3301} CLUSTER_PORT=${CLUSTER_PORT:-4901}
+export FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS=true FERROCRAWL_LOG__LEVEL=warn
+trap 'cluster/local.sh stop >/dev/null 2>&1; rm -rf "$dir"' EXIT
+cluster/local.sh "$n" >/dev/null
+key=$(cat "$dir/api-key")
+api="http://127.0.0.1:$API_PORT"
+auth=(-H "Authorization: Bearer $key")
+for _ in $(seq 200); do
+  live=$(curl -sf "${auth[@]}" "$api/v2/cluster" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["live"]))' 2>/dev/null || echo 0)
+  [[ $live == "$n" ]] && break
+  sleep 0.1
+done
+pids=$(cat "$dir"/n*/pid)
+cpu() { for p in $pids; do awk '{print $14+$15}' "/proc/$p/stat"; done | awk -v hz="$(getconf CLK_TCK)" '{s+=$1} END {printf "%.2f", s/hz}'; }
+before=$(cpu)
+start=$(date +%s.%N)
+id=$(curl -sf "${auth[@]}" -H 'content-type: application/json' \
+  -d "{\"url\":\"$url\",\"limit\":$limit,\"crawlEntireDomain\":true,\"maxConcurrency\":32,\"scrapeOptions\":{\"maxAge\":0,\"storeInCache\":false}}" \
+  "$api/v2/crawl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+while :; do
+  status=$(curl -sf "${auth[@]}" "$api/v2/crawl/$id?limit=1" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], d["completed"])')
+  [[ ${status%% *} != scraping ]] && break
+  sleep 0.2
+done
+end=$(date +%s.%N)
+after=$(cpu)
+pages=${status##* }
+traffic=$(for i in $(seq 1 "$n"); do curl -sf "${auth[@]}" "http://127.0.0.1:$((API_PORT + i - 1))/v2/cluster"; echo; done |
+  python3 -c 'import json,sys
+c=bo=bi=0
+for line in sys.stdin:
+    line=line.strip()
+    if not line: continue
+    t=json.loads(line).get("traffic") or {}
+    c+=t.get("calls",0); bo+=t.get("bytesOut",0); bi+=t.get("bytesIn",0)
+print(f"calls={c} bytes_out={bo} bytes_in={bi}")')
+python3 - "$n" "$pages" "$start" "$end" "$before" "$after" "$traffic" <<'PY'
+import sys
+n, pages, start, end, before, after, traffic = sys.argv[1:]
+pages = int(pages); wall = float(end) - float(start); cpu = float(after) - float(before)
+print(f"nodes={n} pages={pages} wall_s={wall:.2f} pages_per_s={pages / wall:.0f} cpu_s={cpu:.2f} "
+      f"cpu_ms_per_page={1000 * cpu / max(pages, 1):.3f} {traffic}")
+PY

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Chaos rounds on a 3-node cluster on this machine: during crawls of several sites and a
+# batch, node n2 is killed with SIGKILL and started again, and node n3 is frozen with
+# SIGSTOP for 10 s; then every job must finish with each page exactly once, no request may
+# reach a robots.txt-disallowed path, and no site may see more concurrent requests than
+# `crawl.domain_concurrency` or requests closer together than `crawl.domain_min_interval_ms`,
+# as the sites' own nginx access logs (with $msec) tell.
+#
+#   cluster/chaos.sh [ROUNDS]        # default 1 round; prints one result line per round
+#
+# Needs nginx (Debian's nginx-light), python3 and the crawl benchmark's site generator
+# (../shared/bench/crawl). Everything listens on 127.0.0.x; SITES sites (default 6) of
+# PAGES pages (default 300) each, on 127.0.0.2.. port 8090, answering after LATENCY_MS (20).
+# Env: NODE_BIN (target/release/ferrocrawl), DOMAIN_CONCURRENCY (2), INTERVAL_MS (10).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-1}
+sites=${SITES:-6}; pages=${PAGES:-300}; latency=${LATENCY_MS:-20}
+conc=${DOMAIN_CONCURRENCY:-2}; interval=${INTERVAL_MS:-10}
+bench=../shared/bench/crawl
+work=$(mktemp -d)
+export CLUSTER_DIR=$work/cluster DETACH=1 API_PORT=${API_PORT:-3401} CLUSTER_PORT=${CLUSTER_PORT:-5001}
+export FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS=true FERROCRAWL_LOG__LEVEL=warn
+export FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY=$conc FERROCRAWL_CRAWL__DOMAIN_MIN_INTERVAL_MS=$interval
+export FERROCRAWL_CLUSTER__DOWN_AFTER_MS=2000
+nginx_pids=()
+cleanup() {
+  cluster/local.sh stop >/dev/null 2>&1 || true
+  for p in "${nginx_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+for s in $(seq 2 $((sites + 1))); do
+  python3 "$bench/site/gen_site.py" "$work/site$s" -n "$pages" --base-url "http://127.0.0.$s:8090" >/dev/null
+done
+
+api="http://127.0.0.1:$API_PORT"
+node_api() { echo "http://127.0.0.1:$((API_PORT + $1 - 1))"; }
+
+for round in $(seq 1 "$rounds"); do
+  rm -rf "$CLUSTER_DIR"
+  nginx_pids=()
+  for s in $(seq 2 $((sites + 1))); do
+    rm -f "$work/access$s.log"
+    BIND=127.0.0.$s "$bench/site/serve.sh" "$work/site$s" 8090 "$latency" "$work/access$s.log" >/dev/null 2>&1 &
+    nginx_pids+=($!)
+  done
+  cluster/local.sh 3 >/dev/null
+  key=$(cat "$CLUSTER_DIR/api-key")
+  auth=(-H "Authorization: Bearer $key")
+  for _ in $(seq 300); do
+    live=$(curl -sf "${auth[@]}" "$api/v2/cluster" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["live"]))' 2>/dev/null || echo 0)
+    [[ $live == 3 ]] && break
+    sleep 0.1
+  done
+  # One crawl per site, on the nodes in turn; a batch of every site's home page.
+  jobs=()
+  for s in $(seq 2 $((sites + 1))); do
+    node=$(( (s % 3) + 1 ))
+    id=$(curl -sf "${auth[@]}" -H 'content-type: application/json' \
+      -d "{\"url\":\"http://127.0.0.$s:8090/\",\"crawlEntireDomain\":true,\"maxConcurrency\":8}" \
+      "$(node_api $node)/v2/crawl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+    jobs+=("crawl $id")
+  done
+  urls=$(python3 -c "import json; print(json.dumps(['http://127.0.0.%d:8090/' % s for s in range(2, $sites + 2)]))")
+  id=$(curl -sf "${auth[@]}" -H 'content-type: application/json' -d "{\"urls\":$urls}" \
+    "$(node_api 1)/v2/batch/scrape" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  jobs+=("batch/scrape $id")
+  started=$(date +%s.%N)
+
+  # The faults.
+  sleep 2
+  kill -KILL "$(cat "$CLUSTER_DIR/n2/pid")"
+  killed_at=$(date +%s.%N)
+  detect=""
+  for _ in $(seq 200); do
+    live=$(curl -sf "${auth[@]}" "$api/v2/cluster" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["live"]))' 2>/dev/null || echo 0)
+    if [[ $live == 2 ]]; then detect=$(python3 -c "print(f'{$(date +%s.%N) - $killed_at:.2f}')"); break; fi
+    sleep 0.05
+  done
+  kill -STOP "$(cat "$CLUSTER_DIR/n3/pid")"
+  sleep 10
+  kill -CONT "$(cat "$CLUSTER_DIR/n3/pid")"
+  rm -f "$CLUSTER_DIR/n2/pid"
+  cluster/local.sh 3 >/dev/null   # starts n2 again (n1 and n3 are running)
+
+  # Every job finishes; each page once.
+  result=$(python3 - "$key" "$API_PORT" "$started" "$work" "$sites" "$conc" "$interval" "${jobs[@]}" <<'PY'
+import json, sys, time, urllib.request
+key, port, started, work, sites, conc, interval, *jobs = sys.argv[1:]
+sites, conc, interval = int(sites), int(conc), int(interval)
+def get(url):
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
+    return json.load(urllib.request.urlopen(req, timeout=30))
+lost = dup = 0
+deadline = time.time() + 600
+for job in jobs:
+    kind, jid = job.split()
+    while True:
+        try:
+            status = get(f"http://127.0.0.1:{port}/v2/{kind}/{jid}")
+        except Exception:
+            status = {"status": "scraping"}
+        if status["status"] != "scraping":
+            break
+        if time.time() > deadline:
+            raise SystemExit(f"job {jid} did not finish")
+        time.sleep(0.5)
+    docs = status.get("data", [])
+    nxt = status.get("next")
+    while nxt:
+        page = get(nxt); docs += page.get("data", []); nxt = page.get("next")
+    landed = [d["metadata"]["url"] for d in docs]
+    dup += len(landed) - len(set(landed))
+    if kind == "crawl":
+        site = status.get("data", [{}])[0].get("metadata", {}).get("sourceURL", "") if docs else ""
+        s = site.split("127.0.0.")[1].split(":")[0] if "127.0.0." in site else None
+        if s is None:
+            lost += 1
+            continue
+        manifest = json.load(open(f"{work}/site{s}/manifest.json"))
+        found = {d["metadata"]["url"] for d in docs if d["metadata"].get("statusCode") == 200}
+        lost += max(0, manifest["reachable_pages"] - len(found))
+finished = time.time() - float(started)
+# Politeness, from each site's access log: "status uri bytes msec request_time".
+worst_conc, worst_gap, robots = 0, float("inf"), 0
+for s in range(2, sites + 2):
+    spans = []
+    for line in open(f"{work}/access{s}.log"):
+        st, uri, _, end, took = line.split()
+        if uri.startswith("/private/"):
+            robots += 1
+        end, took = float(end), float(took)
+        spans.append((end - took, end))
+    spans.sort()
+    events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans], key=lambda e: (e[0], e[1]))
+    cur = 0
+    for _, d in events:
+        cur += d; worst_conc = max(worst_conc, cur)
+    starts = [a for a, _ in spans]
+    # The site actor spaces request starts by the interval (the log has millisecond times).
+    for a, b in zip(starts, starts[1:]):
+        worst_gap = min(worst_gap, b - a)
+print(f"lost={lost} duplicated={dup} robots_violations={robots} max_site_concurrency={worst_conc} "
+      f"min_gap_ms={worst_gap * 1000:.1f} finished_s={finished:.1f}")
+PY
+)
+  echo "round=$round detect_s=${detect:-none} $result"
+  cluster/local.sh stop >/dev/null
+  for p in "${nginx_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  sleep 1
+done
