@@ -199,37 +199,44 @@ impl Runtime {
         &self,
         id: JobId,
         record: &JobRecord,
-        first: &[NewEntry],
+        first: Vec<NewEntry>,
         volatile: bool,
     ) -> Result<(), RuntimeError> {
         let jobs = if volatile { self.services.volatile_jobs()? } else { self.services.store.jobs.clone() };
         let started = events::started(&jobs, id, record)?;
-        jobs.create(id, record, first, started.as_ref())?;
+        // One transaction over all the first URLs (a batch can bring 100 000): off the
+        // async workers.
+        let (store, record) = (jobs.clone(), record.clone());
+        tokio::task::spawn_blocking(move || store.create(id, &record, &first, started.as_ref()))
+            .await
+            .map_err(|e| RuntimeError::Actors(e.to_string()))??;
         self.services.webhooks.notify_one();
         if !volatile {
             jobs.flush().await?;
         }
+        self.run_job(id, volatile).await
+    }
+
+    async fn run_job(&self, id: JobId, volatile: bool) -> Result<(), RuntimeError> {
         let supervisors = self.supervisors().await?;
         supervisors
             .jobs
             .cast(jobs::JobsMsg::Start(id, volatile))
-            .map_err(|e| RuntimeError::Actors(e.to_string()))?;
-        Ok(())
+            .map_err(|e| RuntimeError::Actors(e.to_string()))
     }
 
     /// Adds URLs to a batch (reopening it when it had finished) and makes sure it runs.
-    pub async fn append(&self, id: JobId, entries: &[NewEntry]) -> Result<usize, RuntimeError> {
+    pub async fn append(&self, id: JobId, entries: Vec<NewEntry>) -> Result<usize, RuntimeError> {
         let Some((jobs, _)) = self.services.find_job(id)? else { return Ok(0) };
-        let added = jobs.append(id, entries)?;
+        let store = jobs.clone();
+        let added = tokio::task::spawn_blocking(move || store.append(id, &entries))
+            .await
+            .map_err(|e| RuntimeError::Actors(e.to_string()))??;
         let volatile = self.services.store.jobs.record(id)?.is_none();
         if !volatile {
             jobs.flush().await?;
         }
-        let supervisors = self.supervisors().await?;
-        supervisors
-            .jobs
-            .cast(jobs::JobsMsg::Start(id, volatile))
-            .map_err(|e| RuntimeError::Actors(e.to_string()))?;
+        self.run_job(id, volatile).await?;
         Ok(added.len())
     }
 

@@ -208,7 +208,7 @@ impl JobService {
         };
         let volatile = options.scrape.zero_data_retention;
         let record = self.record(JobKind::Crawl, &team, start.to_string(), options);
-        self.runtime.submit(id, &record, &first, volatile).await?;
+        self.runtime.submit(id, &record, first, volatile).await?;
         self.note(&team, "crawl", id, (!volatile).then_some(record.url.as_str()))?;
         if volatile {
             tracing::info!(job = %id, "crawl started (zero data retention)");
@@ -226,7 +226,7 @@ impl JobService {
         let first_url = urls.first().map(|u| u.entry.url.clone()).unwrap_or_default();
         if let Some(existing) = append_to {
             self.find(&team, existing, JobKind::Batch).await?;
-            self.runtime.append(existing, &urls).await?;
+            self.runtime.append(existing, urls).await?;
             return Ok(Started { id: existing, url: first_url });
         }
         let volatile = scrape.zero_data_retention;
@@ -240,9 +240,10 @@ impl JobService {
         };
         let record = self.record(JobKind::Batch, &team, first_url, options);
         let id = self.new_id();
-        self.runtime.submit(id, &record, &urls, volatile).await?;
+        let count = urls.len();
+        self.runtime.submit(id, &record, urls, volatile).await?;
         self.note(&team, "batch_scrape", id, (!volatile).then_some(record.url.as_str()))?;
-        tracing::info!(job = %id, urls = urls.len(), "batch scrape started");
+        tracing::info!(job = %id, urls = count, "batch scrape started");
         Ok(Started { id, url: record.url })
     }
 
