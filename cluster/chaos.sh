@@ -11,7 +11,8 @@
 # Needs nginx (Debian's nginx-light), python3 and the crawl benchmark's site generator
 # (../shared/bench/crawl). Everything listens on 127.0.0.x; SITES sites (default 6) of
 # PAGES pages (default 300) each, on 127.0.0.2.. port 8090, answering after LATENCY_MS (20).
-# Env: NODE_BIN (target/release/ferrocrawl), DOMAIN_CONCURRENCY (2), INTERVAL_MS (10).
+# Env: NODE_BIN (target/release/ferrocrawl), DOMAIN_CONCURRENCY (2), INTERVAL_MS (10), FAULTS
+# (1; 0 runs the rounds without faults, as a reference).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-1}
@@ -19,6 +20,7 @@ sites=${SITES:-6}; pages=${PAGES:-300}; latency=${LATENCY_MS:-20}
 conc=${DOMAIN_CONCURRENCY:-2}; interval=${INTERVAL_MS:-10}
 bench=../shared/bench/crawl
 work=$(mktemp -d)
+chmod 755 "$work"   # nginx workers read the sites
 export CLUSTER_DIR=$work/cluster DETACH=1 API_PORT=${API_PORT:-3401} CLUSTER_PORT=${CLUSTER_PORT:-5001}
 export FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS=true FERROCRAWL_LOG__LEVEL=warn
 export FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY=$conc FERROCRAWL_CRAWL__DOMAIN_MIN_INTERVAL_MS=$interval
@@ -43,9 +45,15 @@ for round in $(seq 1 "$rounds"); do
   nginx_pids=()
   for s in $(seq 2 $((sites + 1))); do
     rm -f "$work/access$s.log"
-    BIND=127.0.0.$s "$bench/site/serve.sh" "$work/site$s" 8090 "$latency" "$work/access$s.log" >/dev/null 2>&1 &
+    BIND=127.0.0.$s "$bench/site/serve.sh" "$work/site$s" 8090 "$latency" "$work/access$s.log" >"$work/nginx$s.out" 2>&1 &
     nginx_pids+=($!)
   done
+  for s in $(seq 2 $((sites + 1))); do
+    for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.$s:8090/robots.txt" && break; sleep 0.1; done
+    curl -sf -o /dev/null "http://127.0.0.$s:8090/robots.txt" || { cat "$work/nginx$s.out" >&2; exit 1; }
+  done
+  # The check requests above are not the crawl's.
+  for s in $(seq 2 $((sites + 1))); do : >"$work/access$s.log"; done
   cluster/local.sh 3 >/dev/null
   key=$(cat "$CLUSTER_DIR/api-key")
   auth=(-H "Authorization: Bearer $key")
@@ -69,7 +77,8 @@ for round in $(seq 1 "$rounds"); do
   jobs+=("batch/scrape $id")
   started=$(date +%s.%N)
 
-  # The faults.
+  # The faults (FAULTS=0 runs the same round without them, as a reference).
+  if [[ ${FAULTS:-1} == 1 ]]; then
   sleep 2
   kill -KILL "$(cat "$CLUSTER_DIR/n2/pid")"
   killed_at=$(date +%s.%N)
@@ -83,7 +92,8 @@ for round in $(seq 1 "$rounds"); do
   sleep 10
   kill -CONT "$(cat "$CLUSTER_DIR/n3/pid")"
   rm -f "$CLUSTER_DIR/n2/pid"
-  cluster/local.sh 3 >/dev/null   # starts n2 again (n1 and n3 are running)
+  cluster/local.sh 3 >/dev/null 2>&1   # starts n2 again (n1 and n3 are running)
+  fi
 
   # Every job finishes; each page once.
   result=$(python3 - "$key" "$API_PORT" "$started" "$work" "$sites" "$conc" "$interval" "${jobs[@]}" <<'PY'
@@ -132,16 +142,17 @@ for s in range(2, sites + 2):
         if uri.startswith("/private/"):
             robots += 1
         end, took = float(end), float(took)
-        spans.append((end - took, end))
+        spans.append((end - took, end, st))
     spans.sort()
-    events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans], key=lambda e: (e[0], e[1]))
+    events = sorted([(a, 1) for a, _, _ in spans] + [(b, -1) for _, b, _ in spans], key=lambda e: (e[0], e[1]))
     cur = 0
     for _, d in events:
         cur += d; worst_conc = max(worst_conc, cur)
-    starts = [a for a, _ in spans]
-    # The site actor spaces request starts by the interval (the log has millisecond times).
-    for a, b in zip(starts, starts[1:]):
-        worst_gap = min(worst_gap, b - a)
+    # The site actor spaces its fetches by the interval (the log has millisecond times); the
+    # request that follows a redirect belongs to the same fetch.
+    for (a, _, status), (b, _, _) in zip(spans, spans[1:]):
+        if status not in ("301", "302", "303", "307", "308"):
+            worst_gap = min(worst_gap, b - a)
 print(f"lost={lost} duplicated={dup} robots_violations={robots} max_site_concurrency={worst_conc} "
       f"min_gap_ms={worst_gap * 1000:.1f} finished_s={finished:.1f}")
 PY

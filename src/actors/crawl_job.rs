@@ -183,7 +183,11 @@ impl Actor for CrawlJob {
         };
         if state.discovering {
             let limit = state.record.options.limit;
-            state.discovery = Some(super::discovery::spawn(&myself, state.id, &state.domains, start, limit));
+            let sites = super::discovery::Sites {
+                domains: state.domains.clone(),
+                cluster: state.services.cluster.clone(),
+            };
+            state.discovery = Some(super::discovery::spawn(&myself, state.id, sites, start, limit));
         }
         Ok(state)
     }

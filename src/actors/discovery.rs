@@ -36,14 +36,13 @@ pub fn is_sitemap_url(url: &Url) -> bool {
 pub fn spawn(
     job: &ActorRef<CrawlJobMsg>,
     id: JobId,
-    domains: &ActorRef<DomainsMsg>,
+    sites: Sites,
     start: Url,
     limit: u64,
 ) -> JoinHandle<()> {
     let job = job.clone();
-    let domains = domains.clone();
     tokio::spawn(async move {
-        let Some(urls) = discover(&domains, id, &start, limit).await else { return };
+        let Some(urls) = discover(&sites, id, &start, limit).await else { return };
         if !urls.is_empty() {
             let _ = job.cast(CrawlJobMsg::Discovered(urls));
         }
@@ -51,7 +50,39 @@ pub fn spawn(
     })
 }
 
-async fn robots_sitemaps(domains: &ActorRef<DomainsMsg>, origin: &Url) -> Vec<String> {
+/// Where a site's actor is: this node's site supervisor, and the cluster that may place the
+/// site on another node.
+#[derive(Debug, Clone)]
+pub struct Sites {
+    /// This node's site supervisor.
+    pub domains: ActorRef<DomainsMsg>,
+    /// The cluster, when this node is part of one.
+    pub cluster: Option<crate::cluster::Cluster>,
+}
+
+impl Sites {
+    /// The node that owns `origin`, when it is another one.
+    fn elsewhere(&self, origin: &Url) -> Option<(&crate::cluster::Cluster, String)> {
+        let cluster = self.cluster.as_ref()?;
+        let owner = cluster.owner_of(origin.as_str());
+        (owner != cluster.name()).then_some((cluster, owner))
+    }
+}
+
+/// The sitemaps robots.txt of `origin` names, asked of the site's actor wherever it lives.
+pub(crate) async fn robots_sitemaps(sites: &Sites, origin: &Url) -> Vec<String> {
+    if let Some((cluster, owner)) = sites.elsewhere(origin) {
+        let request = super::remote::Request::Sitemaps(origin.to_string());
+        return match super::remote::ask_site(cluster, &owner, &request).await {
+            Some(super::remote::Response::Sitemaps(list)) => list,
+            _ => Vec::new(),
+        };
+    }
+    local_sitemaps(&sites.domains, origin).await
+}
+
+/// The sitemaps robots.txt of `origin` names, from this node's actor of the site.
+pub(crate) async fn local_sitemaps(domains: &ActorRef<DomainsMsg>, origin: &Url) -> Vec<String> {
     let Ok(CallResult::Success(Ok(site))) =
         domains.call(|r| DomainsMsg::Lookup(origin.clone(), r), None).await
     else {
@@ -66,7 +97,7 @@ async fn robots_sitemaps(domains: &ActorRef<DomainsMsg>, origin: &Url) -> Vec<St
 /// The page URLs of `start`'s sitemaps (or of `start`, itself a sitemap), at most `limit`;
 /// `None` when job `job` was cancelled.
 pub(crate) async fn discover(
-    domains: &ActorRef<DomainsMsg>,
+    sites: &Sites,
     job: JobId,
     start: &Url,
     limit: u64,
@@ -75,7 +106,7 @@ pub(crate) async fn discover(
     if is_sitemap_url(start) {
         queue.push_back(start.to_string());
     } else if let Some(origin) = origin_of(start) {
-        queue.extend(robots_sitemaps(domains, &origin).await);
+        queue.extend(robots_sitemaps(sites, &origin).await);
         if let Ok(default) = origin.join("/sitemap.xml") {
             queue.push_back(default.to_string());
         }
@@ -91,7 +122,7 @@ pub(crate) async fn discover(
             continue;
         }
         let Ok(url) = Url::parse(&next) else { continue };
-        let body = match fetch(domains, job, &url).await {
+        let body = match fetch(sites, job, &url).await {
             DocumentOutcome::Fetched { status, body } if (200..300).contains(&status) => body,
             DocumentOutcome::Cancelled => return None,
             _ => continue,
@@ -109,12 +140,29 @@ pub(crate) async fn discover(
     Some(pages)
 }
 
-/// Reads one sitemap through its site's actor; a site actor that went away is looked up
-/// again.
-async fn fetch(domains: &ActorRef<DomainsMsg>, job: JobId, url: &Url) -> DocumentOutcome {
+/// Reads one sitemap through its site's actor, wherever it lives.
+async fn fetch(sites: &Sites, job: JobId, url: &Url) -> DocumentOutcome {
     let Some(origin) = origin_of(url) else {
         return DocumentOutcome::Failed(format!("{url} has no site"));
     };
+    if let Some((cluster, owner)) = sites.elsewhere(&origin) {
+        let request = super::remote::Request::Document { job, url: url.to_string() };
+        return match super::remote::ask_site(cluster, &owner, &request).await {
+            Some(super::remote::Response::Document(outcome)) => outcome,
+            _ => DocumentOutcome::Failed(format!("the node of {origin} did not answer")),
+        };
+    }
+    local_document(&sites.domains, job, url, &origin).await
+}
+
+/// Reads one sitemap through this node's actor of its site; a site actor that went away is
+/// looked up again.
+pub(crate) async fn local_document(
+    domains: &ActorRef<DomainsMsg>,
+    job: JobId,
+    url: &Url,
+    origin: &Url,
+) -> DocumentOutcome {
     let timeout_ms = u64::try_from(SITEMAP_TIMEOUT.as_millis()).unwrap_or(u64::MAX);
     let mut last_error = String::new();
     for _ in 0..3 {

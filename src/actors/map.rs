@@ -6,12 +6,11 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use ractor::rpc::CallResult;
 use url::Url;
 
 use super::Runtime;
-use super::domain::{DomainMsg, FetchOutcome, FetchTask};
-use super::domains::{DomainsMsg, origin_of};
+use super::domain::{FetchOutcome, FetchTask};
+use super::domains::DomainsMsg;
 use crate::crawl::keys::{self, KeyRules};
 use crate::crawl::scope::{Scope, ScopeOptions};
 use crate::model::{Code, ErrorCode, JobId, MapOptions, SitemapMode, TeamId};
@@ -69,6 +68,9 @@ pub async fn map(
         && let Ok(supervisors) = runtime.supervisors().await
     {
         let _ = supervisors.domains.cast(DomainsMsg::CancelJob(job));
+        if let Some(cluster) = &runtime.services().cluster {
+            super::remote::broadcast_cancel(cluster, job);
+        }
     }
     collected.map_err(|_| MapError::Timeout(ms))?
 }
@@ -93,14 +95,18 @@ async fn collect(
     )
     .map_err(|e| MapError::Pattern(e.to_string()))?;
     let supervisors = runtime.supervisors().await.map_err(|e| MapError::Unavailable(e.to_string()))?;
+    let sites = super::discovery::Sites {
+        domains: supervisors.domains.clone(),
+        cluster: runtime.services().cluster.clone(),
+    };
     let mut found: Vec<MapLink> = Vec::new();
     if options.sitemap != SitemapMode::Only {
-        found.extend(start_page(&supervisors.domains, team, job, start, options).await);
+        found.extend(start_page(&sites, team, job, start, options).await);
     }
     if options.sitemap != SitemapMode::Skip {
         let limit = options.limit as u64;
         let urls =
-            super::discovery::discover(&supervisors.domains, job, start, limit).await.unwrap_or_default();
+            super::discovery::discover(&sites, job, start, limit).await.unwrap_or_default();
         found.extend(urls.into_iter().map(|url| MapLink { url, title: None, description: None }));
     }
     let rules =
@@ -124,17 +130,12 @@ async fn collect(
 
 /// The start page itself (with its title) and its links.
 async fn start_page(
-    domains: &ractor::ActorRef<DomainsMsg>,
+    sites: &super::discovery::Sites,
     team: &TeamId,
     job: JobId,
     start: &Url,
     options: &MapOptions,
 ) -> Vec<MapLink> {
-    let Some(origin) = origin_of(start) else { return Vec::new() };
-    let Ok(CallResult::Success(Ok(site))) = domains.call(|r| DomainsMsg::Lookup(origin, r), None).await
-    else {
-        return Vec::new();
-    };
     let task = FetchTask {
         job,
         team: team.clone(),
@@ -146,8 +147,8 @@ async fn start_page(
         discover: true,
         queued_ms: None,
     };
-    match site.call(|reply| DomainMsg::Fetch { task: Box::new(task), retrieved: None, reply }, None).await {
-        Ok(CallResult::Success(FetchOutcome::Page { document, links })) => {
+    match super::crawl_job::fetch_via_site(&sites.domains, sites.cluster.as_ref(), task, || {}).await {
+        FetchOutcome::Page { document, links } => {
             let meta = document.metadata;
             let mut out =
                 vec![MapLink { url: meta.url.clone(), title: meta.title, description: meta.description }];

@@ -320,6 +320,26 @@ impl Runtime {
         }
     }
 
+    /// The sitemaps robots.txt of `origin` names, from this node's actor of the site.
+    pub async fn sitemaps_here(&self, origin: &str) -> Vec<String> {
+        let (Ok(supervisors), Ok(origin)) = (self.supervisors().await, url::Url::parse(origin)) else {
+            return Vec::new();
+        };
+        discovery::local_sitemaps(&supervisors.domains, &origin).await
+    }
+
+    /// A document read as-is (a sitemap) through this node's actor of its site.
+    pub async fn document_here(&self, job: JobId, url: &str) -> domain::DocumentOutcome {
+        let parsed = url::Url::parse(url).ok();
+        let origin = parsed.as_ref().and_then(domains::origin_of);
+        match (self.supervisors().await, parsed, origin) {
+            (Ok(supervisors), Some(url), Some(origin)) => {
+                discovery::local_document(&supervisors.domains, job, &url, &origin).await
+            }
+            _ => domain::DocumentOutcome::Failed(format!("cannot read {url} here")),
+        }
+    }
+
     /// Tells this node's site actors that job `id` was cancelled.
     pub async fn cancel_here(&self, id: JobId) {
         if let Ok(supervisors) = self.supervisors().await {

@@ -24,6 +24,15 @@ pub enum Request {
     Fetch(Box<FetchTask>),
     /// A job was cancelled: the site actors drop its pages.
     CancelJob(JobId),
+    /// The sitemaps robots.txt names, of a site this node owns (its origin).
+    Sitemaps(String),
+    /// Read a document as-is (a sitemap) through the actor of a site this node owns.
+    Document {
+        /// The job asking.
+        job: JobId,
+        /// The document.
+        url: String,
+    },
     /// A job of the team with a page of its documents.
     Page {
         /// The team.
@@ -70,6 +79,10 @@ pub enum Response {
     /// See [`Request::Fetch`]: the outcome as JSON (a result document is a JSON shape, with
     /// fields left out when empty, which a positional encoding cannot carry).
     Fetched(Vec<u8>),
+    /// See [`Request::Sitemaps`].
+    Sitemaps(Vec<String>),
+    /// See [`Request::Document`].
+    Document(super::domain::DocumentOutcome),
     /// See [`Request::Page`].
     Page {
         /// The job.
@@ -174,4 +187,19 @@ pub(crate) fn broadcast_cancel(cluster: &crate::cluster::Cluster, id: JobId) {
             }
         }
     });
+}
+
+/// How long a site's node may take over a sitemap or robots.txt question.
+const SITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Asks the node that owns a site `request` about it; `None` when it did not answer.
+pub(crate) async fn ask_site(cluster: &crate::cluster::Cluster, owner: &str, request: &Request) -> Option<Response> {
+    let answer = cluster.call(owner, Channel::Jobs, encode(request), SITE_TIMEOUT).await;
+    match answer {
+        Ok(bytes) => decode(&bytes).ok(),
+        Err(e) => {
+            tracing::warn!(node = %owner, error = %e, "a site's node did not answer");
+            None
+        }
+    }
 }

@@ -74,6 +74,8 @@ impl RemoteHandler {
                     serde_json::to_vec(&outcome).map_err(|e| JobError::Internal(e.to_string()))?,
                 )
             }
+            Request::Sitemaps(origin) => Response::Sitemaps(jobs.runtime().sitemaps_here(&origin).await),
+            Request::Document { job, url } => Response::Document(jobs.runtime().document_here(job, &url).await),
             Request::CancelJob(id) => {
                 jobs.runtime().cancel_here(id).await;
                 Response::Done
