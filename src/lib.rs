@@ -117,6 +117,7 @@ pub async fn serve(
         scraper,
         runtime: runtime.clone(),
         jobs,
+        services_runtime: tokio::runtime::Handle::current(),
     });
     let openapi = web::Data::new(api::openapi::OpenApiJson::build());
     let workers = match settings.server.workers {

@@ -33,13 +33,7 @@ pub fn is_sitemap_url(url: &Url) -> bool {
 
 /// Starts discovery for job `id`; the job receives `Discovered` and then `DiscoveryDone`,
 /// or nothing when it was cancelled meanwhile.
-pub fn spawn(
-    job: &ActorRef<CrawlJobMsg>,
-    id: JobId,
-    sites: Sites,
-    start: Url,
-    limit: u64,
-) -> JoinHandle<()> {
+pub fn spawn(job: &ActorRef<CrawlJobMsg>, id: JobId, sites: Sites, start: Url, limit: u64) -> JoinHandle<()> {
     let job = job.clone();
     tokio::spawn(async move {
         let Some(urls) = discover(&sites, id, &start, limit).await else { return };
@@ -96,12 +90,7 @@ pub(crate) async fn local_sitemaps(domains: &ActorRef<DomainsMsg>, origin: &Url)
 
 /// The page URLs of `start`'s sitemaps (or of `start`, itself a sitemap), at most `limit`;
 /// `None` when job `job` was cancelled.
-pub(crate) async fn discover(
-    sites: &Sites,
-    job: JobId,
-    start: &Url,
-    limit: u64,
-) -> Option<Vec<String>> {
+pub(crate) async fn discover(sites: &Sites, job: JobId, start: &Url, limit: u64) -> Option<Vec<String>> {
     let mut queue: VecDeque<String> = VecDeque::new();
     if is_sitemap_url(start) {
         queue.push_back(start.to_string());

@@ -105,8 +105,7 @@ async fn collect(
     }
     if options.sitemap != SitemapMode::Skip {
         let limit = options.limit as u64;
-        let urls =
-            super::discovery::discover(&sites, job, start, limit).await.unwrap_or_default();
+        let urls = super::discovery::discover(&sites, job, start, limit).await.unwrap_or_default();
         found.extend(urls.into_iter().map(|url| MapLink { url, title: None, description: None }));
     }
     let rules =

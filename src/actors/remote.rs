@@ -193,7 +193,11 @@ pub(crate) fn broadcast_cancel(cluster: &crate::cluster::Cluster, id: JobId) {
 const SITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Asks the node that owns a site `request` about it; `None` when it did not answer.
-pub(crate) async fn ask_site(cluster: &crate::cluster::Cluster, owner: &str, request: &Request) -> Option<Response> {
+pub(crate) async fn ask_site(
+    cluster: &crate::cluster::Cluster,
+    owner: &str,
+    request: &Request,
+) -> Option<Response> {
     let answer = cluster.call(owner, Channel::Jobs, encode(request), SITE_TIMEOUT).await;
     match answer {
         Ok(bytes) => decode(&bytes).ok(),

@@ -54,11 +54,10 @@ async fn authenticate(req: &HttpRequest) -> Result<Authenticated, ApiError> {
     });
     let token = token.ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Token missing"))?;
     // A key unknown here is looked up on the other nodes of a cluster.
+    let teams = std::sync::Arc::clone(&state.runtime.services().teams);
+    let token = token.to_owned();
     let team = state
-        .runtime
-        .services()
-        .teams
-        .authenticate(token)
+        .off_worker(async move { Ok(teams.authenticate(&token).await?) })
         .await?
         .ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Invalid token"))?;
     // Job-creating requests count against the team's request rate.

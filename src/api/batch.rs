@@ -153,7 +153,8 @@ pub async fn start(
     let append_to = append_to.map(|id| super::scrape::parse_job_id(&id)).transpose()?;
     let request =
         NewBatch { team: auth.team.clone(), urls: urls.valid, scrape, webhook, max_concurrency, append_to };
-    let started = state.jobs.start_batch(request).await?;
+    let jobs = state.jobs.clone();
+    let started = state.off_worker(async move { Ok(jobs.start_batch(request).await?) }).await?;
     let url = format!("{}/v2/batch/scrape/{}", job_view::public_base(&req, &state), started.id);
     Ok(HttpResponse::Ok().json(StartedBatch { success: true, id: started.id.to_string(), url, invalid_urls }))
 }

@@ -72,7 +72,8 @@ pub async fn start(
     let idempotency_key =
         req.headers().get("x-idempotency-key").and_then(|v| v.to_str().ok()).map(str::to_owned);
     let request = NewCrawl { team: auth.team.clone(), url, options, idempotency_key };
-    let started = state.jobs.start_crawl(request).await?;
+    let jobs = state.jobs.clone();
+    let started = state.off_worker(async move { Ok(jobs.start_crawl(request).await?) }).await?;
     let url = format!("{}/v2/crawl/{}", job_view::public_base(&req, &state), started.id);
     Ok(HttpResponse::Ok().json(StartedJob { success: true, id: started.id.to_string(), url }))
 }
@@ -118,13 +119,9 @@ pub async fn errors(
 
 /// The team's running crawls.
 pub async fn active(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
-    let crawls: Vec<serde_json::Value> = state
-        .jobs
-        .active(&auth.team, JobKind::Crawl)
-        .await?
-        .iter()
-        .map(|a| active_view(a.id, &a.job))
-        .collect();
+    let (jobs, team) = (state.jobs.clone(), auth.team.clone());
+    let active = state.off_worker(async move { Ok(jobs.active(&team, JobKind::Crawl).await?) }).await?;
+    let crawls: Vec<serde_json::Value> = active.iter().map(|a| active_view(a.id, &a.job)).collect();
     Ok(HttpResponse::Ok().json(json!({"success": true, "crawls": crawls})))
 }
 

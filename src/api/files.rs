@@ -32,18 +32,24 @@ async fn get_file(
     link: web::Query<LinkQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let missing = || ApiError::new(Code::NotFound, "File not found.");
-    let file = match (link.expires, link.signature.as_deref()) {
-        (Some(expires), Some(signature)) => match state.scraper.linked_file(&name, expires, signature)? {
-            Ok(file) => file,
-            Err(LinkCheck::Expired) => {
-                return Err(ApiError::new(Code::NotFound, "This file link has expired."));
+    let scraper = state.scraper.clone();
+    let (name, link) = (name.into_inner(), link.into_inner());
+    let file = match (link.expires, link.signature) {
+        (Some(expires), Some(signature)) => {
+            let found =
+                state.off_worker(async move { Ok(scraper.linked_file(&name, expires, &signature)?) }).await?;
+            match found {
+                Ok(file) => file,
+                Err(LinkCheck::Expired) => {
+                    return Err(ApiError::new(Code::NotFound, "This file link has expired."));
+                }
+                Err(_) => return Err(ApiError::new(Code::Forbidden, "This file link is not valid.")),
             }
-            Err(_) => return Err(ApiError::new(Code::Forbidden, "This file link is not valid.")),
-        },
+        }
         _ => {
             let auth = auth?;
             let id = JobId::parse(name.split('.').next().unwrap_or_default()).ok_or_else(missing)?;
-            state.scraper.stored_file(id, &auth.team)?
+            state.off_worker(async move { Ok(scraper.stored_file(id, &auth.team)?) }).await?
         }
     };
     let file = file.ok_or_else(missing)?;

@@ -246,7 +246,7 @@ async fn named_session(
         Some((owner, Found::Active(view))) if owner == team.as_str() && view.scrape_id == id
     );
     if !made_for_this_scrape {
-        match state.scraper.replay_context(id)? {
+        match replay_of(state, id).await? {
             ReplayLookup::Unknown => return Err(ApiError::job_not_found()),
             ReplayLookup::Unavailable { team: owner } if owner != team.as_str() => return Err(forbidden()),
             ReplayLookup::Found(replay) if replay.team != team.as_str() => return Err(forbidden()),
@@ -264,6 +264,12 @@ async fn named_session(
     })
 }
 
+/// Where scrape `id`'s page state is kept (read off the HTTP workers).
+async fn replay_of(state: &AppState, id: JobId) -> Result<ReplayLookup, ApiError> {
+    let scraper = state.scraper.clone();
+    state.off_worker(async move { Ok(scraper.replay_context(id)?) }).await
+}
+
 /// The live session of scrape `id`, created in the scrape's page state on first use.
 async fn session_for(state: &AppState, team: &TeamId, id: JobId) -> Result<SessionView, ApiError> {
     match state.runtime.browser_call(|reply| BrowserMsg::Find(SessionKey::Scrape(id), reply)).await? {
@@ -272,7 +278,7 @@ async fn session_for(state: &AppState, team: &TeamId, id: JobId) -> Result<Sessi
         Some((_, Found::Destroyed)) => return Err(session_destroyed()),
         None => {}
     }
-    let replay = match state.scraper.replay_context(id)? {
+    let replay = match replay_of(state, id).await? {
         ReplayLookup::Unknown => return Err(ApiError::job_not_found()),
         ReplayLookup::Unavailable { team: owner } if owner != team.as_str() => return Err(forbidden()),
         ReplayLookup::Found(replay) if replay.team != team.as_str() => return Err(forbidden()),
@@ -284,20 +290,27 @@ async fn session_for(state: &AppState, team: &TeamId, id: JobId) -> Result<Sessi
         }
         ReplayLookup::Found(replay) => replay,
     };
-    state.runtime.services().teams.require(team, registry::MIN_CREDITS).await?;
+    let (teams, who) = (std::sync::Arc::clone(&state.runtime.services().teams), team.clone());
+    state.off_worker(async move { Ok(teams.require(&who, registry::MIN_CREDITS).await?) }).await?;
     let limit =
         || ApiError::new(Code::SessionLimit, "The maximum of concurrent browser sessions is reached.");
     if state.runtime.browser_call(BrowserMsg::Live).await? >= state.settings.browser.max_sessions {
         return Err(limit());
     }
-    let tab = state.scraper.open_replay(&replay, team).await.map_err(|e| {
-        ApiError::new(Code::BrowserFailed, format!("Re-creating the scrape's page failed: {e}"))
-    })?;
+    let (scraper, who, context) = (state.scraper.clone(), team.clone(), replay.clone());
+    let tab = state
+        .off_worker(async move {
+            scraper.open_replay(&context, &who).await.map_err(|e| {
+                ApiError::new(Code::BrowserFailed, format!("Re-creating the scrape's page failed: {e}"))
+            })
+        })
+        .await?;
     let save_profile = replay.options.profile.as_ref().filter(|p| p.save_changes).map(|p| p.name.clone());
     let opened = Box::new(Opened { team: team.clone(), scrape_id: id, tab, save_profile });
     let view = state.runtime.browser_call(|reply| BrowserMsg::Adopt(opened, reply)).await?;
     let view = view.map_err(|AdoptError::Limit| limit())?;
-    state.runtime.services().teams.note_activity(team, "interact", id, None)?;
+    let (teams, who) = (std::sync::Arc::clone(&state.runtime.services().teams), team.clone());
+    state.off_worker(async move { Ok(teams.note_activity(&who, "interact", id, None)?) }).await?;
     Ok(view)
 }
 

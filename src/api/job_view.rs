@@ -33,7 +33,8 @@ pub async fn status_of(
     let id = parse_job_id(id)?;
     let paging = paging(req)?;
     let wanted = service::Paging { skip: paging.skip, limit: paging.limit, max_bytes: MAX_PAGE_BYTES };
-    let page = state.jobs.page(&auth.team, id, kind, wanted).await?;
+    let (jobs, team) = (state.jobs.clone(), auth.team.clone());
+    let page = state.off_worker(async move { Ok(jobs.page(&team, id, kind, wanted).await?) }).await?;
     Ok(status(req, state, path_of(kind), id, &page, paging))
 }
 
@@ -44,7 +45,8 @@ pub async fn cancel_of(
     id: &str,
     kind: JobKind,
 ) -> Result<HttpResponse, ApiError> {
-    state.jobs.cancel(&auth.team, parse_job_id(id)?, kind).await?;
+    let (jobs, team, id) = (state.jobs.clone(), auth.team.clone(), parse_job_id(id)?);
+    state.off_worker(async move { Ok(jobs.cancel(&team, id, kind).await?) }).await?;
     Ok(HttpResponse::Ok().json(json!({"success": true, "status": "cancelled"})))
 }
 
@@ -64,7 +66,8 @@ pub async fn errors_of(
     id: &str,
     kind: JobKind,
 ) -> Result<HttpResponse, ApiError> {
-    let found = state.jobs.errors(&auth.team, parse_job_id(id)?, kind).await?;
+    let (jobs, team, id) = (state.jobs.clone(), auth.team.clone(), parse_job_id(id)?);
+    let found = state.off_worker(async move { Ok(jobs.errors(&team, id, kind).await?) }).await?;
     let errors: Vec<ErrorItem> = found
         .failed
         .into_iter()

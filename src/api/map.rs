@@ -119,12 +119,18 @@ pub async fn map_site(
     let (url, _) = target::parse(map.remove("url"), "url")?;
     let body: MapBody = body::typed(Value::Object(map), "")?;
     let options = body.validate(&auth)?;
-    let teams = &state.runtime.services().teams;
-    teams.require(&auth.team, 1).await?;
-    let links = map::map(&state.runtime, &auth.team, &url, &options).await?;
-    teams.charge(&auth.team, 1)?;
+    let (runtime, team, target) = (state.runtime.clone(), auth.team.clone(), url.clone());
+    let links = state
+        .off_worker(async move {
+            let teams = &runtime.services().teams;
+            teams.require(&team, 1).await?;
+            let links = map::map(&runtime, &team, &target, &options).await?;
+            teams.charge(&team, 1)?;
+            Ok(links)
+        })
+        .await?;
     let id = JobId::new();
-    super::team::note_activity(&state, &auth, "map", id, Some(url.as_str()))?;
+    super::team::note_activity(&state, &auth, "map", id, Some(url.to_string())).await?;
     let warning = (links.len() <= 1).then(|| {
         "Few links found: try the site's home page, or set filterByPath false to map the whole domain"
             .to_owned()

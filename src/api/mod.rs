@@ -51,6 +51,19 @@ pub struct AppState {
     pub runtime: Runtime,
     /// Crawls and batches: start, read, cancel.
     pub jobs: crate::service::JobService,
+    /// The runtime the services run on (the HTTP workers have their own).
+    pub services_runtime: tokio::runtime::Handle,
+}
+
+impl AppState {
+    /// Runs `work` on the services' runtime and waits for it: anything that reads or writes
+    /// the store runs there, never on an HTTP worker thread.
+    pub async fn off_worker<T: Send + 'static>(
+        &self,
+        work: impl std::future::Future<Output = Result<T, ApiError>> + Send + 'static,
+    ) -> Result<T, ApiError> {
+        self.services_runtime.spawn(work).await.map_err(|e| ApiError::new(Code::Unknown, e.to_string()))?
+    }
 }
 
 /// Builds the application; used by `serve` and by the tests.

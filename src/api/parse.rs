@@ -96,14 +96,21 @@ pub async fn parse(
         None => ScrapeOptions::default(),
     };
     check_type(&file_name, content_type.as_deref(), &bytes)?;
-    let target = (!options.zero_data_retention).then_some(file_name.as_str());
+    let target = (!options.zero_data_retention).then(|| file_name.clone());
     let admitted = super::team::admit(&state, &auth, "parse", target).await?;
     let (id, queued_ms) = (admitted.id, admitted.queued_ms);
     let upload = Upload { id, team: auth.team.clone(), file_name, content_type, bytes, options, queued_ms };
-    let result = state.scraper.parse_upload(upload).await;
-    drop(admitted);
-    let charge = result.as_ref().map_or(0, |doc| u64::from(doc.metadata.credits_used));
-    state.runtime.services().teams.charge(&auth.team, charge)?;
+    let (scraper, teams, team) =
+        (state.scraper.clone(), std::sync::Arc::clone(&state.runtime.services().teams), auth.team.clone());
+    let result = state
+        .off_worker(async move {
+            let result = scraper.parse_upload(upload).await;
+            drop(admitted);
+            let charge = result.as_ref().map_or(0, |doc| u64::from(doc.metadata.credits_used));
+            teams.charge(&team, charge)?;
+            Ok(result)
+        })
+        .await?;
     Ok(HttpResponse::Ok().json(ScrapeResponse { success: true, data: result? }))
 }
 

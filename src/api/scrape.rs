@@ -55,21 +55,27 @@ pub async fn scrape(
     body::reject_unknown(&mut map, &[SCRAPE_KEYS, body::field_names::<ScrapeOptionsBody>()], "")?;
     let (url, source_url) = target::parse(map.remove("url"), "url")?;
     let options = ScrapeOptionsBody::from_map(map, "")?.validate(auth.caller(), "")?;
-    let target = (!options.zero_data_retention).then_some(source_url.as_str());
+    let target = (!options.zero_data_retention).then(|| source_url.clone());
     let admitted = super::team::admit(&state, &auth, "scrape", target).await?;
     let (id, queued_ms) = (admitted.id, admitted.queued_ms);
     let job = ScrapeJob { id, team: auth.team, url, source_url, options, queued_ms };
     let quiet = job.options.zero_data_retention;
     let started = std::time::Instant::now();
-    let result = state.scraper.scrape(&job).await;
-    drop(admitted);
-    let charge = match &result {
-        Ok(doc) => u64::from(doc.metadata.credits_used),
-        // A lockdown miss still costs a credit (spec §2.1).
-        Err(crate::scrape::ScrapeError::LockdownMiss) => 1,
-        Err(_) => 0,
-    };
-    state.runtime.services().teams.charge(&job.team, charge)?;
+    let (scraper, teams) = (state.scraper.clone(), std::sync::Arc::clone(&state.runtime.services().teams));
+    let (job, result) = state
+        .off_worker(async move {
+            let result = scraper.scrape(&job).await;
+            drop(admitted);
+            let charge = match &result {
+                Ok(doc) => u64::from(doc.metadata.credits_used),
+                // A lockdown miss still costs a credit (spec §2.1).
+                Err(crate::scrape::ScrapeError::LockdownMiss) => 1,
+                Err(_) => 0,
+            };
+            teams.charge(&job.team, charge)?;
+            Ok((job, result))
+        })
+        .await?;
     match &result {
         Ok(doc) if quiet => {
             tracing::info!(scrape_id = %job.id, status = doc.metadata.status_code, elapsed_ms = started.elapsed().as_millis() as u64, "scrape done")
@@ -103,7 +109,11 @@ pub async fn get_scrape(
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = parse_job_id(&path)?;
-    let document = state.scraper.stored(id, &auth.team)?.ok_or_else(ApiError::job_not_found)?;
+    let scraper = state.scraper.clone();
+    let document = state
+        .off_worker(async move { Ok(scraper.stored(id, &auth.team)?) })
+        .await?
+        .ok_or_else(ApiError::job_not_found)?;
     Ok(HttpResponse::Ok().json(ScrapeResponse { success: true, data: document }))
 }
 

@@ -3,6 +3,8 @@
 //! is unlimited, reported as `planCredits: null`, `unlimited: true` and the largest integer
 //! JSON clients read exactly.
 
+use std::sync::Arc;
+
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value, json};
 
@@ -50,15 +52,15 @@ const ACTIVITY_WINDOW_MS: u64 = 24 * 3_600_000;
 
 /// Notes that `auth`'s team started job `id` at `endpoint` (without a target for
 /// zero-data-retention work).
-pub fn note_activity(
+pub async fn note_activity(
     state: &AppState,
     auth: &Authenticated,
-    endpoint: &str,
+    endpoint: &'static str,
     id: JobId,
-    target: Option<&str>,
+    target: Option<String>,
 ) -> Result<(), ApiError> {
-    state.runtime.services().teams.note_activity(&auth.team, endpoint, id, target)?;
-    Ok(())
+    let (teams, team) = (Arc::clone(&state.runtime.services().teams), auth.team.clone());
+    state.off_worker(async move { Ok(teams.note_activity(&team, endpoint, id, target.as_deref())?) }).await
 }
 
 /// A synchronous job (scrape, parse) let in under its team's limits: credits checked, a
@@ -76,16 +78,20 @@ pub struct Admitted {
 pub async fn admit(
     state: &AppState,
     auth: &Authenticated,
-    endpoint: &str,
-    target: Option<&str>,
+    endpoint: &'static str,
+    target: Option<String>,
 ) -> Result<Admitted, ApiError> {
-    let teams = &state.runtime.services().teams;
-    teams.require(&auth.team, 1).await?;
-    let slot = teams.admit(&auth.team).await;
-    let queued_ms = slot.waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
-    let id = state.jobs.new_id();
-    note_activity(state, auth, endpoint, id, target)?;
-    Ok(Admitted { id, queued_ms, _slot: slot })
+    let (teams, team, id) =
+        (Arc::clone(&state.runtime.services().teams), auth.team.clone(), state.jobs.new_id());
+    state
+        .off_worker(async move {
+            teams.require(&team, 1).await?;
+            let slot = teams.admit(&team).await;
+            let queued_ms = slot.waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
+            teams.note_activity(&team, endpoint, id, target.as_deref())?;
+            Ok(Admitted { id, queued_ms, _slot: slot })
+        })
+        .await
 }
 
 fn encode_cursor((at, id): (u64, JobId)) -> String {
@@ -160,17 +166,21 @@ async fn usage(
     auth: &Authenticated,
     scale: u64,
 ) -> Result<(u64, Option<u64>, String, String), ApiError> {
-    let teams = &state.runtime.services().teams;
-    let month = ledger::month_of(time::now_ms());
-    let (start, end) = ledger::month_bounds(month);
-    let plan = teams.plan(&auth.team).credits;
-    let remaining = match plan {
-        Some(plan) => {
-            plan.saturating_sub(teams.used_everywhere(&auth.team, month).await?).saturating_mul(scale)
-        }
-        None => UNLIMITED,
-    };
-    Ok((remaining, plan.map(|p| p.saturating_mul(scale)), time::iso_ms(start), time::iso_ms(end)))
+    let (teams, team) = (Arc::clone(&state.runtime.services().teams), auth.team.clone());
+    state
+        .off_worker(async move {
+            let month = ledger::month_of(time::now_ms());
+            let (start, end) = ledger::month_bounds(month);
+            let plan = teams.plan(&team).credits;
+            let remaining = match plan {
+                Some(plan) => {
+                    plan.saturating_sub(teams.used_everywhere(&team, month).await?).saturating_mul(scale)
+                }
+                None => UNLIMITED,
+            };
+            Ok((remaining, plan.map(|p| p.saturating_mul(scale)), time::iso_ms(start), time::iso_ms(end)))
+        })
+        .await
 }
 
 async fn credit_usage(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
@@ -195,7 +205,7 @@ async fn history(
     state: &AppState,
     auth: &Authenticated,
     req: &HttpRequest,
-    field: &str,
+    field: &'static str,
     scale: u64,
 ) -> Result<Value, ApiError> {
     let by_key = url::form_urlencoded::parse(req.query_string().as_bytes())
@@ -203,16 +213,22 @@ async fn history(
     if by_key {
         return Err(ApiError::not_available("byApiKey", "usage is recorded per team, not per API key"));
     }
-    let teams = &state.runtime.services().teams;
-    let mut month: Month = ledger::month_of(time::now_ms());
-    let mut periods = Vec::new();
-    for _ in 0..HISTORY_MONTHS {
-        let (start, end) = ledger::month_bounds(month);
-        let used = teams.used_everywhere(&auth.team, month).await?.saturating_mul(scale);
-        periods.push(json!({"startDate": time::iso_ms(start), "endDate": time::iso_ms(end), field: used}));
-        month = ledger::previous_month(month);
-    }
-    Ok(json!({"success": true, "periods": periods}))
+    let (teams, team) = (Arc::clone(&state.runtime.services().teams), auth.team.clone());
+    state
+        .off_worker(async move {
+            let mut month: Month = ledger::month_of(time::now_ms());
+            let mut periods = Vec::new();
+            for _ in 0..HISTORY_MONTHS {
+                let (start, end) = ledger::month_bounds(month);
+                let used = teams.used_everywhere(&team, month).await?.saturating_mul(scale);
+                periods.push(
+                    json!({"startDate": time::iso_ms(start), "endDate": time::iso_ms(end), field: used}),
+                );
+                month = ledger::previous_month(month);
+            }
+            Ok(json!({"success": true, "periods": periods}))
+        })
+        .await
 }
 
 async fn credit_history(
@@ -231,20 +247,25 @@ async fn token_history(
     Ok(HttpResponse::Ok().json(history(&state, &auth, &req, "tokensUsed", TOKENS_PER_CREDIT).await?))
 }
 
-async fn queue_status(state: web::Data<AppState>, auth: Authenticated) -> HttpResponse {
+async fn queue_status(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
+    let (teams, team) = (Arc::clone(&state.runtime.services().teams), auth.team.clone());
+    let (active, waiting, max) = state.off_worker(async move { Ok(teams.load(&team)) }).await?;
     let teams = &state.runtime.services().teams;
-    let (active, waiting, max) = teams.load(&auth.team);
-    HttpResponse::Ok().json(json!({
+    Ok(HttpResponse::Ok().json(json!({
         "success": true,
         "jobsInQueue": active + waiting,
         "activeJobsInQueue": active,
         "waitingJobsInQueue": waiting,
         "maxConcurrency": max,
         "mostRecentSuccess": teams.last_success_ms(&auth.team).map(time::iso_ms),
-    }))
+    })))
 }
 
-async fn concurrency_check(state: web::Data<AppState>, auth: Authenticated) -> HttpResponse {
-    let (active, _, max) = state.runtime.services().teams.load(&auth.team);
-    HttpResponse::Ok().json(json!({"success": true, "concurrency": active, "maxConcurrency": max}))
+async fn concurrency_check(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+) -> Result<HttpResponse, ApiError> {
+    let (teams, team) = (Arc::clone(&state.runtime.services().teams), auth.team.clone());
+    let (active, _, max) = state.off_worker(async move { Ok(teams.load(&team)) }).await?;
+    Ok(HttpResponse::Ok().json(json!({"success": true, "concurrency": active, "maxConcurrency": max})))
 }

@@ -75,7 +75,9 @@ impl RemoteHandler {
                 )
             }
             Request::Sitemaps(origin) => Response::Sitemaps(jobs.runtime().sitemaps_here(&origin).await),
-            Request::Document { job, url } => Response::Document(jobs.runtime().document_here(job, &url).await),
+            Request::Document { job, url } => {
+                Response::Document(jobs.runtime().document_here(job, &url).await)
+            }
             Request::CancelJob(id) => {
                 jobs.runtime().cancel_here(id).await;
                 Response::Done
