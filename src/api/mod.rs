@@ -1,7 +1,9 @@
 //! The HTTP front door (actix-web): one module per resource, authentication, the error
 //! envelope, strict request bodies with validation, and the OpenAPI document. Handlers are
 //! thin: parse and validate, make one call into the service layer, answer its view. This
-//! module never touches storage directly.
+//! module never names the store (a test checks the sources), and whatever reads or writes
+//! it runs on the services' runtime through [`AppState::off_worker`], never on an HTTP
+//! worker thread.
 
 pub mod actions;
 pub mod auth;
