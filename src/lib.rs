@@ -16,6 +16,7 @@
 
 pub mod actors;
 pub mod api;
+pub mod cancel;
 pub mod cluster;
 pub mod config;
 pub mod crawl;

@@ -499,6 +499,14 @@ async fn fetch(myself: ActorRef<DomainMsg>, services: Services, token: u64, wait
 }
 
 /// Reads a document as it is; a 429/503 is retried like a page.
+/// Resolves once the asker has stopped waiting for `reply`.
+async fn abandoned<T>(reply: &RpcReplyPort<T>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    while !reply.is_closed() {
+        tick.tick().await;
+    }
+}
+
 async fn fetch_document(slot: Slot, url: String, timeout: Duration, reply: RpcReplyPort<DocumentOutcome>) {
     let fetched = match Url::parse(&url) {
         Ok(parsed) => slot.services.scraper.fetch_raw(&parsed, timeout).await.map_err(|e| e.to_string()),
@@ -569,8 +577,13 @@ async fn fetch_page(
     if let Some(port) = retrieved {
         let _ = port.send(());
     }
+    // The site's slot is free again; the conversion belongs to the asker alone, and stops
+    // when it stops waiting (its job cancelled, its deadline passed).
     let converted = match page {
-        Ok(page) => services.scraper.convert(&job, page, task.discover).await,
+        Ok(page) => tokio::select! {
+            converted = services.scraper.convert(&job, page, task.discover) => converted,
+            () = abandoned(&reply) => return,
+        },
         Err(e) => Err(e),
     };
     let outcome = match converted {

@@ -94,7 +94,7 @@ impl Reading {
 
     fn run(&mut self, content: &str) -> Result<(), DocError> {
         let mut xml = Reader::from_str(content);
-        loop {
+        while !crate::cancel::requested() {
             let event = xml.read_event().map_err(|e| DocError::corrupt(DocKind::Ods, e))?;
             match event {
                 Event::Start(e) => self.start(&e, false)?,
@@ -106,6 +106,7 @@ impl Reading {
                 _ => {}
             }
         }
+        Ok(())
     }
 
     fn start(&mut self, e: &BytesStart<'_>, empty: bool) -> Result<(), DocError> {

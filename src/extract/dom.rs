@@ -80,7 +80,11 @@ impl<'a> Dom<'a> {
         let mut skip: Option<NodeId> = None;
         let mut ads: Vec<Id> = Vec::new();
         let mut chrome: Vec<(Id, chrome::Kind)> = Vec::new();
-        for edge in html.tree.root().traverse() {
+        for (step, edge) in html.tree.root().traverse().enumerate() {
+            // A cancelled conversion stops here too (the tree is the largest input).
+            if step % 8192 == 8191 && crate::cancel::requested() {
+                break;
+            }
             match edge {
                 Edge::Open(node) => {
                     if skip.is_some() {

@@ -5,9 +5,16 @@
 //! never-content tags, hidden elements, ads and excluded selectors → choose the
 //! content (included selectors, or the main-content filter, or the whole body) →
 //! write Markdown / serialize HTML from that same tree. Synchronous, no I/O.
+//!
+//! Hostile input: before parsing, nesting is bounded at 512 levels ([`depth`], as
+//! Chromium's parser does), deeper tags dropped and their text kept, so every step is
+//! linear in the page's size whatever its depth (`benches/deep.rs`). The parser is fed in
+//! chunks and the steps after it check [`crate::cancel::requested`], so a conversion
+//! nobody waits for any more stops early.
 
 mod article;
 mod chrome;
+mod depth;
 pub mod diff;
 mod dom;
 mod markdown;
@@ -105,7 +112,7 @@ pub fn validate_selector(selector: &str) -> Result<(), String> {
 /// Values of `attribute` on every element matching `selector`, per spec (Firecrawl
 /// "attributes" format). An invalid selector yields an empty list.
 pub fn attributes(html: &str, specs: &[(String, String)]) -> Vec<Vec<String>> {
-    let doc = Html::parse_document(html);
+    let doc = parse(html);
     specs
         .iter()
         .map(|(selector, attribute)| match Selector::parse(selector) {
@@ -137,9 +144,32 @@ fn has_content(dom: &Dom, root: Id) -> bool {
     })
 }
 
+/// Input handed to the parser at a time: between chunks a cancelled conversion stops.
+const PARSE_CHUNK: usize = 256 * 1024;
+
+/// Parses `html`, its nesting bounded ([`depth`]). When the conversion is cancelled
+/// ([`crate::cancel`]) the rest of the input is skipped.
+fn parse(html: &str) -> Html {
+    use html5ever::tendril::TendrilSink;
+    let html = depth::bound(html);
+    let sink = scraper::HtmlTreeSink::new(Html::new_document());
+    let mut parser = html5ever::driver::parse_document(sink, Default::default());
+    let mut rest: &str = &html;
+    while !rest.is_empty() && !crate::cancel::requested() {
+        let mut cut = rest.len().min(PARSE_CHUNK);
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        parser.process(rest[..cut].into());
+        rest = &rest[cut..];
+    }
+    parser.finish()
+}
+
 /// Parse `html` once (page URL `url`, used for relative URLs) and produce what was asked.
+/// A cancelled conversion ([`crate::cancel`]) returns early with what it has so far.
 pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted) -> Extracted {
-    let doc = Html::parse_document(html);
+    let doc = parse(html);
     let base = urls::document_base(&doc, url);
     let (metadata, hints) = metadata::collect(&doc, &base);
     let mut out = Extracted {
@@ -148,7 +178,7 @@ pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted
         metadata,
         ..Extracted::default()
     };
-    if !wanted.markdown && !wanted.html {
+    if (!wanted.markdown && !wanted.html) || crate::cancel::requested() {
         return out;
     }
 
@@ -159,6 +189,9 @@ pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted
         &doc,
         &dom::BuildOptions { block_ads: opts.block_ads, exclude: &exclude_set, include: &include_set },
     );
+    if crate::cancel::requested() {
+        return out;
+    }
     let body = if page.body == dom::NONE { 0 } else { page.body };
     let main_only = opts.only_main_content && opts.include_tags.is_empty();
     // What is dropped from the page when no narrower content is chosen: page chrome too for
@@ -186,6 +219,9 @@ pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted
     } else {
         None
     };
+    if crate::cancel::requested() {
+        return out;
+    }
     page.drop_marked(0, page_mask);
     let (tree, root) = match &chosen {
         Some((d, r)) => (d, *r),
@@ -202,7 +238,7 @@ pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted
         }
         out.markdown = Some(md);
     }
-    if wanted.html {
+    if wanted.html && !crate::cancel::requested() {
         out.html = Some(serialize::to_html(tree, root, &base));
     }
     out.placeholder = placeholder::is_placeholder(tree, root, if main_only { 0 } else { chrome::ALL });

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use url::Url;
 
+use crate::cancel;
 use crate::config::Settings;
 use crate::model::{
     CacheState, Code, Document, Engine, ErrorCode, JobId, ProxyMode, ProxyUsed, ScrapeOptions, TeamId, time,
@@ -154,16 +155,22 @@ struct Sourced {
 /// Runs conversion work (pages, documents) on the blocking pool, at a slightly lower
 /// priority than the runtime's workers: conversion can keep every core busy, and the
 /// workers, which send the next requests and settle results, then get the CPU first, so a
-/// crawl keeps its connections busy while pages convert.
+/// crawl keeps its connections busy while pages convert. Dropping the returned future (a
+/// deadline passed, the job was cancelled) stops the work at its next check
+/// ([`crate::cancel`]).
 async fn convert_off_runtime<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ScrapeError> {
-    tokio::task::spawn_blocking(move || {
+    let flag = cancel::Flag::default();
+    let armed = flag.arm();
+    let done = tokio::task::spawn_blocking(move || {
         yield_to_io();
-        work()
+        cancel::run(&flag, work)
     })
     .await
-    .map_err(|e| ScrapeError::Internal(e.to_string()))
+    .map_err(|e| ScrapeError::Internal(e.to_string()));
+    armed.disarm();
+    done
 }
 
 /// Lowers the calling thread's scheduling priority a little, once per thread (on Linux the

@@ -12,6 +12,7 @@ mod change;
 mod cli;
 mod cluster;
 mod crawl;
+mod deep_pages;
 mod discovery;
 mod documents;
 mod durability;

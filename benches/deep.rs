@@ -1,0 +1,90 @@
+//! Time of the whole extraction pipeline on machine-made deep pages: nested `<div>`,
+//! nested `<ul><li>`, nested tables and unclosed inline elements, at depths from 1 000
+//! to 200 000. Every level carries one word of text; the run checks that every word
+//! reaches the Markdown, and prints milliseconds per page and per thousand levels, which
+//! stays flat when the pipeline is linear in depth.
+//!
+//! `cargo bench --bench deep` runs every depth; under `cargo test` (no `--bench`) only the
+//! smallest depths run, as a smoke test of the harness.
+
+use std::time::Instant;
+
+use ferrocrawl::extract::{ExtractOptions, Wanted, extract};
+
+/// One page of `depth` levels of the given shape, each level holding the word `wN`.
+fn page(kind: &str, depth: usize) -> String {
+    let mut s = String::with_capacity(depth * 24);
+    s.push_str("<!doctype html><html><head><title>deep</title></head><body><main>");
+    for i in 0..depth {
+        match kind {
+            "div" => s.push_str(&format!("<div>w{i} ")),
+            "ul" => s.push_str(&format!("<ul><li>w{i} ")),
+            "table" => s.push_str(&format!("<table><tr><td>w{i} ")),
+            "inline" => s.push_str(&format!("<b><i>w{i} ")),
+            _ => unreachable!("unknown page kind {kind}"),
+        }
+    }
+    for _ in 0..depth {
+        match kind {
+            "div" => s.push_str("</div>"),
+            "ul" => s.push_str("</li></ul>"),
+            "table" => s.push_str("</td></tr></table>"),
+            // Unclosed: the inline elements are never ended.
+            _ => {}
+        }
+    }
+    s.push_str("</main></body></html>");
+    s
+}
+
+/// Median milliseconds of `runs` extractions, and the Markdown of the last one.
+fn time(html: &str, opts: &ExtractOptions, runs: usize) -> (f64, String) {
+    let url = url::Url::parse("http://fakehost/deep.html").expect("static URL");
+    let wanted = Wanted { markdown: true, html: true, links: true, images: false };
+    let mut times = Vec::with_capacity(runs);
+    let mut markdown = String::new();
+    for _ in 0..runs {
+        let start = Instant::now();
+        let out = extract(html, &url, opts, wanted);
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+        markdown = out.markdown.unwrap_or_default();
+    }
+    times.sort_by(f64::total_cmp);
+    (times[times.len() / 2], markdown)
+}
+
+fn main() {
+    let full = std::env::args().any(|a| a == "--bench");
+    let depths: &[usize] = if full { &[1_000, 4_000, 16_000, 64_000, 200_000] } else { &[1_000, 2_000] };
+    let main_content = ExtractOptions::default();
+    let whole_page = ExtractOptions { only_main_content: false, ..ExtractOptions::default() };
+    println!(
+        "{:<8} {:>8} {:>10} {:>10} {:>10} {:>14} {:>8}",
+        "page", "depth", "bytes", "main ms", "page ms", "ms/1k levels", "words"
+    );
+    for kind in ["div", "ul", "table", "inline"] {
+        for &depth in depths {
+            let html = page(kind, depth);
+            let runs = if depth <= 16_000 { 5 } else { 3 };
+            let (main_ms, _) = time(&html, &main_content, runs);
+            let (page_ms, md) = time(&html, &whole_page, runs);
+            let mut words = md
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .filter(|w| w.starts_with('w') && w[1..].bytes().all(|b| b.is_ascii_digit()))
+                .collect::<Vec<_>>();
+            words.sort_unstable();
+            words.dedup();
+            println!(
+                "{kind:<8} {depth:>8} {:>10} {main_ms:>10.1} {page_ms:>10.1} {:>14.2} {:>8}",
+                html.len(),
+                main_ms * 1000.0 / depth as f64,
+                words.len()
+            );
+            assert_eq!(
+                words.len(),
+                depth,
+                "{kind} at depth {depth}: every level's word reaches the Markdown"
+            );
+        }
+    }
+}

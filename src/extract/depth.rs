@@ -1,0 +1,196 @@
+//! A bound on how deeply elements nest, applied to the markup before it is parsed.
+//!
+//! html5ever's tree builder looks through the stack of open elements for every tag (its
+//! "in scope" checks), so a page of tens of thousands of nested or unclosed elements costs
+//! time growing with the square of its depth: 64 000 nested lists took 45 s. Browsers bound
+//! the depth of the tree they build (Chromium stops nesting at 512 levels); so does this
+//! module, by dropping the start tags that would open elements deeper than [`MAX_DEPTH`],
+//! and their end tags, while keeping every character of text. Content past the bound
+//! stays in the element at the bound, in document order, which is what a reader sees.
+//!
+//! The depth is estimated with a small model of the parser: void elements open nothing,
+//! an element that closes an open one of the same name by itself (`li`, `p`, `td`, `tr`,
+//! `option`, `dt`, `dd`) does so here too, raw text (`script`, `style`, `textarea`,
+//! `title`) and comments are skipped whole. The model only decides what happens past the
+//! bound; a page that stays within it passes through untouched and uncopied.
+
+use std::borrow::Cow;
+
+/// Elements nest at most this deep (as in Chromium's parser).
+pub(crate) const MAX_DEPTH: usize = 512;
+
+const VOID: &[&str] = &[
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track",
+    "wbr",
+];
+const SELF_CLOSING_SIBLINGS: &[&str] = &["li", "p", "td", "th", "tr", "option", "dt", "dd"];
+const RAW_TEXT: &[&str] = &["script", "style", "textarea", "title", "xmp", "noembed", "noframes"];
+
+/// A tag read from the markup.
+struct Tag<'a> {
+    /// From its `<` to its `>` (included).
+    end: usize,
+    name: &'a str,
+    closing: bool,
+    self_closing: bool,
+}
+
+/// Reads the tag starting at `at` (a `<`), or `None` when it is not a tag (text `<`).
+fn tag_at(html: &str, at: usize) -> Option<Tag<'_>> {
+    let bytes = html.as_bytes();
+    let mut i = at + 1;
+    let closing = bytes.get(i) == Some(&b'/');
+    if closing {
+        i += 1;
+    }
+    let start = i;
+    while bytes.get(i).is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b':') {
+        i += 1;
+    }
+    if i == start || !bytes[start].is_ascii_alphabetic() {
+        return None;
+    }
+    let name = &html[start..i];
+    // The end of the tag, skipping quoted attribute values.
+    let mut quote = 0u8;
+    while let Some(&b) = bytes.get(i) {
+        match (quote, b) {
+            (0, b'"' | b'\'') => quote = b,
+            (q, b) if q != 0 && b == q => quote = 0,
+            (0, b'>') => break,
+            _ => {}
+        }
+        i += 1;
+    }
+    let end = (i + 1).min(bytes.len());
+    let self_closing = i > 0 && bytes.get(i - 1) == Some(&b'/');
+    Some(Tag { end, name, closing, self_closing })
+}
+
+fn is(name: &str, set: &[&str]) -> bool {
+    set.iter().any(|s| s.eq_ignore_ascii_case(name))
+}
+
+/// Where the raw text of `<name>` that started before `from` ends (its `</name`), or the end.
+fn raw_text_end(html: &str, from: usize, name: &str) -> usize {
+    let bytes = html.as_bytes();
+    let mut i = from;
+    while let Some(off) = memchr::memmem::find(&bytes[i..], b"</") {
+        let at = i + off;
+        let after = at + 2;
+        if bytes.len() >= after + name.len()
+            && bytes[after..after + name.len()].eq_ignore_ascii_case(name.as_bytes())
+        {
+            return at;
+        }
+        i = after;
+    }
+    bytes.len()
+}
+
+/// `html` with no element nested deeper than [`MAX_DEPTH`] (borrowed when already so).
+pub(crate) fn bound(html: &str) -> Cow<'_, str> {
+    bound_at(html, MAX_DEPTH)
+}
+
+fn bound_at(html: &str, max: usize) -> Cow<'_, str> {
+    let bytes = html.as_bytes();
+    // Open elements (lower-cased names up to the bound) and how many deeper start tags of
+    // each name were dropped, so their end tags are dropped too.
+    let mut open: Vec<String> = Vec::new();
+    let mut deeper = 0usize;
+    let mut dropped: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut i = 0;
+    while let Some(off) = memchr::memchr(b'<', &bytes[i..]) {
+        let at = i + off;
+        if bytes[at..].starts_with(b"<!--") {
+            i = memchr::memmem::find(&bytes[at + 4..], b"-->").map_or(bytes.len(), |e| at + 4 + e + 3);
+            continue;
+        }
+        if matches!(bytes.get(at + 1), Some(b'!' | b'?')) {
+            i = memchr::memchr(b'>', &bytes[at..]).map_or(bytes.len(), |e| at + e + 1);
+            continue;
+        }
+        let Some(tag) = tag_at(html, at) else {
+            i = at + 1;
+            continue;
+        };
+        let name = tag.name.to_ascii_lowercase();
+        let mut drop_tag = false;
+        if tag.closing {
+            if let Some(n) = dropped.get_mut(&name).filter(|n| **n > 0) {
+                *n -= 1;
+                deeper -= 1;
+                drop_tag = true;
+            } else if let Some(pos) = open.iter().rposition(|o| *o == name) {
+                open.truncate(pos);
+            }
+        } else if !(is(&name, VOID) || tag.self_closing) {
+            if is(&name, SELF_CLOSING_SIBLINGS) && open.last().is_some_and(|o| *o == name) {
+                open.pop();
+            }
+            if open.len() >= max {
+                drop_tag = true;
+                deeper += 1;
+                *dropped.entry(name.clone()).or_insert(0) += 1;
+            } else {
+                open.push(name.clone());
+            }
+        }
+        if drop_tag {
+            let buffer = out.get_or_insert_with(|| String::with_capacity(html.len()));
+            buffer.push_str(&html[copied..at]);
+            // A space keeps words on either side of the dropped tag apart.
+            buffer.push(' ');
+            copied = tag.end;
+        }
+        i = tag.end;
+        if !tag.closing && is(&name, RAW_TEXT) && !tag.self_closing {
+            i = raw_text_end(html, i, &name);
+        }
+    }
+    let _ = deeper;
+    match out {
+        Some(mut buffer) => {
+            buffer.push_str(&html[copied..]);
+            Cow::Owned(buffer)
+        }
+        None => Cow::Borrowed(html),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shallow_pages_pass_through_uncopied() {
+        let html = "<html><body><ul><li>a<li>b</ul><p>x<p>y<script>if (a<b) {}</script><br></body></html>";
+        assert!(matches!(bound_at(html, 8), Cow::Borrowed(_)));
+        let flat: String = "<li>item".repeat(5000);
+        assert!(matches!(bound_at(&format!("<ul>{flat}</ul>"), 8), Cow::Borrowed(_)), "siblings do not nest");
+    }
+
+    #[test]
+    fn deep_nesting_keeps_its_text_within_the_bound() {
+        let html = format!("{}deep text{}", "<div>word ".repeat(20), "</div>".repeat(20));
+        let bounded = bound_at(&html, 5);
+        assert_eq!(bounded.matches("<div>").count(), 5);
+        assert_eq!(bounded.matches("</div>").count(), 5);
+        assert_eq!(bounded.matches("word").count(), 20, "no text is lost");
+        assert!(bounded.contains("deep text"));
+        let unclosed = format!("<p>{}end", "<b>bold ".repeat(50));
+        let bounded = bound_at(&unclosed, 3);
+        assert!(bounded.matches("<b>").count() <= 3);
+        assert_eq!(bounded.matches("bold").count(), 50);
+    }
+
+    #[test]
+    fn raw_text_and_comments_are_not_read_as_tags() {
+        let html =
+            format!("<script>{}</script><!-- {} --><div>x</div>", "<div>".repeat(50), "<div>".repeat(50));
+        assert!(matches!(bound_at(&html, 3), Cow::Borrowed(_)));
+    }
+}
