@@ -36,7 +36,7 @@ use ractor::{Actor, ActorRef};
 use crate::config::Settings;
 use crate::model::{JobId, TeamId};
 use crate::scrape::Scraper;
-use crate::store::jobs::{JobRecord, NewEntry};
+use crate::store::jobs::{EntrySource, JobRecord};
 use crate::store::{JobStore, Store, StoreError};
 use root::{Root, RootMsg, Supervisors};
 
@@ -159,7 +159,13 @@ pub struct Runtime {
     root: ActorRef<RootMsg>,
     /// Becomes true when the root has stopped (shut down, or gave up on a failing child).
     ended: tokio::sync::watch::Receiver<bool>,
+    /// Held while a long list of URLs is written: such writes go one at a time, so that
+    /// many large batches submitted at once raise memory by about one batch's worth.
+    bulk_writes: Arc<tokio::sync::Semaphore>,
 }
+
+/// A list of URLs this long waits for the bulk-write permit.
+const BULK_URLS: usize = 10_000;
 
 impl Runtime {
     /// Starts the tree; unfinished jobs resume at once.
@@ -172,7 +178,7 @@ impl Runtime {
             let _ = handle.await;
             let _ = tell.send(true);
         });
-        Ok(Self { services, root, ended })
+        Ok(Self { services, root, ended, bulk_writes: Arc::new(tokio::sync::Semaphore::new(1)) })
     }
 
     /// Resolves when the actor tree has stopped: after [`Runtime::shutdown`], or when the
@@ -199,7 +205,7 @@ impl Runtime {
         &self,
         id: JobId,
         record: &JobRecord,
-        first: Vec<NewEntry>,
+        first: Box<dyn EntrySource>,
         volatile: bool,
     ) -> Result<(), RuntimeError> {
         let jobs = if volatile { self.services.volatile_jobs()? } else { self.services.store.jobs.clone() };
@@ -207,7 +213,8 @@ impl Runtime {
         // One transaction over all the first URLs (a batch can bring 100 000): off the
         // async workers.
         let (store, record) = (jobs.clone(), record.clone());
-        tokio::task::spawn_blocking(move || store.create(id, &record, &first, started.as_ref()))
+        let _permit = self.bulk_permit(first.count()).await;
+        tokio::task::spawn_blocking(move || store.create(id, &record, first.entries(), started.as_ref()))
             .await
             .map_err(|e| RuntimeError::Actors(e.to_string()))??;
         self.services.webhooks.notify_one();
@@ -215,6 +222,14 @@ impl Runtime {
             jobs.flush().await?;
         }
         self.run_job(id, volatile).await
+    }
+
+    /// A permit to write `count` URLs, when that many need one.
+    async fn bulk_permit(&self, count: usize) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        if count < BULK_URLS {
+            return None;
+        }
+        self.bulk_writes.acquire().await.ok()
     }
 
     async fn run_job(&self, id: JobId, volatile: bool) -> Result<(), RuntimeError> {
@@ -226,10 +241,11 @@ impl Runtime {
     }
 
     /// Adds URLs to a batch (reopening it when it had finished) and makes sure it runs.
-    pub async fn append(&self, id: JobId, entries: Vec<NewEntry>) -> Result<usize, RuntimeError> {
+    pub async fn append(&self, id: JobId, entries: Box<dyn EntrySource>) -> Result<usize, RuntimeError> {
         let Some((jobs, _)) = self.services.find_job(id)? else { return Ok(0) };
         let store = jobs.clone();
-        let added = tokio::task::spawn_blocking(move || store.append(id, &entries))
+        let _permit = self.bulk_permit(entries.count()).await;
+        let added = tokio::task::spawn_blocking(move || store.append(id, entries.entries()))
             .await
             .map_err(|e| RuntimeError::Actors(e.to_string()))??;
         let volatile = self.services.store.jobs.record(id)?.is_none();
@@ -237,7 +253,7 @@ impl Runtime {
             jobs.flush().await?;
         }
         self.run_job(id, volatile).await?;
-        Ok(added.len())
+        Ok(added)
     }
 
     /// Cancels a running job of `team`. Returns the record as it was before, or `None` when

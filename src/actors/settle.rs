@@ -317,7 +317,7 @@ mod tests {
         let id = JobId::new();
         let entry = QueueEntry { url: "http://a.test/".into(), depth: 0 };
         let first = [NewEntry { key: entry.url.clone(), entry: entry.clone() }];
-        store.jobs.create(id, &record, &first, None).expect("create");
+        store.jobs.create(id, &record, first.clone(), None).expect("create");
         let taps = Taps::default();
         let _reader = taps.open(id, false);
         let tap = taps.get(id).expect("open tap");

@@ -79,7 +79,7 @@ fn crawl_record(url: &str, limit: u64) -> JobRecord {
 async fn submit_chain(rt: &Runtime, id: JobId, base: &str, limit: u64) {
     let start = format!("{base}/p/0");
     let first = [NewEntry { key: start.clone(), entry: QueueEntry { url: start.clone(), depth: 0 } }];
-    rt.submit(id, &crawl_record(&start, limit), first.to_vec(), false).await.expect("submit");
+    rt.submit(id, &crawl_record(&start, limit), Box::new(first.to_vec()), false).await.expect("submit");
 }
 
 /// `n` pages, none of them twice.
@@ -174,8 +174,8 @@ async fn the_janitor_deletes_only_what_expired() {
     let mut current = expired.clone();
     current.expires_ms = now + 60_000;
     let entry = |u: &str| NewEntry { key: u.into(), entry: QueueEntry { url: u.into(), depth: 0 } };
-    services.store.jobs.create(old, &expired, &[entry("http://a.test/")], None).expect("create");
-    services.store.jobs.create(fresh, &current, &[entry("http://a.test/")], None).expect("create");
+    services.store.jobs.create(old, &expired, [entry("http://a.test/")], None).expect("create");
+    services.store.jobs.create(fresh, &current, [entry("http://a.test/")], None).expect("create");
     let team = TeamId::parse("t").expect("team");
     let doc = crate::model::Document::default();
     services.store.scrapes.put(JobId::new(), &team, &doc, 0).expect("put");
@@ -213,7 +213,7 @@ async fn idle_site_actors_exit_and_come_back() {
         let id = JobId::new();
         let start = format!("{base}/p/{round}0");
         let first = [NewEntry { key: start.clone(), entry: QueueEntry { url: start.clone(), depth: 0 } }];
-        rt.submit(id, &crawl_record(&start, 3), first.to_vec(), false).await.expect("submit");
+        rt.submit(id, &crawl_record(&start, 3), Box::new(first.to_vec()), false).await.expect("submit");
         let jobs = rt.services().store.jobs.clone();
         wait_for(
             || jobs.record(id).ok().flatten().is_some_and(|r| r.status == JobStatus::Completed),

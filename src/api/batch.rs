@@ -2,8 +2,10 @@
 //! durability and the site actors' politeness, but no link following. Invalid URLs are
 //! skipped and listed (`ignoreInvalidURLs`, the default) or fail the request naming them.
 
+use actix_web::web::Bytes;
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
@@ -12,6 +14,7 @@ use super::options::ScrapeOptionsBody;
 use super::{AppState, Authenticated, body, target};
 use crate::model::JobKind;
 use crate::service::{JobUrl, NewBatch, batch_url};
+use crate::store::jobs::{EntrySource, NewEntry};
 
 /// Most URLs in one batch request.
 pub const MAX_BATCH_URLS: usize = 100_000;
@@ -52,43 +55,90 @@ pub struct StartedBatch {
     pub invalid_urls: Option<Vec<String>>,
 }
 
-/// The URLs of a request, split into valid (de-duplicated) and invalid ones.
+/// The `urls` of a request, left in its body: read once here to validate and count them,
+/// and again as they are queued, so that 100 000 URLs are never all held as values.
+#[derive(Debug)]
+struct RequestUrls {
+    raw: Bytes,
+    /// Different valid URLs.
+    count: usize,
+}
+
+impl RequestUrls {
+    /// The items of the list, each as its JSON text (a slice of the body).
+    fn items(&self) -> Result<Vec<&RawValue>, serde_json::Error> {
+        serde_json::from_slice(&self.raw)
+    }
+}
+
+impl EntrySource for RequestUrls {
+    fn entries(&self) -> Box<dyn Iterator<Item = NewEntry> + '_> {
+        // Read once already: the list is valid JSON.
+        let items = self.items().unwrap_or_default();
+        Box::new(items.into_iter().filter_map(|item| read_url(item).ok()))
+    }
+
+    fn count(&self) -> usize {
+        self.count
+    }
+}
+
+/// One item of `urls`: the URL as it is queued, or the item and why it is refused.
+fn read_url(item: &RawValue) -> Result<JobUrl, (String, String)> {
+    let text = item.get();
+    if !text.starts_with('"') {
+        return Err((text.to_owned(), "is not a string".into()));
+    }
+    let url: String = serde_json::from_str(text).map_err(|e| (text.to_owned(), e.to_string()))?;
+    match target::parse_str(&url) {
+        Ok(parsed) => Ok(batch_url(&parsed)),
+        Err(reason) => Err((url, reason)),
+    }
+}
+
+/// The URLs of a request: how many different valid ones, the first, and the invalid ones.
 struct Urls {
-    valid: Vec<JobUrl>,
+    source: RequestUrls,
+    count: usize,
+    first: String,
     invalid: Vec<(usize, String, String)>,
 }
 
-fn parse_urls(value: Option<Value>) -> Result<Urls, ApiError> {
-    let list = match value {
-        Some(Value::Array(list)) if !list.is_empty() => list,
-        Some(Value::Array(_)) => return Err(ApiError::bad_request("`urls` must hold at least one URL")),
-        None | Some(Value::Null) => return Err(ApiError::bad_request("`urls` is required")),
-        Some(_) => return Err(ApiError::bad_request("`urls` must be an array of URLs")),
-    };
-    if list.len() > MAX_BATCH_URLS {
+fn parse_urls(raw: Option<Bytes>) -> Result<Urls, ApiError> {
+    let raw = raw.filter(|r| &r[..] != b"null").ok_or_else(|| ApiError::bad_request("`urls` is required"))?;
+    let mut source = RequestUrls { raw, count: 0 };
+    let items = source.items().map_err(|_| ApiError::bad_request("`urls` must be an array of URLs"))?;
+    if items.is_empty() {
+        return Err(ApiError::bad_request("`urls` must hold at least one URL"));
+    }
+    if items.len() > MAX_BATCH_URLS {
         return Err(ApiError::bad_request(format!("`urls` holds more than {MAX_BATCH_URLS} URLs")));
     }
+    // Identities as digests: the set is one more pass over up to 100 000 URLs.
     let mut seen = std::collections::HashSet::new();
-    let mut urls = Urls { valid: Vec::new(), invalid: Vec::new() };
-    for (i, item) in list.into_iter().enumerate() {
-        let text = match item {
-            Value::String(s) => s,
-            other => {
-                urls.invalid.push((i, other.to_string(), "is not a string".into()));
-                continue;
-            }
-        };
-        match target::parse_str(&text) {
+    let (mut count, mut first, mut invalid) = (0, None, Vec::new());
+    for (i, item) in items.into_iter().enumerate() {
+        match read_url(item) {
             Ok(url) => {
-                let entry = batch_url(&url);
-                if seen.insert(entry.key.clone()) {
-                    urls.valid.push(entry);
+                if seen.insert(digest(&url.key)) {
+                    count += 1;
+                    first.get_or_insert(url.entry.url);
                 }
             }
-            Err(reason) => urls.invalid.push((i, text, reason)),
+            Err((text, reason)) => invalid.push((i, text, reason)),
         }
     }
-    Ok(urls)
+    source.count = count;
+    Ok(Urls { source, count, first: first.unwrap_or_default(), invalid })
+}
+
+/// A 128-bit digest of a URL's identity.
+fn digest(key: &str) -> [u8; 16] {
+    use sha2::Digest;
+    let full = sha2::Sha256::digest(key.as_bytes());
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&full[..16]);
+    out
 }
 
 fn take_bool(map: &mut Map<String, Value>, key: &str) -> Result<Option<bool>, ApiError> {
@@ -115,11 +165,11 @@ pub async fn start(
     req: HttpRequest,
     state: web::Data<AppState>,
     auth: Authenticated,
-    bytes: web::Bytes,
+    bytes: Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    let mut map = body::object(&bytes)?;
+    let (mut map, urls) = body::object_keeping(&bytes, "urls")?;
     body::reject_unknown(&mut map, &[BATCH_KEYS, body::field_names::<ScrapeOptionsBody>()], "")?;
-    let urls = parse_urls(map.remove("urls"))?;
+    let urls = parse_urls(urls)?;
     let ignore_invalid = take_bool(&mut map, "ignoreInvalidURLs")?.unwrap_or(true);
     let webhook =
         map.remove("webhook").filter(|w| !w.is_null()).map(|w| super::webhook::parse(&w)).transpose()?;
@@ -146,13 +196,21 @@ pub async fn start(
             urls.invalid.iter().map(|(i, url, why)| format!("`urls[{i}]` ({url}) {why}")).collect();
         return Err(ApiError::bad_request(format!("Invalid URLs: {}", named.join("; "))));
     }
-    if urls.valid.is_empty() {
+    if urls.count == 0 {
         return Err(ApiError::bad_request("No valid URLs provided"));
     }
     let invalid_urls = ignore_invalid.then(|| urls.invalid.iter().map(|(_, url, _)| url.clone()).collect());
     let append_to = append_to.map(|id| super::scrape::parse_job_id(&id)).transpose()?;
-    let request =
-        NewBatch { team: auth.team.clone(), urls: urls.valid, scrape, webhook, max_concurrency, append_to };
+    let request = NewBatch {
+        team: auth.team.clone(),
+        urls: Box::new(urls.source),
+        count: urls.count,
+        first_url: urls.first,
+        scrape,
+        webhook,
+        max_concurrency,
+        append_to,
+    };
     let jobs = state.jobs.clone();
     let started = state.off_worker(async move { Ok(jobs.start_batch(request).await?) }).await?;
     let url = format!("{}/v2/batch/scrape/{}", job_view::public_base(&req, &state), started.id);

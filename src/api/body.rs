@@ -3,8 +3,12 @@
 //! internal `__`-prefixed keys the official clients may forward; type errors name the
 //! path of the offending field (`formats[1].type`).
 
+use std::collections::BTreeMap;
+
+use actix_web::web::Bytes;
 use serde::Deserialize;
 use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
@@ -20,6 +24,30 @@ pub fn object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
         Ok(_) => Err(ApiError::bad_request("Request body must be a JSON object")),
         Err(e) => Err(ApiError::new(Code::InvalidJson, format!("Bad request, malformed JSON: {e}"))),
     }
+}
+
+/// Parses `bytes` as a JSON object like [`object`], except that the value of `kept` is left
+/// as it is in the body (a slice of `bytes`, not yet read): a list of 100 000 URLs costs no
+/// copy until it is read.
+pub fn object_keeping(bytes: &Bytes, kept: &str) -> Result<(Map<String, Value>, Option<Bytes>), ApiError> {
+    let Ok(raw) = serde_json::from_slice::<BTreeMap<String, &RawValue>>(bytes) else {
+        // Not a JSON object: the plain reading says what is wrong.
+        object(bytes)?;
+        return Err(ApiError::bad_request("Request body must be a JSON object"));
+    };
+    let mut map = Map::new();
+    let mut slice = None;
+    for (key, value) in raw {
+        if key == kept {
+            slice = Some(bytes.slice_ref(value.get().as_bytes()));
+            continue;
+        }
+        let value = serde_json::from_str(value.get()).map_err(|e| {
+            ApiError::new(Code::InvalidJson, format!("Bad request, malformed JSON in `{key}`: {e}"))
+        })?;
+        map.insert(key, value);
+    }
+    Ok((map, slice))
 }
 
 /// Drops internal `__` keys (forwarded by some clients, meaningless here) and rejects any

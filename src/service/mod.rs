@@ -22,7 +22,7 @@ use crate::model::{
     Code, CrawlOptions, ErrorCode, JobId, JobKind, JobStatus, ScrapeOptions, SitemapMode, TeamId, time,
 };
 use crate::store::StoreError;
-use crate::store::jobs::{JobRecord, NewEntry, QueueEntry};
+use crate::store::jobs::{EntrySource, JobRecord, NewEntry, QueueEntry};
 use crate::teams::CreditError;
 
 pub use read::{ActiveJob, JobCounts, JobErrors, JobPage, Paging, StoredDocument};
@@ -108,12 +108,16 @@ pub struct NewCrawl {
 }
 
 /// A batch to start, or URLs to add to one.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct NewBatch {
     /// The team.
     pub team: TeamId,
-    /// The URLs, de-duplicated (see [`batch_url`]).
-    pub urls: Vec<JobUrl>,
+    /// The URLs (see [`batch_url`]), read as they are queued.
+    pub urls: Box<dyn EntrySource>,
+    /// How many different URLs `urls` holds.
+    pub count: usize,
+    /// The first of them.
+    pub first_url: String,
     /// Options for every page.
     pub scrape: ScrapeOptions,
     /// Where to send the job's events.
@@ -208,7 +212,7 @@ impl JobService {
         };
         let volatile = options.scrape.zero_data_retention;
         let record = self.record(JobKind::Crawl, &team, start.to_string(), options);
-        self.runtime.submit(id, &record, first, volatile).await?;
+        self.runtime.submit(id, &record, Box::new(first), volatile).await?;
         self.note(&team, "crawl", id, (!volatile).then_some(record.url.as_str()))?;
         if volatile {
             tracing::info!(job = %id, "crawl started (zero data retention)");
@@ -220,10 +224,9 @@ impl JobService {
 
     /// Starts a batch, or adds its URLs to an existing batch of the team.
     pub async fn start_batch(&self, request: NewBatch) -> Result<Started, JobError> {
-        let NewBatch { team, urls, scrape, webhook, max_concurrency, append_to } = request;
+        let NewBatch { team, urls, count, first_url, scrape, webhook, max_concurrency, append_to } = request;
         let services = self.runtime.services();
-        services.teams.require(&team, urls.len() as u64).await?;
-        let first_url = urls.first().map(|u| u.entry.url.clone()).unwrap_or_default();
+        services.teams.require(&team, count as u64).await?;
         if let Some(existing) = append_to {
             self.find(&team, existing, JobKind::Batch).await?;
             self.runtime.append(existing, urls).await?;
@@ -231,7 +234,7 @@ impl JobService {
         }
         let volatile = scrape.zero_data_retention;
         let options = CrawlOptions {
-            limit: urls.len() as u64,
+            limit: count as u64,
             sitemap: SitemapMode::Skip,
             max_concurrency,
             scrape,
@@ -240,7 +243,6 @@ impl JobService {
         };
         let record = self.record(JobKind::Batch, &team, first_url, options);
         let id = self.new_id();
-        let count = urls.len();
         self.runtime.submit(id, &record, urls, volatile).await?;
         self.note(&team, "batch_scrape", id, (!volatile).then_some(record.url.as_str()))?;
         tracing::info!(job = %id, urls = count, "batch scrape started");

@@ -126,6 +126,26 @@ pub struct NewEntry {
     pub entry: QueueEntry,
 }
 
+/// URLs to queue, produced as they are written: a batch's come straight from its request
+/// body, so that up to 100 000 of them are never all held as values at once.
+pub trait EntrySource: std::fmt::Debug + Send + 'static {
+    /// The entries, in order.
+    fn entries(&self) -> Box<dyn Iterator<Item = NewEntry> + '_>;
+
+    /// About how many entries there are.
+    fn count(&self) -> usize;
+}
+
+impl EntrySource for Vec<NewEntry> {
+    fn entries(&self) -> Box<dyn Iterator<Item = NewEntry> + '_> {
+        Box::new(self.iter().cloned())
+    }
+
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
 /// A failed page as `/errors` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorEntry {
@@ -245,6 +265,30 @@ fn suffix(k: &[u8]) -> u64 {
     u64::from_be_bytes(n)
 }
 
+/// Most URLs [`JobStore::create`] writes in one transaction.
+pub const CREATE_CHUNK: usize = 500;
+
+/// An iterator of entries taken [`CREATE_CHUNK`] at a time.
+struct Chunks<I: Iterator<Item = NewEntry>> {
+    entries: std::iter::Peekable<I>,
+}
+
+impl<I: Iterator<Item = NewEntry>> Chunks<I> {
+    fn new(entries: I) -> Self {
+        Self { entries: entries.peekable() }
+    }
+
+    /// The next entries (empty at the end).
+    fn next_chunk(&mut self) -> Vec<NewEntry> {
+        self.entries.by_ref().take(CREATE_CHUNK).collect()
+    }
+
+    /// Whether entries are left after the last chunk.
+    fn more(&mut self) -> bool {
+        self.entries.peek().is_some()
+    }
+}
+
 type TxResult<T> = std::result::Result<T, ConflictableTransactionError<StoreError>>;
 
 fn abort<E: Into<StoreError>>(e: E) -> ConflictableTransactionError<StoreError> {
@@ -289,7 +333,7 @@ fn enqueue_tx(
 impl JobStore {
     /// Opens the job trees of `db`.
     pub fn open(db: &sled::Db, q: Quarantine) -> Result<Self> {
-        Ok(Self {
+        let store = Self {
             outbox: Outbox::open(db, q.clone())?,
             q,
             jobs: db.open_tree(trees::JOBS)?,
@@ -299,7 +343,15 @@ impl JobStore {
             pages: db.open_tree(trees::PAGES)?,
             errors: db.open_tree(trees::ERRORS)?,
             blocked: db.open_tree(trees::BLOCKED)?,
-        })
+        };
+        let unborn = store.sweep_unborn()?;
+        if unborn > 0 {
+            tracing::warn!(
+                entries = unborn,
+                "removed the queued URLs of jobs whose creation a crash interrupted"
+            );
+        }
+        Ok(store)
     }
 
     /// The outbox of this store's database (job events are written with job changes).
@@ -307,28 +359,82 @@ impl JobStore {
         &self.outbox
     }
 
-    /// Creates a job with its first URLs and its `started` event (all in one step).
+    /// Creates a job with its first URLs and its `started` event; returns how many URLs were
+    /// queued (duplicates and those past the limit are not). The job exists from the moment
+    /// its record is written, in one step with the last of its URLs, its counters and its
+    /// event; the URLs before those are written first, [`CREATE_CHUNK`] to a step. sled keeps
+    /// every page version a transaction replaces until the transaction ends, so one step over
+    /// a batch of 100 000 URLs would hold close to a gigabyte; steps of a few thousand hold a
+    /// few megabytes. A crash between the steps leaves queue entries of a job that never
+    /// existed (and was never acknowledged): [`JobStore::open`] removes them.
     pub fn create(
         &self,
         id: JobId,
         record: &JobRecord,
-        first: &[NewEntry],
+        first: impl IntoIterator<Item = NewEntry>,
         started: Option<&NewEvent>,
-    ) -> Result<Vec<(u64, QueueEntry)>> {
+    ) -> Result<usize> {
         let record_bytes = codec::encode(record)?;
         let limit = record.options.limit;
-        let trees =
-            (&self.jobs, &self.counters, &self.seen, &self.queue, &self.outbox.state, &self.outbox.bodies);
-        unwrap_tx(trees.transaction(|(jobs, counters, seen, queue, ob_state, ob_bodies)| {
-            let mut c = Counters::default();
-            let added = enqueue_tx(id, &mut c, limit, first, seen, queue)?;
-            jobs.insert(&id.as_bytes()[..], record_bytes.clone())?;
-            counters.insert(&id.as_bytes()[..], codec::encode(&c).map_err(abort)?)?;
-            if let Some(event) = started {
-                push_tx(ob_state, ob_bodies, event)?;
+        let mut c = Counters::default();
+        let mut chunks = Chunks::new(first.into_iter());
+        loop {
+            let chunk = chunks.next_chunk();
+            if chunks.more() {
+                c = unwrap_tx((&self.seen, &self.queue).transaction(|(seen, queue)| {
+                    let mut n = c;
+                    enqueue_tx(id, &mut n, limit, &chunk, seen, queue)?;
+                    Ok(n)
+                }))?;
+                continue;
             }
-            Ok(added)
-        }))
+            let trees = (
+                &self.jobs,
+                &self.counters,
+                &self.seen,
+                &self.queue,
+                &self.outbox.state,
+                &self.outbox.bodies,
+            );
+            c = unwrap_tx(trees.transaction(|(jobs, counters, seen, queue, ob_state, ob_bodies)| {
+                let mut n = c;
+                enqueue_tx(id, &mut n, limit, &chunk, seen, queue)?;
+                jobs.insert(&id.as_bytes()[..], record_bytes.clone())?;
+                counters.insert(&id.as_bytes()[..], codec::encode(&n).map_err(abort)?)?;
+                if let Some(event) = started {
+                    push_tx(ob_state, ob_bodies, event)?;
+                }
+                Ok(n)
+            }))?;
+            return Ok(c.enqueued as usize);
+        }
+    }
+
+    /// Removes the queue and seen entries of jobs that have no record: what a crash left of a
+    /// [`JobStore::create`] that had not finished. Only safe while no job is being created.
+    fn sweep_unborn(&self) -> Result<usize> {
+        let mut removed = 0;
+        for tree in [&self.queue, &self.seen] {
+            // One look-up per job: jump from each job's first key to the next job's.
+            let mut from = 0u128;
+            while let Some(item) = tree.range(from.to_be_bytes()..).next() {
+                let (k, _) = item?;
+                let Some(prefix) = k.get(..16) else { break };
+                let mut id = [0u8; 16];
+                id.copy_from_slice(prefix);
+                if !self.jobs.contains_key(id)? {
+                    for k in tree.scan_prefix(id).keys() {
+                        tree.remove(k?)?;
+                        removed += 1;
+                    }
+                }
+                match u128::from_be_bytes(id).checked_add(1) {
+                    Some(next) => from = next,
+                    None => break,
+                }
+            }
+        }
+        Ok(removed)
     }
 
     /// Ends a job: status (and error) set and its event queued in one step. A job already
@@ -398,29 +504,38 @@ impl JobStore {
     }
 
     /// Adds URLs to a batch, raising its limit by their number and reopening it if it had
-    /// finished — all in one step, so a job can never end with work queued.
-    pub fn append(&self, id: JobId, entries: &[NewEntry]) -> Result<Queued> {
-        unwrap_tx((&self.jobs, &self.counters, &self.seen, &self.queue).transaction(
-            |(jobs, counters, seen, queue)| {
-                let mut record: JobRecord = match jobs.get(id.as_bytes())? {
-                    Some(b) => codec::decode(&b).map_err(abort)?,
-                    None => return Ok(Vec::new()),
-                };
-                let mut c: Counters = match counters.get(id.as_bytes())? {
-                    Some(b) => codec::decode(&b).map_err(abort)?,
-                    None => return Ok(Vec::new()),
-                };
-                record.options.limit = record.options.limit.saturating_add(entries.len() as u64);
-                let added = enqueue_tx(id, &mut c, record.options.limit, entries, seen, queue)?;
-                if !added.is_empty() {
-                    record.status = JobStatus::Scraping;
-                    record.finished_ms = None;
-                }
-                jobs.insert(&id.as_bytes()[..], codec::encode(&record).map_err(abort)?)?;
-                counters.insert(&id.as_bytes()[..], codec::encode(&c).map_err(abort)?)?;
-                Ok(added)
-            },
-        ))
+    /// finished, in steps of [`CREATE_CHUNK`] URLs; each step does all three at once, so a job
+    /// can never end with work queued. Returns how many URLs were queued.
+    pub fn append(&self, id: JobId, entries: impl IntoIterator<Item = NewEntry>) -> Result<usize> {
+        let mut added = 0;
+        let mut chunks = Chunks::new(entries.into_iter());
+        loop {
+            let chunk = chunks.next_chunk();
+            if chunk.is_empty() {
+                return Ok(added);
+            }
+            added += unwrap_tx((&self.jobs, &self.counters, &self.seen, &self.queue).transaction(
+                |(jobs, counters, seen, queue)| {
+                    let mut record: JobRecord = match jobs.get(id.as_bytes())? {
+                        Some(b) => codec::decode(&b).map_err(abort)?,
+                        None => return Ok(0),
+                    };
+                    let mut c: Counters = match counters.get(id.as_bytes())? {
+                        Some(b) => codec::decode(&b).map_err(abort)?,
+                        None => return Ok(0),
+                    };
+                    record.options.limit = record.options.limit.saturating_add(chunk.len() as u64);
+                    let queued = enqueue_tx(id, &mut c, record.options.limit, &chunk, seen, queue)?;
+                    if !queued.is_empty() {
+                        record.status = JobStatus::Scraping;
+                        record.finished_ms = None;
+                    }
+                    jobs.insert(&id.as_bytes()[..], codec::encode(&record).map_err(abort)?)?;
+                    counters.insert(&id.as_bytes()[..], codec::encode(&c).map_err(abort)?)?;
+                    Ok(queued.len())
+                },
+            ))?;
+        }
     }
 
     /// Adds URLs (sitemap discoveries) outside a page completion.

@@ -202,8 +202,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
         let (good, bad) = (JobId::new(), JobId::new());
-        store.jobs.create(good, &job("a"), &[], None).expect("good");
-        store.jobs.create(bad, &job("a"), &[], None).expect("bad");
+        store.jobs.create(good, &job("a"), [], None).expect("good");
+        store.jobs.create(bad, &job("a"), [], None).expect("bad");
         let damaged = [0xFC, 2, 0xFF, 0xFF, 0xFF];
         store.db.open_tree(trees::JOBS).expect("jobs").insert(bad.as_bytes(), &damaged[..]).expect("damage");
 

@@ -7,6 +7,7 @@
 
 pub mod crawlsite;
 pub mod docpages;
+pub mod hostile;
 pub mod jspages;
 pub mod process;
 pub mod proxy;

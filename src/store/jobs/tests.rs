@@ -32,8 +32,12 @@ fn pages_settle_exactly_once_and_enqueue_their_links() {
     let store = Store::open(dir.path()).expect("open");
     let jobs = &store.jobs;
     let id = JobId::new();
-    let first = jobs.create(id, &record(10), &[entry("/", 0)], None).expect("create");
-    assert_eq!(first, vec![(0, QueueEntry { url: "http://a.test/".into(), depth: 0 })]);
+    let first = jobs.create(id, &record(10), [entry("/", 0)], None).expect("create");
+    assert_eq!(first, 1);
+    assert_eq!(
+        jobs.queued(id, 0, 10).expect("queued"),
+        vec![(0, QueueEntry { url: "http://a.test/".into(), depth: 0 })]
+    );
     let links = [entry("/a", 1), entry("/b", 1), entry("/", 1)];
     let done = Settlement::new(
         Outcome::Page { document: Some(&b"{\"markdown\":\"root\"}"[..]), credits: 1 },
@@ -58,7 +62,7 @@ fn the_limit_counts_unique_urls() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path()).expect("open");
     let id = JobId::new();
-    store.jobs.create(id, &record(2), &[entry("/", 0)], None).expect("create");
+    store.jobs.create(id, &record(2), [entry("/", 0)], None).expect("create");
     let links = [entry("/a", 1), entry("/b", 1), entry("/c", 1)];
     let done = Settlement::new(Outcome::Page { document: Some(&b"{}"[..]), credits: 1 }, &links);
     let settled = store.jobs.settle(id, 0, 2, done).expect("ok");
@@ -71,7 +75,7 @@ fn failures_and_robots_blocks_are_listed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path()).expect("open");
     let id = JobId::new();
-    store.jobs.create(id, &record(10), &[entry("/", 0), entry("/private", 0)], None).expect("create");
+    store.jobs.create(id, &record(10), [entry("/", 0), entry("/private", 0)], None).expect("create");
     let err = ErrorEntry {
         id: "x".into(),
         at_ms: 1,
@@ -103,8 +107,8 @@ fn jobs_do_not_see_each_other_and_delete_cleanly() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path()).expect("open");
     let (a, b) = (JobId::new(), JobId::new());
-    store.jobs.create(a, &record(10), &[entry("/", 0)], None).expect("a");
-    store.jobs.create(b, &record(10), &[entry("/", 0), entry("/x", 0)], None).expect("b");
+    store.jobs.create(a, &record(10), [entry("/", 0)], None).expect("a");
+    store.jobs.create(b, &record(10), [entry("/", 0), entry("/x", 0)], None).expect("b");
     assert_eq!(store.jobs.queued(a, 0, 10).expect("q").len(), 1);
     store.jobs.delete(b).expect("delete");
     assert!(store.jobs.record(b).expect("r").is_none());
@@ -118,7 +122,7 @@ fn terminal_statuses_stick() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path()).expect("open");
     let id = JobId::new();
-    store.jobs.create(id, &record(10), &[], None).expect("create");
+    store.jobs.create(id, &record(10), [], None).expect("create");
     store.jobs.finish(id, JobStatus::Cancelled, 5, None, None).expect("cancel");
     let r = store.jobs.finish(id, JobStatus::Completed, 6, None, None).expect("complete").expect("record");
     assert_eq!((r.status, r.finished_ms), (JobStatus::Cancelled, Some(5)));
@@ -130,7 +134,7 @@ fn pages_are_cut_by_size() {
     let store = Store::open(dir.path()).expect("open");
     let id = JobId::new();
     let first: Vec<NewEntry> = (0..5).map(|i| entry(&format!("/{i}"), 0)).collect();
-    store.jobs.create(id, &record(10), &first, None).expect("create");
+    store.jobs.create(id, &record(10), first.clone(), None).expect("create");
     for seq in 0..5 {
         let done = Settlement::new(Outcome::Page { document: Some(&[b'x'; 100][..]), credits: 1 }, &[]);
         store.jobs.settle(id, seq, 10, done).expect("settle");
@@ -145,7 +149,7 @@ fn a_batch_settles_together_and_skips_duplicates() {
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path()).expect("open");
     let id = JobId::new();
-    store.jobs.create(id, &record(10), &[entry("/", 0), entry("/a", 0)], None).expect("create");
+    store.jobs.create(id, &record(10), [entry("/", 0), entry("/a", 0)], None).expect("create");
     let page = Outcome::Page { document: Some(&b"{}"[..]), credits: 1 };
     let links = [entry("/b", 1)];
     let batch = [
@@ -170,7 +174,7 @@ fn a_redirect_onto_a_known_page_is_not_kept_twice() {
     let store = Store::open(dir.path()).expect("open");
     let id = JobId::new();
     let first = [entry("/", 0), entry("/go/a", 0), entry("/go/b", 0), entry("/c", 0)];
-    store.jobs.create(id, &record(10), &first, None).expect("create");
+    store.jobs.create(id, &record(10), first.clone(), None).expect("create");
     let page = Outcome::Page { document: Some(&b"{}"[..]), credits: 1 };
     let onto_root = Settlement { lands_on: Some("a.test/"), ..Settlement::new(page, &[]) };
     let onto_new = Settlement { lands_on: Some("a.test/b"), ..Settlement::new(page, &[]) };
@@ -195,15 +199,67 @@ fn appending_reopens_a_finished_batch() {
     let id = JobId::new();
     let mut batch = record(1);
     batch.kind = JobKind::Batch;
-    store.jobs.create(id, &batch, &[entry("/a", 0)], None).expect("create");
+    store.jobs.create(id, &batch, [entry("/a", 0)], None).expect("create");
     store
         .jobs
         .settle(id, 0, 1, Settlement::new(Outcome::Page { document: Some(&b"{}"[..]), credits: 1 }, &[]))
         .expect("settle");
     store.jobs.finish(id, JobStatus::Completed, 5, None, None).expect("complete");
-    let added = store.jobs.append(id, &[entry("/a", 0), entry("/b", 0)]).expect("append");
-    assert_eq!(added.len(), 1, "a URL already in the batch is not added again");
+    let added = store.jobs.append(id, [entry("/a", 0), entry("/b", 0)]).expect("append");
+    assert_eq!(added, 1, "a URL already in the batch is not added again");
     let r = store.jobs.record(id).expect("r").expect("record");
     assert_eq!((r.status, r.finished_ms, r.options.limit), (JobStatus::Scraping, None, 3));
     assert_eq!(store.jobs.queued(id, 0, 10).expect("q")[0].1.url, "http://a.test/b");
+}
+
+#[test]
+fn a_long_list_is_queued_in_steps_in_order_once_each() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = Store::open(dir.path()).expect("open");
+    let id = JobId::new();
+    let n = 3 * CREATE_CHUNK + 7;
+    // Every URL twice, the second time in a later step.
+    let urls = (0..n).chain(0..n).map(|i| entry(&format!("/{i}"), 0));
+    let queued = store.jobs.create(id, &record(n as u64 - 5), urls, None).expect("create");
+    assert_eq!(queued, n - 5, "duplicates and URLs past the limit are not queued");
+    let all = store.jobs.queued(id, 0, 2 * n).expect("queued");
+    assert_eq!(all.len(), n - 5);
+    assert!(
+        all.iter().enumerate().all(|(i, (seq, e))| *seq == i as u64 && e.url == format!("http://a.test/{i}"))
+    );
+    assert_eq!(store.jobs.counters(id).expect("counters").enqueued, (n - 5) as u64);
+    assert!(store.jobs.record(id).expect("record").is_some());
+
+    // Appending in steps: only what is new is added, and the limit grows by what was sent.
+    let mut batch = record(1);
+    batch.kind = JobKind::Batch;
+    let b = JobId::new();
+    store.jobs.create(b, &batch, [entry("/0", 0)], None).expect("create");
+    let more = (0..2 * CREATE_CHUNK + 1).map(|i| entry(&format!("/{i}"), 0));
+    assert_eq!(store.jobs.append(b, more).expect("append"), 2 * CREATE_CHUNK);
+    assert_eq!(store.jobs.counters(b).expect("counters").enqueued, 2 * CREATE_CHUNK as u64 + 1);
+}
+
+#[test]
+fn urls_left_by_a_creation_a_crash_cut_short_are_removed_on_open() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (kept, unborn) = (JobId::new(), JobId::new());
+    {
+        let store = Store::open(dir.path()).expect("open");
+        store.jobs.create(kept, &record(10), [entry("/a", 0), entry("/b", 0)], None).expect("create");
+        // What the steps before the record leave behind: queue and seen entries, no record.
+        let jobs = &store.jobs;
+        unwrap_tx((&jobs.seen, &jobs.queue).transaction(|(seen, queue)| {
+            enqueue_tx(unborn, &mut Counters::default(), 10, &[entry("/x", 0), entry("/y", 0)], seen, queue)
+        }))
+        .expect("steps");
+        assert_eq!(jobs.queued(unborn, 0, 10).expect("q").len(), 2);
+        store.flush().expect("flush");
+    }
+    let store = Store::open(dir.path()).expect("reopen");
+    assert!(store.jobs.queued(unborn, 0, 10).expect("q").is_empty(), "the unborn job's URLs are gone");
+    assert_eq!(store.jobs.queued(kept, 0, 10).expect("q").len(), 2, "the real job is untouched");
+    assert!(!store.jobs.has_queued(unborn).expect("q"));
+    let added = store.jobs.create(unborn, &record(10), [entry("/x", 0)], None).expect("create");
+    assert_eq!(added, 1, "its seen-set is gone too");
 }
