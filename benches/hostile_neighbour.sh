@@ -4,9 +4,10 @@
 # crawls a site of 120 machine-made pages of 2.4 to 5 MB each (nested <div>, <ul><li>,
 # tables, and <li> with a nested <ul> at every level, 50 000 to 200 000 levels), served by
 # nginx on 127.0.0.1:8081. Alone and beside alternate, RUNS times each; printed are the normal
-# crawl's pages per second each time and the ratio of the medians.
+# crawl's pages per second each time, the slowest of its status reads (GET /v2/crawl/ID,
+# polled every 0.1 s) and the ratio of the medians.
 #
-#   benches/hostile_neighbour.sh SITE_URL [RUNS]      e.g. http://127.0.0.1:8080/ 3
+#   [BIN=BINARY] benches/hostile_neighbour.sh SITE_URL [RUNS]     e.g. http://127.0.0.1:8080/ 3
 #
 # Needs: the crawl harness (../shared/bench/crawl: site/gen_site.py, site/serve.sh, nginx),
 # cargo build --release, python3.
@@ -14,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 site_url=${1:?SITE_URL}
 runs=${2:-3}
-bin=target/release/ferrocrawl
+bin=${BIN:-target/release/ferrocrawl}
 harness=${HARNESS:-../shared/bench/crawl}
 work=$(mktemp -d)
 chmod 755 "$work"   # nginx's workers run unprivileged
@@ -65,10 +66,14 @@ def start(url):
                                       "sitemap": "skip", "scrapeOptions": {"formats": ["markdown"]}})["id"]
 
 def wait(job):
+    """The job's final status, and the slowest of the status reads that waited for it."""
+    slowest = 0.0
     while True:
+        t = time.monotonic()
         s = call("GET", f"/v2/crawl/{job}?limit=1")
+        slowest = max(slowest, time.monotonic() - t)
         if s["status"] != "scraping":
-            return s
+            return s, slowest
         time.sleep(0.1)
 
 rates = {"alone": [], "beside": []}
@@ -82,12 +87,12 @@ for _ in range(runs):
             time.sleep(0.1)
         before = call("GET", f"/v2/crawl/{deep}?limit=1")["completed"] if deep else 0
         t0 = time.monotonic()
-        done = wait(start(site))
+        done, slowest = wait(start(site))
         elapsed = time.monotonic() - t0
-        extra = ""
+        extra = f", slowest status read {slowest * 1000:.0f} ms"
         if deep:
             d = call("GET", f"/v2/crawl/{deep}?limit=1")
-            extra = f" (the deep crawl did {d['completed'] - before} pages meanwhile)"
+            extra += f" (the deep crawl did {d['completed'] - before} pages meanwhile)"
             if d["status"] == "scraping":
                 call("DELETE", f"/v2/crawl/{deep}")
             time.sleep(1)

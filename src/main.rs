@@ -328,9 +328,9 @@ fn local_settings(
     Ok((settings, temp))
 }
 
-/// The async runtime. Extraction runs on the blocking pool; a small pool (a few threads
-/// per core) keeps CPU-bound work from fanning out into hundreds of threads, each with its
-/// own allocator arenas.
+/// The async runtime. Its blocking pool serves the store; a small pool (a few threads per
+/// core) keeps blocking work from fanning out into hundreds of threads, each with its own
+/// allocator arenas. Conversion has threads of its own (`scrape::convert_off_runtime`).
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().max_blocking_threads(cores * 2).build()?)

@@ -95,9 +95,15 @@ pub(crate) fn bound(html: &str) -> Cow<'_, str> {
 
 fn bound_at(html: &str, max: usize) -> Cow<'_, str> {
     let bytes = html.as_bytes();
-    // Open elements (lower-cased names up to the bound) and how many deeper start tags of
-    // each name were dropped, so their end tags are dropped too.
-    let mut open: Vec<String> = Vec::new();
+    // A page with fewer tags than the bound cannot nest past it.
+    if memchr::memchr_iter(b'<', bytes).count() <= max {
+        return Cow::Borrowed(html);
+    }
+    // Open elements (names as written, up to the bound), and how many deeper start tags of
+    // each (lower-cased) name were dropped, so their end tags are dropped too. Names are
+    // borrowed from the page: this scan runs on every page, and allocates only past the
+    // bound.
+    let mut open: Vec<&str> = Vec::new();
     let mut deeper = 0usize;
     let mut dropped: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     let mut out: Option<String> = None;
@@ -117,26 +123,32 @@ fn bound_at(html: &str, max: usize) -> Cow<'_, str> {
             i = at + 1;
             continue;
         };
-        let name = tag.name.to_ascii_lowercase();
+        let name = tag.name;
+        let same = |o: &&str| o.eq_ignore_ascii_case(name);
         let mut drop_tag = false;
         if tag.closing {
-            if let Some(n) = dropped.get_mut(&name).filter(|n| **n > 0) {
+            let deeper_one = if deeper > 0 {
+                dropped.get_mut(&name.to_ascii_lowercase()).filter(|n| **n > 0)
+            } else {
+                None
+            };
+            if let Some(n) = deeper_one {
                 *n -= 1;
                 deeper -= 1;
                 drop_tag = true;
-            } else if let Some(pos) = open.iter().rposition(|o| *o == name) {
+            } else if let Some(pos) = open.iter().rposition(same) {
                 open.truncate(pos);
             }
-        } else if !(is(&name, VOID) || tag.self_closing) {
-            if is(&name, SELF_CLOSING_SIBLINGS) && open.last().is_some_and(|o| *o == name) {
+        } else if !(is(name, VOID) || tag.self_closing) {
+            if is(name, SELF_CLOSING_SIBLINGS) && open.last().is_some_and(same) {
                 open.pop();
             }
             if open.len() >= max {
                 drop_tag = true;
                 deeper += 1;
-                *dropped.entry(name.clone()).or_insert(0) += 1;
+                *dropped.entry(name.to_ascii_lowercase()).or_insert(0) += 1;
             } else {
-                open.push(name.clone());
+                open.push(name);
             }
         }
         if drop_tag {
@@ -147,11 +159,10 @@ fn bound_at(html: &str, max: usize) -> Cow<'_, str> {
             copied = tag.end;
         }
         i = tag.end;
-        if !tag.closing && is(&name, RAW_TEXT) && !tag.self_closing {
-            i = raw_text_end(html, i, &name);
+        if !tag.closing && is(name, RAW_TEXT) && !tag.self_closing {
+            i = raw_text_end(html, i, name);
         }
     }
-    let _ = deeper;
     match out {
         Some(mut buffer) => {
             buffer.push_str(&html[copied..]);

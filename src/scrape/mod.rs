@@ -9,6 +9,7 @@ pub mod credits;
 pub mod document;
 pub mod engine;
 pub mod links;
+mod pool;
 mod rendering;
 pub mod upload;
 
@@ -17,7 +18,6 @@ use std::time::Duration;
 
 use url::Url;
 
-use crate::cancel;
 use crate::config::Settings;
 use crate::model::{
     CacheState, Code, Document, Engine, ErrorCode, JobId, ProxyMode, ProxyUsed, ScrapeOptions, TeamId, time,
@@ -150,44 +150,6 @@ struct Sourced {
     cached_at: Option<String>,
     retry_after: Option<Duration>,
     output: Option<rendering::BrowserOutput>,
-}
-
-/// Runs conversion work (pages, documents) on the blocking pool, at a slightly lower
-/// priority than the runtime's workers: conversion can keep every core busy, and the
-/// workers, which send the next requests and settle results, then get the CPU first, so a
-/// crawl keeps its connections busy while pages convert. Dropping the returned future (a
-/// deadline passed, the job was cancelled) stops the work at its next check
-/// ([`crate::cancel`]).
-async fn convert_off_runtime<T: Send + 'static>(
-    work: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, ScrapeError> {
-    let flag = cancel::Flag::default();
-    let armed = flag.arm();
-    let done = tokio::task::spawn_blocking(move || {
-        yield_to_io();
-        cancel::run(&flag, work)
-    })
-    .await
-    .map_err(|e| ScrapeError::Internal(e.to_string()));
-    armed.disarm();
-    done
-}
-
-/// Lowers the calling thread's scheduling priority a little, once per thread (on Linux the
-/// nice value belongs to the thread).
-fn yield_to_io() {
-    thread_local! {
-        static LOWERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    }
-    LOWERED.with(|lowered| {
-        if !lowered.replace(true) {
-            // SAFETY: setpriority takes plain integers; `0` names the calling thread. A
-            // refusal leaves the priority as it was.
-            unsafe {
-                libc::setpriority(libc::PRIO_PROCESS, 0, 5);
-            }
-        }
-    });
 }
 
 /// A page retrieved by [`Scraper::retrieve`] and waiting for [`Scraper::convert`].
@@ -447,7 +409,8 @@ impl Scraper {
         let options = job.options.clone();
         let source_url = job.source_url.clone();
         let limits = self.settings.documents.limits();
-        convert_off_runtime(move || {
+        let size = sourced.page.body.len();
+        pool::convert(size, move || {
             let input = document::PageInput {
                 source_url: &source_url,
                 final_url: &sourced.final_url,

@@ -60,7 +60,7 @@ impl Scraper {
         let limits = self.settings.documents.limits();
         let Upload { id, team, file_name, content_type, bytes, options, queued_ms } = upload;
         let task_options = options.clone();
-        let built = super::convert_off_runtime(move || {
+        let built = super::pool::convert(bytes.len(), move || {
             convert_file(&file_name, content_type.as_deref(), &bytes, &task_options, &limits)
         })
         .await??;

@@ -1,0 +1,95 @@
+//! The threads that convert pages and documents, apart from the runtime.
+//!
+//! Conversion is CPU-bound, so it runs off the async workers, at a lower priority than
+//! they: the workers, which send the next requests and settle results, get the CPU first,
+//! and a crawl keeps its connections busy while pages convert. It has threads of its own,
+//! not the runtime's blocking pool, where the store's reads run: a crawl of slow pages
+//! keeps every conversion thread busy with pages waiting in line, and a job's status read
+//! must not wait in that line (it took seconds when both shared one pool).
+//!
+//! Two lanes, by the size of the input. Time to convert grows with size (linearly, at any
+//! depth: [`crate::extract`]), so a large input is the expensive one: a page of a few
+//! megabytes takes half a second of a core where an ordinary page takes a millisecond.
+//! Large inputs convert on the heavy lane, at the lowest priority and one at a time
+//! (per node): when the CPU is contended, the ordinary lane gets it, so a site of
+//! huge or machine-made pages cannot take the CPU from the crawls beside it, and it still
+//! converts at full speed when the CPU is free.
+
+use std::sync::OnceLock;
+
+use tokio::runtime::{Builder, Handle, Runtime};
+
+use super::ScrapeError;
+use crate::cancel;
+
+/// Inputs of this many bytes or more convert on the heavy lane.
+const HEAVY_BYTES: usize = 1 << 20;
+
+/// Nice value of the ordinary lane's threads: a little below the async workers.
+const ORDINARY_NICE: i32 = 5;
+/// Nice value of the heavy lane's threads: the lowest priority.
+const HEAVY_NICE: i32 = 19;
+
+/// Runs `work`, the conversion of `size` bytes, on its lane's threads. Dropping the
+/// returned future (a deadline passed, the job was cancelled) stops the work at its next
+/// check ([`crate::cancel`]).
+pub(super) async fn convert<T: Send + 'static>(
+    size: usize,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, ScrapeError> {
+    let heavy = size >= HEAVY_BYTES;
+    let nice = if heavy { HEAVY_NICE } else { ORDINARY_NICE };
+    let flag = cancel::Flag::default();
+    let armed = flag.arm();
+    let run = move || {
+        lower_priority(nice);
+        cancel::run(&flag, work)
+    };
+    let task = match lane(heavy) {
+        Some(pool) => pool.spawn_blocking(run),
+        None => tokio::task::spawn_blocking(run),
+    };
+    let done = task.await.map_err(|e| ScrapeError::Internal(e.to_string()));
+    armed.disarm();
+    done
+}
+
+/// The lane's threads: two per core for ordinary inputs, one for heavy ones.
+/// `None` when the threads cannot be started; conversion then shares the caller's pool.
+fn lane(heavy: bool) -> Option<&'static Handle> {
+    static ORDINARY: OnceLock<Option<Runtime>> = OnceLock::new();
+    static HEAVY: OnceLock<Option<Runtime>> = OnceLock::new();
+    let cores = || std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+    let (cell, threads, name) =
+        if heavy { (&HEAVY, 1, "ferrocrawl-heavy") } else { (&ORDINARY, cores() * 2, "ferrocrawl-convert") };
+    cell.get_or_init(|| {
+        Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(threads)
+            .thread_name(name)
+            .build()
+            .inspect_err(
+                |e| tracing::warn!(error = %e, lane = name, "no conversion threads; using the shared pool"),
+            )
+            .ok()
+    })
+    .as_ref()
+    .map(Runtime::handle)
+}
+
+/// Lowers the calling thread's scheduling priority to `nice`, once per thread (on Linux the
+/// nice value belongs to the thread; a lane's threads all take its value).
+fn lower_priority(nice: i32) {
+    thread_local! {
+        static LOWERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+    LOWERED.with(|lowered| {
+        if !lowered.replace(true) {
+            // SAFETY: setpriority takes plain integers; `0` names the calling thread. A
+            // refusal leaves the priority as it was.
+            unsafe {
+                libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+            }
+        }
+    });
+}
