@@ -13,8 +13,7 @@ use super::job_view;
 use super::options::ScrapeOptionsBody;
 use super::{AppState, Authenticated, body, target};
 use crate::model::JobKind;
-use crate::service::{JobUrl, NewBatch, batch_url};
-use crate::store::jobs::{EntrySource, NewEntry};
+use crate::service::{JobUrl, JobUrls, NewBatch, batch_url};
 
 /// Most URLs in one batch request.
 pub const MAX_BATCH_URLS: usize = 100_000;
@@ -71,8 +70,8 @@ impl RequestUrls {
     }
 }
 
-impl EntrySource for RequestUrls {
-    fn entries(&self) -> Box<dyn Iterator<Item = NewEntry> + '_> {
+impl JobUrls for RequestUrls {
+    fn entries(&self) -> Box<dyn Iterator<Item = JobUrl> + '_> {
         // Read once already: the list is valid JSON.
         let items = self.items().unwrap_or_default();
         Box::new(items.into_iter().filter_map(|item| read_url(item).ok()))

@@ -31,6 +31,8 @@ pub use read::{ActiveJob, JobCounts, JobErrors, JobPage, Paging, StoredDocument}
 pub type Job = JobRecord;
 /// A URL to add to a job, with its identity in the job's seen-set.
 pub type JobUrl = NewEntry;
+/// The URLs of a new batch or an addition to one, read as they are queued.
+pub use crate::store::jobs::EntrySource as JobUrls;
 
 /// Why a job request failed.
 #[derive(Debug, thiserror::Error)]
