@@ -372,14 +372,28 @@ fn browser_command_lines(data: &std::path::Path) -> Vec<String> {
     browsers_of(data).into_iter().map(|(_, cmdline)| cmdline).collect()
 }
 
-/// Kills (SIGKILL) the Chromium processes whose command line names `data`; returns how many.
+/// Kills (SIGKILL) the Chromium processes whose command line names `data` and returns how
+/// many, once each has stopped running (a zombie or gone): a signalled process can still run
+/// for a moment after its command line reads empty.
 pub(crate) fn kill_browsers_of(data: &std::path::Path) -> usize {
-    let mut killed = 0;
-    for (pid, _) in browsers_of(data) {
-        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+    let mut killed = Vec::new();
+    for (raw, _) in browsers_of(data) {
+        if let Some(pid) = rustix::process::Pid::from_raw(raw) {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            killed += 1;
+            killed.push(raw);
         }
     }
-    killed
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while killed.iter().any(|pid| still_running(*pid)) {
+        assert!(std::time::Instant::now() < deadline, "killed browsers still run: {killed:?}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    killed.len()
+}
+
+/// Whether process `pid` runs: present in /proc and neither a zombie nor dead.
+fn still_running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+    })
 }
