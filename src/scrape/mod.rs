@@ -438,8 +438,16 @@ impl Scraper {
         };
         if job.options.may_write_cache() && (200..300).contains(&page.status) {
             let key = cache::key(&job.url, &job.options);
-            if let Err(e) = self.store.cache.put(key, &page) {
-                tracing::warn!(error = %e, "page not cached");
+            let put = move |cache: &crate::store::PageCache, page: &CachedPage| {
+                if let Err(e) = cache.put(key, page) {
+                    tracing::warn!(error = %e, "page not cached");
+                }
+            };
+            if pool::is_heavy(page.body.len()) {
+                let (cache, copy) = (self.store.cache.clone(), page.clone());
+                pool::spawn_heavy(move || put(&cache, &copy));
+            } else {
+                put(&self.store.cache, &page);
             }
         }
         page

@@ -37,7 +37,7 @@ pub(super) async fn convert<T: Send + 'static>(
     size: usize,
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ScrapeError> {
-    let heavy = size >= HEAVY_BYTES;
+    let heavy = is_heavy(size);
     let nice = if heavy { HEAVY_NICE } else { ORDINARY_NICE };
     let flag = cancel::Flag::default();
     let armed = flag.arm();
@@ -54,15 +54,34 @@ pub(super) async fn convert<T: Send + 'static>(
     done
 }
 
+/// Whether an input of `size` bytes is a large one, for the heavy lane.
+pub(super) fn is_heavy(size: usize) -> bool {
+    size >= HEAVY_BYTES
+}
+
+/// Runs `work` on the heavy lane without waiting for it: a large input's store work (a
+/// page of megabytes written to the cache) costs the crawls beside it least there. Runs it
+/// at once when the lane cannot be started.
+pub(super) fn spawn_heavy(work: impl FnOnce() + Send + 'static) {
+    match lane(true) {
+        Some(pool) => drop(pool.spawn_blocking(move || {
+            lower_priority(HEAVY_NICE);
+            work();
+        })),
+        None => work(),
+    }
+}
+
 /// The lane's threads: two per core for ordinary inputs, one for heavy ones.
 /// `None` when the threads cannot be started; conversion then shares the caller's pool.
 fn lane(heavy: bool) -> Option<&'static Handle> {
     static ORDINARY: OnceLock<Option<Runtime>> = OnceLock::new();
     static HEAVY: OnceLock<Option<Runtime>> = OnceLock::new();
-    let cores = || std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
-    let (cell, threads, name) =
-        if heavy { (&HEAVY, 1, "ferrocrawl-heavy") } else { (&ORDINARY, cores() * 2, "ferrocrawl-convert") };
+    let (cell, name) = if heavy { (&HEAVY, "ferrocrawl-heavy") } else { (&ORDINARY, "ferrocrawl-convert") };
     cell.get_or_init(|| {
+        // Counted once: the count reads the cgroup's files, too slow for every page.
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+        let threads = if heavy { 1 } else { cores * 2 };
         Builder::new_multi_thread()
             .worker_threads(1)
             .max_blocking_threads(threads)

@@ -52,7 +52,7 @@ fn reader(name: &str) -> fn(&[u8]) -> std::result::Result<(), CodecError> {
             let record: super::ScrapeRecord = codec::decode(b)?;
             json(&record.document_json)
         },
-        trees::PAGE_CACHE => typed::<super::CachedPage>,
+        trees::PAGE_CACHE => typed::<super::page_cache::StoredPage>,
         trees::CHANGE_HISTORY => typed::<super::Baseline>,
         trees::TEAMS => typed::<super::teams::TeamRecord>,
         trees::LEDGER => typed::<u64>,

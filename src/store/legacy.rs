@@ -172,6 +172,18 @@ pub(super) mod v1 {
         pub profile: Option<Profile>,
     }
 
+    /// The page cache's entry until record version 2 (body always inline).
+    #[derive(Serialize, Deserialize)]
+    pub struct CachedPage {
+        pub final_url: String,
+        pub status: u16,
+        pub content_type: Option<String>,
+        pub body: Vec<u8>,
+        pub fetched_ms: u64,
+        pub via_proxy: bool,
+        pub rendered: bool,
+    }
+
     #[derive(Serialize, Deserialize)]
     pub enum EventKind {
         Started,

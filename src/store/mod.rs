@@ -53,6 +53,8 @@ pub mod trees {
     pub const SCRAPES: &str = "scrapes";
     /// Cache key → fetched page.
     pub const PAGE_CACHE: &str = "page_cache";
+    /// (cache key, part number) → a part of a large cached body.
+    pub const PAGE_BODIES: &str = "page_bodies";
     /// (team, URL, tag) → last Markdown, for change tracking.
     pub const CHANGE_HISTORY: &str = "change_history";
     /// (team, key) → job id.
@@ -152,8 +154,9 @@ pub struct Store {
     meta: sled::Tree,
 }
 
-/// Attempts to open a database whose lock is taken (about 2 s in all).
-const LOCK_ATTEMPTS: u64 = 6;
+/// Attempts to open a database whose lock is taken (about 4.5 s in all: under load, a
+/// handle just dropped can take seconds to release the lock while sled's writer threads finish).
+const LOCK_ATTEMPTS: u64 = 9;
 
 /// Whether opening failed because the database file is locked.
 fn is_lock_error(io: &std::io::Error) -> bool {
@@ -207,7 +210,11 @@ impl Store {
         Ok(Self {
             keys: KeyStore::new(db.open_tree(trees::API_KEYS)?, q.clone()),
             scrapes: ScrapeStore::new(db.open_tree(trees::SCRAPES)?, q.clone()),
-            cache: PageCache::new(db.open_tree(trees::PAGE_CACHE)?, q.clone()),
+            cache: PageCache::new(
+                db.open_tree(trees::PAGE_CACHE)?,
+                db.open_tree(trees::PAGE_BODIES)?,
+                q.clone(),
+            ),
             history: HistoryStore::new(db.open_tree(trees::CHANGE_HISTORY)?, q.clone()),
             jobs: JobStore::open(&db, q.clone())?,
             idempotency: IdempotencyStore::new(db.open_tree(trees::IDEMPOTENCY)?),

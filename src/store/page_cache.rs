@@ -2,11 +2,23 @@
 //! a digest of the canonical URL and the request variant that changes what a server sends
 //! (device, language). Results are re-extracted from the cached page, so one cached fetch
 //! serves any formats and content options.
+//!
+//! A body of more than [`PART_BYTES`] is kept apart, in parts of that size in the
+//! `page_bodies` tree, and the entry holds only how many. sled splits a tree's nodes by the
+//! number of keys, not their size, so an entry of several megabytes would sit in a node with
+//! other entries, and every lookup or write that lands in that node (keys are digests: any
+//! page of any site) would read or rewrite those megabytes. With the parts apart, the
+//! entries' nodes stay small, and a node of parts holds at most a few of them.
 
 use serde::{Deserialize, Serialize};
+use sled::Transactional;
+use sled::transaction::TransactionError;
 
 use super::quarantine::Quarantine;
-use super::{Result, codec};
+use super::{Result, StoreError, codec, legacy};
+
+/// Bodies larger than this are stored in parts of this size.
+const PART_BYTES: usize = 64 << 10;
 
 /// A fetched page as kept in the cache.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,22 +39,53 @@ pub struct CachedPage {
     pub rendered: bool,
 }
 
-codec::records!(CachedPage => 1);
+/// An entry of the `page_cache` tree: the page, with its body empty when it is kept in
+/// `parts` parts in `page_bodies`.
+#[derive(Debug, Serialize, Deserialize)]
+pub(super) struct StoredPage {
+    page: CachedPage,
+    parts: u32,
+}
+
+impl codec::Record for StoredPage {
+    /// Version 2 may keep the body apart; version 1 was the page with its body inline.
+    const VERSION: u8 = 2;
+
+    fn upgrade(version: u8, payload: &[u8]) -> std::result::Result<Self, codec::CodecError> {
+        match version {
+            1 => {
+                let old: legacy::v1::CachedPage = postcard::from_bytes(payload)?;
+                let page = CachedPage {
+                    final_url: old.final_url,
+                    status: old.status,
+                    content_type: old.content_type,
+                    body: old.body,
+                    fetched_ms: old.fetched_ms,
+                    via_proxy: old.via_proxy,
+                    rendered: old.rendered,
+                };
+                Ok(Self { page, parts: 0 })
+            }
+            found => Err(codec::CodecError::UnknownVersion { found, current: Self::VERSION }),
+        }
+    }
+}
 
 /// Identity of a cache entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheKey([u8; 32]);
 
-/// Typed access to the `page_cache` tree.
+/// Typed access to the `page_cache` tree and its `page_bodies`.
 #[derive(Debug, Clone)]
 pub struct PageCache {
     tree: sled::Tree,
+    bodies: sled::Tree,
     q: Quarantine,
 }
 
 impl PageCache {
-    pub(super) fn new(tree: sled::Tree, q: Quarantine) -> Self {
-        Self { tree, q }
+    pub(super) fn new(tree: sled::Tree, bodies: sled::Tree, q: Quarantine) -> Self {
+        Self { tree, bodies, q }
     }
 
     /// The key of `canonical_url` fetched with `variant` (a stable description of the
@@ -51,9 +94,25 @@ impl PageCache {
         CacheKey(codec::digest(&[b"page", canonical_url.as_bytes(), variant.as_bytes()]))
     }
 
-    /// The cached page, if any.
+    /// The cached page, if any (none when a part of its body is missing).
     pub fn get(&self, key: CacheKey) -> Result<Option<CachedPage>> {
-        self.q.get(&self.tree, &key.0)
+        let Some(stored) = self.q.get::<StoredPage>(&self.tree, &key.0)? else { return Ok(None) };
+        if stored.parts == 0 {
+            return Ok(Some(stored.page));
+        }
+        // Entry and parts read together: a page replaced meanwhile is never half old.
+        transaction((&self.tree, &self.bodies).transaction(|(tree, bodies)| {
+            let Some(bytes) = tree.get(key.0)? else { return Ok(None) };
+            let Ok(StoredPage { mut page, parts }) = codec::decode::<StoredPage>(&bytes) else {
+                return Ok(None);
+            };
+            page.body.reserve(parts as usize * PART_BYTES);
+            for part in 0..parts {
+                let Some(bytes) = bodies.get(part_key(key, part))? else { return Ok(None) };
+                page.body.extend_from_slice(&bytes);
+            }
+            Ok(Some(page))
+        }))
     }
 
     /// Deletes pages fetched before `cutoff_ms`; returns how many.
@@ -61,25 +120,160 @@ impl PageCache {
         let mut removed = 0;
         for item in self.tree.iter() {
             let (key, value) = item?;
-            let old = codec::decode::<CachedPage>(&value).map_or(true, |p| p.fetched_ms < cutoff_ms);
-            if old && self.tree.remove(&key)?.is_some() {
-                removed += 1;
+            let stored = codec::decode::<StoredPage>(&value).ok();
+            if stored.as_ref().is_some_and(|s| s.page.fetched_ms >= cutoff_ms) {
+                continue;
             }
+            let key = CacheKey(key.as_ref().try_into().unwrap_or([0; 32]));
+            let gone = transaction((&self.tree, &self.bodies).transaction(|(tree, bodies)| {
+                // Only what is still the value read above: a fresh page may have replaced it.
+                if tree.get(key.0)?.as_deref() != Some(value.as_ref()) {
+                    return Ok(false);
+                }
+                tree.remove(&key.0)?;
+                for part in 0..stored.as_ref().map_or(0, |s| s.parts) {
+                    bodies.remove(&part_key(key, part)[..])?;
+                }
+                Ok(true)
+            }))?;
+            removed += usize::from(gone);
         }
         Ok(removed)
     }
 
     /// Stores or replaces a page.
     pub fn put(&self, key: CacheKey, page: &CachedPage) -> Result<()> {
-        self.tree.insert(key.0, codec::encode(page)?)?;
-        Ok(())
+        let apart = page.body.len() > PART_BYTES;
+        let parts =
+            if apart { u32::try_from(page.body.len().div_ceil(PART_BYTES)).unwrap_or(u32::MAX) } else { 0 };
+        let entry = StoredPage {
+            page: CachedPage {
+                body: if apart { Vec::new() } else { page.body.clone() },
+                ..page.clone_without_body()
+            },
+            parts,
+        };
+        let encoded = codec::encode(&entry)?;
+        transaction((&self.tree, &self.bodies).transaction(|(tree, bodies)| {
+            let before = tree.insert(&key.0, encoded.as_slice())?;
+            let old_parts = before.and_then(|b| codec::decode::<StoredPage>(&b).ok()).map_or(0, |s| s.parts);
+            if apart {
+                for (part, bytes) in (0..).zip(page.body.chunks(PART_BYTES)) {
+                    bodies.insert(&part_key(key, part)[..], bytes)?;
+                }
+            }
+            for part in parts..old_parts {
+                bodies.remove(&part_key(key, part)[..])?;
+            }
+            Ok(())
+        }))
     }
+}
+
+impl CachedPage {
+    /// The page with an empty body, made without copying the body.
+    fn clone_without_body(&self) -> Self {
+        Self {
+            final_url: self.final_url.clone(),
+            status: self.status,
+            content_type: self.content_type.clone(),
+            body: Vec::new(),
+            fetched_ms: self.fetched_ms,
+            via_proxy: self.via_proxy,
+            rendered: self.rendered,
+        }
+    }
+}
+
+/// Key of part `part` of the body of entry `key`.
+fn part_key(key: CacheKey, part: u32) -> [u8; 36] {
+    let mut out = [0; 36];
+    out[..32].copy_from_slice(&key.0);
+    out[32..].copy_from_slice(&part.to_be_bytes());
+    out
+}
+
+/// The result of a transaction over the cache's two trees.
+fn transaction<T>(done: std::result::Result<T, TransactionError<StoreError>>) -> Result<T> {
+    done.map_err(|e| match e {
+        TransactionError::Abort(e) => e,
+        TransactionError::Storage(e) => StoreError::Db(e),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::Store;
+
+    fn page(body: Vec<u8>, fetched_ms: u64) -> CachedPage {
+        CachedPage {
+            final_url: "http://a.test/big".into(),
+            status: 200,
+            content_type: Some("text/html".into()),
+            body,
+            fetched_ms,
+            via_proxy: false,
+            rendered: true,
+        }
+    }
+
+    /// A body of `len` bytes that differs at every offset and between `seed`s.
+    fn body(len: usize, seed: u8) -> Vec<u8> {
+        (0..len).map(|i| (i % 251) as u8 ^ seed).collect()
+    }
+
+    #[test]
+    fn large_bodies_are_kept_in_parts_and_read_back_whole() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let key = PageCache::key("http://a.test/big", "desktop");
+        let parts = || store.db.open_tree(super::super::trees::PAGE_BODIES).expect("tree").len();
+
+        let large = page(body(5 * PART_BYTES + 17, 1), 10);
+        store.cache.put(key, &large).expect("put");
+        assert_eq!(parts(), 6);
+        assert!(store.cache.tree.get(key.0).expect("get").expect("entry").len() < 100, "the entry is small");
+        assert_eq!(store.cache.get(key).expect("get"), Some(large));
+
+        // Replaced by a smaller large body, then by a small one: no part is left behind.
+        let smaller = page(body(2 * PART_BYTES, 2), 20);
+        store.cache.put(key, &smaller).expect("put");
+        assert_eq!((parts(), store.cache.get(key).expect("get")), (2, Some(smaller)));
+        let small = page(b"<p>x</p>".to_vec(), 30);
+        store.cache.put(key, &small).expect("put");
+        assert_eq!((parts(), store.cache.get(key).expect("get")), (0, Some(small)));
+
+        // Purged with its parts; a missing part reads as a miss, not a short body.
+        store.cache.put(key, &page(body(3 * PART_BYTES, 3), 40)).expect("put");
+        assert_eq!(store.cache.purge_older_than(41).expect("purge"), 1);
+        assert_eq!((parts(), store.cache.get(key).expect("get")), (0, None));
+        store.cache.put(key, &page(body(3 * PART_BYTES, 3), 50)).expect("put");
+        store.cache.bodies.remove(&part_key(key, 1)[..]).expect("remove");
+        assert_eq!(store.cache.get(key).expect("get"), None);
+    }
+
+    #[test]
+    fn version_1_entries_still_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let key = PageCache::key("http://a.test/old", "desktop");
+        let old = legacy::v1::CachedPage {
+            final_url: "http://a.test/old".into(),
+            status: 200,
+            content_type: None,
+            body: body(3 * PART_BYTES, 4),
+            fetched_ms: 7,
+            via_proxy: true,
+            rendered: false,
+        };
+        let mut bytes = vec![codec::TAG, 1];
+        bytes.extend(postcard::to_allocvec(&old).expect("encode"));
+        store.cache.tree.insert(key.0, bytes).expect("insert");
+        let read = store.cache.get(key).expect("get").expect("an entry");
+        assert_eq!((read.body, read.fetched_ms, read.via_proxy), (old.body, 7, true));
+        assert!(crate::store::check::run(&store).expect("check").is_clean());
+    }
 
     #[test]
     fn variants_are_separate_entries() {
