@@ -63,7 +63,7 @@ def call(method, path, body=None):
 
 def start(url):
     return call("POST", "/v2/crawl", {"url": url, "limit": 100000, "crawlEntireDomain": True,
-                                      "sitemap": "skip", "scrapeOptions": {"formats": ["markdown"]}})["id"]
+                                      "sitemap": "skip", "scrapeOptions": {"formats": ["markdown"], "maxAge": 0}})["id"]
 
 def wait(job):
     """The job's final status, and the slowest of the status reads that waited for it."""

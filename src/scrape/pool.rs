@@ -10,10 +10,12 @@
 //! Two lanes, by the size of the input. Time to convert grows with size (linearly, at any
 //! depth: [`crate::extract`]), so a large input is the expensive one: a page of a few
 //! megabytes takes half a second of a core where an ordinary page takes a millisecond.
-//! Large inputs convert on the heavy lane, at the lowest priority and one at a time
-//! (per node): when the CPU is contended, the ordinary lane gets it, so a site of
-//! huge or machine-made pages cannot take the CPU from the crawls beside it, and it still
-//! converts at full speed when the CPU is free.
+//! Large inputs convert on the heavy lane, in the idle scheduling class and one at a time
+//! (per node), and their pages are written to the cache there too: when the CPU is
+//! contended, everything else gets it first, so a site of huge or machine-made pages cannot
+//! take the CPU from the crawls beside it, and it still converts at full speed when the CPU
+//! is free. The price: on a node kept busy without a pause, a large page waits for a free
+//! moment and can reach its deadline first (a timeout, like any page too slow to answer).
 
 use std::sync::OnceLock;
 
@@ -27,7 +29,7 @@ const HEAVY_BYTES: usize = 1 << 20;
 
 /// Nice value of the ordinary lane's threads: a little below the async workers.
 const ORDINARY_NICE: i32 = 5;
-/// Nice value of the heavy lane's threads: the lowest priority.
+/// Nice value of the heavy lane's threads where the idle class is refused.
 const HEAVY_NICE: i32 = 19;
 
 /// Runs `work`, the conversion of `size` bytes, on its lane's threads. Dropping the
@@ -38,13 +40,9 @@ pub(super) async fn convert<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, ScrapeError> {
     let heavy = is_heavy(size);
-    let nice = if heavy { HEAVY_NICE } else { ORDINARY_NICE };
     let flag = cancel::Flag::default();
     let armed = flag.arm();
-    let run = move || {
-        lower_priority(nice);
-        cancel::run(&flag, work)
-    };
+    let run = move || cancel::run(&flag, work);
     let task = match lane(heavy) {
         Some(pool) => pool.spawn_blocking(run),
         None => tokio::task::spawn_blocking(run),
@@ -64,10 +62,7 @@ pub(super) fn is_heavy(size: usize) -> bool {
 /// at once when the lane cannot be started.
 pub(super) fn spawn_heavy(work: impl FnOnce() + Send + 'static) {
     match lane(true) {
-        Some(pool) => drop(pool.spawn_blocking(move || {
-            lower_priority(HEAVY_NICE);
-            work();
-        })),
+        Some(pool) => drop(pool.spawn_blocking(work)),
         None => work(),
     }
 }
@@ -86,6 +81,7 @@ fn lane(heavy: bool) -> Option<&'static Handle> {
             .worker_threads(1)
             .max_blocking_threads(threads)
             .thread_name(name)
+            .on_thread_start(move || lower_priority(heavy))
             .build()
             .inspect_err(
                 |e| tracing::warn!(error = %e, lane = name, "no conversion threads; using the shared pool"),
@@ -96,19 +92,22 @@ fn lane(heavy: bool) -> Option<&'static Handle> {
     .map(Runtime::handle)
 }
 
-/// Lowers the calling thread's scheduling priority to `nice`, once per thread (on Linux the
-/// nice value belongs to the thread; a lane's threads all take its value).
-fn lower_priority(nice: i32) {
-    thread_local! {
-        static LOWERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-    }
-    LOWERED.with(|lowered| {
-        if !lowered.replace(true) {
-            // SAFETY: setpriority takes plain integers; `0` names the calling thread. A
-            // refusal leaves the priority as it was.
-            unsafe {
-                libc::setpriority(libc::PRIO_PROCESS, 0, nice);
+/// Lowers the calling thread's scheduling priority (on Linux it belongs to the thread): a
+/// little for the ordinary lane, to the idle class for the heavy one. An idle-class thread
+/// runs only on a core nothing else wants, and yields it at once to any other thread that
+/// wakes there; a nice-19 thread still gets slices of a contended core (a normal crawl
+/// beside a site of huge pages kept 89 % of its pages per second with it, 95 % with the
+/// idle class; `benches/RESULTS.md`). A refusal leaves the next best.
+fn lower_priority(heavy: bool) {
+    // SAFETY: both calls take plain integers and a parameter struct that outlives them;
+    // `0` names the calling thread.
+    unsafe {
+        if heavy {
+            let param = libc::sched_param { sched_priority: 0 };
+            if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0 {
+                return;
             }
         }
-    });
+        libc::setpriority(libc::PRIO_PROCESS, 0, if heavy { HEAVY_NICE } else { ORDINARY_NICE });
+    }
 }

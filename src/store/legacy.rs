@@ -207,3 +207,17 @@ pub(super) fn convert<Old: serde::Serialize, New: serde::de::DeserializeOwned>(
 ) -> Result<New, serde_json::Error> {
     serde_json::from_value(serde_json::to_value(old)?)
 }
+
+/// Version 2 of the page cache's entry (one build): a body of more than 64 KiB kept in
+/// parts whose keys are the entry's key and the part number.
+pub(super) mod v2 {
+    #![allow(dead_code, missing_docs, missing_debug_implementations, unreachable_pub)]
+
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    pub struct StoredPage {
+        pub page: super::v1::CachedPage,
+        pub parts: u32,
+    }
+}

@@ -170,7 +170,8 @@ mod tests {
 
     /// A version-1 data directory: untagged postcard records, as the first release wrote.
     fn version_one(dir: &std::path::Path, queued: usize) -> JobId {
-        let db = sled::Config::new().path(dir.join("db")).segment_size(8 << 20).open().expect("sled");
+        let db = super::super::open_db(&sled::Config::new().path(dir.join("db")).segment_size(8 << 20))
+            .expect("sled");
         db.open_tree(trees::META)
             .expect("meta")
             .insert(SCHEMA_VERSION_KEY, version_bytes(1).expect("v"))
@@ -228,8 +229,8 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let id = version_one(dir.path(), 3 * BATCH + 10);
         {
-            let db =
-                sled::Config::new().path(dir.path().join("db")).segment_size(8 << 20).open().expect("sled");
+            let config = sled::Config::new().path(dir.path().join("db")).segment_size(8 << 20);
+            let db = super::super::open_db(&config).expect("sled");
             let meta = db.open_tree(trees::META).expect("meta");
             // Stop after the second batch, as a crash would: nothing after it runs.
             struct Crash;

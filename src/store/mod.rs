@@ -154,13 +154,32 @@ pub struct Store {
     meta: sled::Tree,
 }
 
-/// Attempts to open a database whose lock is taken (about 4.5 s in all: under load, a
-/// handle just dropped can take seconds to release the lock while sled's writer threads finish).
+/// Attempts to open a database whose lock is taken (about 4.5 s in all).
 const LOCK_ATTEMPTS: u64 = 9;
 
 /// Whether opening failed because the database file is locked.
 fn is_lock_error(io: &std::io::Error) -> bool {
     io.kind() == std::io::ErrorKind::WouldBlock || io.to_string().contains("could not acquire lock")
+}
+
+/// Opens the database `config` describes. A lock conflict is usually another process
+/// holding the directory, but can also be brief: a child this process is forking at that
+/// moment holds a copy of the file until it executes, and a handle of this process just
+/// dropped releases it once sled's writer threads finish. Tries for a while before calling
+/// it taken.
+pub(super) fn open_db(config: &sled::Config) -> Result<sled::Db> {
+    let mut attempt = 0;
+    loop {
+        match config.open() {
+            Ok(db) => return Ok(db),
+            Err(sled::Error::Io(io)) if is_lock_error(&io) && attempt < LOCK_ATTEMPTS => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(100 * attempt));
+            }
+            Err(sled::Error::Io(io)) if is_lock_error(&io) => return Err(StoreError::Locked(io.to_string())),
+            Err(other) => return Err(StoreError::Db(other)),
+        }
+    }
 }
 
 impl Store {
@@ -188,23 +207,7 @@ impl Store {
             // threshold (a quarter segment) and be written as one file each.
             .segment_size(SEGMENT_BYTES)
             .cache_capacity(cache_bytes);
-        // A lock conflict is usually another process holding the directory, but can also be
-        // brief: a child this process is forking at that moment holds a copy of the file
-        // until it executes. Try for a while before calling it taken.
-        let mut attempt = 0;
-        let db = loop {
-            match config.open() {
-                Ok(db) => break db,
-                Err(sled::Error::Io(io)) if is_lock_error(&io) && attempt < LOCK_ATTEMPTS => {
-                    attempt += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(100 * attempt));
-                }
-                Err(sled::Error::Io(io)) if is_lock_error(&io) => {
-                    return Err(StoreError::Locked(io.to_string()));
-                }
-                Err(other) => return Err(StoreError::Db(other)),
-            }
-        };
+        let db = open_db(&config)?;
         migrate::run(&db)?;
         let q = quarantine::Quarantine::new(db.open_tree(trees::QUARANTINE)?);
         Ok(Self {

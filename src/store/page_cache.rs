@@ -9,13 +9,19 @@
 //! other entries, and every lookup or write that lands in that node (keys are digests: any
 //! page of any site) would read or rewrite those megabytes. With the parts apart, the
 //! entries' nodes stay small, and a node of parts holds at most a few of them.
+//!
+//! No transaction: a sled transaction holds a lock that stops every other read and write of
+//! the process while it commits, too long for megabytes that may be written on a thread of
+//! the lowest priority ([`crate::scrape`]'s heavy lane). Each stored body has a random
+//! generation in its parts' keys instead, so the parts of one body never change: a put
+//! writes the new generation's parts, swaps the entry, and deletes the parts of the entry it
+//! replaced; a get reads the entry, then its generation's parts, and a part deleted in
+//! between (the entry was replaced meanwhile) reads as a miss, never as a mixed body.
 
 use serde::{Deserialize, Serialize};
-use sled::Transactional;
-use sled::transaction::TransactionError;
 
 use super::quarantine::Quarantine;
-use super::{Result, StoreError, codec, legacy};
+use super::{Result, codec, legacy};
 
 /// Bodies larger than this are stored in parts of this size.
 const PART_BYTES: usize = 64 << 10;
@@ -40,34 +46,40 @@ pub struct CachedPage {
 }
 
 /// An entry of the `page_cache` tree: the page, with its body empty when it is kept in
-/// `parts` parts in `page_bodies`.
+/// `parts` parts of generation `generation` in `page_bodies`.
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct StoredPage {
     page: CachedPage,
     parts: u32,
+    /// Nonzero for parts written since version 3; 0 for version 2's parts, whose keys have
+    /// no generation.
+    generation: u64,
 }
 
 impl codec::Record for StoredPage {
-    /// Version 2 may keep the body apart; version 1 was the page with its body inline.
-    const VERSION: u8 = 2;
+    /// Version 3 names its parts' generation; version 2 kept parts without one; version 1
+    /// was the page with its body inline.
+    const VERSION: u8 = 3;
 
     fn upgrade(version: u8, payload: &[u8]) -> std::result::Result<Self, codec::CodecError> {
-        match version {
-            1 => {
-                let old: legacy::v1::CachedPage = postcard::from_bytes(payload)?;
-                let page = CachedPage {
-                    final_url: old.final_url,
-                    status: old.status,
-                    content_type: old.content_type,
-                    body: old.body,
-                    fetched_ms: old.fetched_ms,
-                    via_proxy: old.via_proxy,
-                    rendered: old.rendered,
-                };
-                Ok(Self { page, parts: 0 })
+        let (old, parts): (legacy::v1::CachedPage, u32) = match version {
+            1 => (postcard::from_bytes(payload)?, 0),
+            2 => {
+                let old: legacy::v2::StoredPage = postcard::from_bytes(payload)?;
+                (old.page, old.parts)
             }
-            found => Err(codec::CodecError::UnknownVersion { found, current: Self::VERSION }),
-        }
+            found => return Err(codec::CodecError::UnknownVersion { found, current: Self::VERSION }),
+        };
+        let page = CachedPage {
+            final_url: old.final_url,
+            status: old.status,
+            content_type: old.content_type,
+            body: old.body,
+            fetched_ms: old.fetched_ms,
+            via_proxy: old.via_proxy,
+            rendered: old.rendered,
+        };
+        Ok(Self { page, parts, generation: 0 })
     }
 }
 
@@ -96,23 +108,17 @@ impl PageCache {
 
     /// The cached page, if any (none when a part of its body is missing).
     pub fn get(&self, key: CacheKey) -> Result<Option<CachedPage>> {
-        let Some(stored) = self.q.get::<StoredPage>(&self.tree, &key.0)? else { return Ok(None) };
-        if stored.parts == 0 {
-            return Ok(Some(stored.page));
+        let Some(StoredPage { mut page, parts, generation }) =
+            self.q.get::<StoredPage>(&self.tree, &key.0)?
+        else {
+            return Ok(None);
+        };
+        page.body.reserve(parts as usize * PART_BYTES);
+        for part in 0..parts {
+            let Some(bytes) = self.bodies.get(part_key(key, generation, part))? else { return Ok(None) };
+            page.body.extend_from_slice(&bytes);
         }
-        // Entry and parts read together: a page replaced meanwhile is never half old.
-        transaction((&self.tree, &self.bodies).transaction(|(tree, bodies)| {
-            let Some(bytes) = tree.get(key.0)? else { return Ok(None) };
-            let Ok(StoredPage { mut page, parts }) = codec::decode::<StoredPage>(&bytes) else {
-                return Ok(None);
-            };
-            page.body.reserve(parts as usize * PART_BYTES);
-            for part in 0..parts {
-                let Some(bytes) = bodies.get(part_key(key, part))? else { return Ok(None) };
-                page.body.extend_from_slice(&bytes);
-            }
-            Ok(Some(page))
-        }))
+        Ok(Some(page))
     }
 
     /// Deletes pages fetched before `cutoff_ms`; returns how many.
@@ -124,19 +130,14 @@ impl PageCache {
             if stored.as_ref().is_some_and(|s| s.page.fetched_ms >= cutoff_ms) {
                 continue;
             }
-            let key = CacheKey(key.as_ref().try_into().unwrap_or([0; 32]));
-            let gone = transaction((&self.tree, &self.bodies).transaction(|(tree, bodies)| {
-                // Only what is still the value read above: a fresh page may have replaced it.
-                if tree.get(key.0)?.as_deref() != Some(value.as_ref()) {
-                    return Ok(false);
-                }
-                tree.remove(&key.0)?;
-                for part in 0..stored.as_ref().map_or(0, |s| s.parts) {
-                    bodies.remove(&part_key(key, part)[..])?;
-                }
-                Ok(true)
-            }))?;
-            removed += usize::from(gone);
+            // Only what is still the value read above: a fresh page may have replaced it.
+            if self.tree.compare_and_swap(&key, Some(&value), None::<&[u8]>)?.is_err() {
+                continue;
+            }
+            if let Some(stored) = stored {
+                self.remove_parts(CacheKey(key.as_ref().try_into().unwrap_or([0; 32])), &stored)?;
+            }
+            removed += 1;
         }
         Ok(removed)
     }
@@ -144,29 +145,38 @@ impl PageCache {
     /// Stores or replaces a page.
     pub fn put(&self, key: CacheKey, page: &CachedPage) -> Result<()> {
         let apart = page.body.len() > PART_BYTES;
-        let parts =
-            if apart { u32::try_from(page.body.len().div_ceil(PART_BYTES)).unwrap_or(u32::MAX) } else { 0 };
+        let (parts, generation) = match apart {
+            true => {
+                (u32::try_from(page.body.len().div_ceil(PART_BYTES)).unwrap_or(u32::MAX), new_generation())
+            }
+            false => (0, 0),
+        };
+        if apart {
+            for (part, bytes) in (0..).zip(page.body.chunks(PART_BYTES)) {
+                self.bodies.insert(part_key(key, generation, part), bytes)?;
+            }
+        }
         let entry = StoredPage {
             page: CachedPage {
                 body: if apart { Vec::new() } else { page.body.clone() },
                 ..page.clone_without_body()
             },
             parts,
+            generation,
         };
-        let encoded = codec::encode(&entry)?;
-        transaction((&self.tree, &self.bodies).transaction(|(tree, bodies)| {
-            let before = tree.insert(&key.0, encoded.as_slice())?;
-            let old_parts = before.and_then(|b| codec::decode::<StoredPage>(&b).ok()).map_or(0, |s| s.parts);
-            if apart {
-                for (part, bytes) in (0..).zip(page.body.chunks(PART_BYTES)) {
-                    bodies.insert(&part_key(key, part)[..], bytes)?;
-                }
-            }
-            for part in parts..old_parts {
-                bodies.remove(&part_key(key, part)[..])?;
-            }
-            Ok(())
-        }))
+        let before = self.tree.insert(key.0, codec::encode(&entry)?)?;
+        match before.map(|b| codec::decode::<StoredPage>(&b)) {
+            Some(Ok(replaced)) => self.remove_parts(key, &replaced),
+            _ => Ok(()),
+        }
+    }
+
+    /// Deletes the parts of `stored`, an entry of `key` no longer in the tree.
+    fn remove_parts(&self, key: CacheKey, stored: &StoredPage) -> Result<()> {
+        for part in 0..stored.parts {
+            self.bodies.remove(part_key(key, stored.generation, part))?;
+        }
+        Ok(())
     }
 }
 
@@ -185,20 +195,23 @@ impl CachedPage {
     }
 }
 
-/// Key of part `part` of the body of entry `key`.
-fn part_key(key: CacheKey, part: u32) -> [u8; 36] {
-    let mut out = [0; 36];
-    out[..32].copy_from_slice(&key.0);
-    out[32..].copy_from_slice(&part.to_be_bytes());
-    out
+/// A random nonzero generation for a body's parts.
+fn new_generation() -> u64 {
+    let mut bytes = [0; 8];
+    getrandom::fill(&mut bytes).expect("the operating system's random source is available");
+    u64::from_ne_bytes(bytes).max(1)
 }
 
-/// The result of a transaction over the cache's two trees.
-fn transaction<T>(done: std::result::Result<T, TransactionError<StoreError>>) -> Result<T> {
-    done.map_err(|e| match e {
-        TransactionError::Abort(e) => e,
-        TransactionError::Storage(e) => StoreError::Db(e),
-    })
+/// Key of part `part` of generation `generation` of the body of entry `key`: the entry's
+/// key, the generation (none for generation 0, version 2's parts), the part number.
+fn part_key(key: CacheKey, generation: u64, part: u32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(44);
+    out.extend_from_slice(&key.0);
+    if generation != 0 {
+        out.extend_from_slice(&generation.to_be_bytes());
+    }
+    out.extend_from_slice(&part.to_be_bytes());
+    out
 }
 
 #[cfg(test)]
@@ -249,7 +262,11 @@ mod tests {
         assert_eq!(store.cache.purge_older_than(41).expect("purge"), 1);
         assert_eq!((parts(), store.cache.get(key).expect("get")), (0, None));
         store.cache.put(key, &page(body(3 * PART_BYTES, 3), 50)).expect("put");
-        store.cache.bodies.remove(&part_key(key, 1)[..]).expect("remove");
+        let generation =
+            codec::decode::<StoredPage>(&store.cache.tree.get(key.0).expect("get").expect("entry"))
+                .expect("decode")
+                .generation;
+        store.cache.bodies.remove(part_key(key, generation, 1)).expect("remove");
         assert_eq!(store.cache.get(key).expect("get"), None);
     }
 
@@ -273,6 +290,40 @@ mod tests {
         let read = store.cache.get(key).expect("get").expect("an entry");
         assert_eq!((read.body, read.fetched_ms, read.via_proxy), (old.body, 7, true));
         assert!(crate::store::check::run(&store).expect("check").is_clean());
+    }
+
+    #[test]
+    fn version_2_entries_read_with_their_parts_and_leave_none_behind() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let key = PageCache::key("http://a.test/v2", "desktop");
+        let whole = body(2 * PART_BYTES + 5, 6);
+        let old = legacy::v2::StoredPage {
+            page: legacy::v1::CachedPage {
+                final_url: "http://a.test/v2".into(),
+                status: 200,
+                content_type: None,
+                body: Vec::new(),
+                fetched_ms: 9,
+                via_proxy: false,
+                rendered: false,
+            },
+            parts: 3,
+        };
+        let mut bytes = vec![codec::TAG, 2];
+        bytes.extend(postcard::to_allocvec(&old).expect("encode"));
+        store.cache.tree.insert(key.0, bytes).expect("insert");
+        for (part, chunk) in (0u32..).zip(whole.chunks(PART_BYTES)) {
+            let mut part_key = key.0.to_vec();
+            part_key.extend_from_slice(&part.to_be_bytes());
+            store.cache.bodies.insert(part_key, chunk).expect("insert");
+        }
+        assert_eq!(store.cache.get(key).expect("get").expect("an entry").body, whole);
+        assert!(crate::store::check::run(&store).expect("check").is_clean());
+        // Replaced: the new body's parts are the only ones left.
+        let new = page(body(2 * PART_BYTES, 7), 20);
+        store.cache.put(key, &new).expect("put");
+        assert_eq!((store.cache.bodies.len(), store.cache.get(key).expect("get")), (2, Some(new)));
     }
 
     #[test]
