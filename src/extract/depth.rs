@@ -19,12 +19,34 @@ use std::borrow::Cow;
 /// Elements nest at most this deep (as in Chromium's parser).
 pub(crate) const MAX_DEPTH: usize = 512;
 
-const VOID: &[&str] = &[
-    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track",
-    "wbr",
-];
-const SELF_CLOSING_SIBLINGS: &[&str] = &["li", "p", "td", "th", "tr", "option", "dt", "dd"];
-const RAW_TEXT: &[&str] = &["script", "style", "textarea", "title", "xmp", "noembed", "noframes"];
+/// What the model needs to know of an element by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// Opens nothing (`br`, `img`, ...).
+    Void,
+    /// Closes an open element of the same name by itself (`li`, `p`, `td`, ...).
+    Sibling,
+    /// Holds raw text, not markup (`script`, `style`, ...).
+    RawText,
+    /// Any other element.
+    Other,
+}
+
+/// The class of the element named `name` (any case). One lookup per tag of every page, so
+/// a match on the lower-cased bytes, not a search of name lists.
+fn class(name: &str) -> Class {
+    let mut lower = [0u8; 8];
+    let Some(buffer) = lower.get_mut(..name.len()) else { return Class::Other };
+    buffer.copy_from_slice(name.as_bytes());
+    buffer.make_ascii_lowercase();
+    match &*buffer {
+        b"area" | b"base" | b"br" | b"col" | b"embed" | b"hr" | b"img" | b"input" | b"link" | b"meta"
+        | b"param" | b"source" | b"track" | b"wbr" => Class::Void,
+        b"li" | b"p" | b"td" | b"th" | b"tr" | b"option" | b"dt" | b"dd" => Class::Sibling,
+        b"script" | b"style" | b"textarea" | b"title" | b"xmp" | b"noembed" | b"noframes" => Class::RawText,
+        _ => Class::Other,
+    }
+}
 
 /// A tag read from the markup.
 struct Tag<'a> {
@@ -51,24 +73,23 @@ fn tag_at(html: &str, at: usize) -> Option<Tag<'_>> {
         return None;
     }
     let name = &html[start..i];
-    // The end of the tag, skipping quoted attribute values.
-    let mut quote = 0u8;
-    while let Some(&b) = bytes.get(i) {
-        match (quote, b) {
-            (0, b'"' | b'\'') => quote = b,
-            (q, b) if q != 0 && b == q => quote = 0,
-            (0, b'>') => break,
-            _ => {}
+    // The end of the tag, skipping quoted attribute values (long ones are common: class
+    // lists, styles, inline images).
+    loop {
+        let Some(off) = memchr::memchr3(b'>', b'"', b'\'', &bytes[i..]) else {
+            i = bytes.len();
+            break;
+        };
+        i += off;
+        let quote = bytes[i];
+        if quote == b'>' {
+            break;
         }
-        i += 1;
+        i = memchr::memchr(quote, &bytes[i + 1..]).map_or(bytes.len(), |close| i + 1 + close + 1);
     }
     let end = (i + 1).min(bytes.len());
     let self_closing = i > 0 && bytes.get(i - 1) == Some(&b'/');
     Some(Tag { end, name, closing, self_closing })
-}
-
-fn is(name: &str, set: &[&str]) -> bool {
-    set.iter().any(|s| s.eq_ignore_ascii_case(name))
 }
 
 /// Where the raw text of `<name>` that started before `from` ends (its `</name`), or the end.
@@ -124,6 +145,7 @@ fn bound_at(html: &str, max: usize) -> Cow<'_, str> {
             continue;
         };
         let name = tag.name;
+        let kind = class(name);
         let same = |o: &&str| o.eq_ignore_ascii_case(name);
         let mut drop_tag = false;
         if tag.closing {
@@ -139,8 +161,8 @@ fn bound_at(html: &str, max: usize) -> Cow<'_, str> {
             } else if let Some(pos) = open.iter().rposition(same) {
                 open.truncate(pos);
             }
-        } else if !(is(name, VOID) || tag.self_closing) {
-            if is(name, SELF_CLOSING_SIBLINGS) && open.last().is_some_and(same) {
+        } else if !(kind == Class::Void || tag.self_closing) {
+            if kind == Class::Sibling && open.last().is_some_and(same) {
                 open.pop();
             }
             if open.len() >= max {
@@ -159,7 +181,7 @@ fn bound_at(html: &str, max: usize) -> Cow<'_, str> {
             copied = tag.end;
         }
         i = tag.end;
-        if !tag.closing && is(name, RAW_TEXT) && !tag.self_closing {
+        if !tag.closing && kind == Class::RawText && !tag.self_closing {
             i = raw_text_end(html, i, name);
         }
     }
@@ -196,6 +218,16 @@ mod tests {
         let bounded = bound_at(&unclosed, 3);
         assert!(bounded.matches("<b>").count() <= 3);
         assert_eq!(bounded.matches("bold").count(), 50);
+    }
+
+    #[test]
+    fn quoted_attribute_values_may_hold_angle_brackets() {
+        let html = format!("{}x", r#"<div title="a>b" data-x='c>d'>"#.repeat(10));
+        let bounded = bound_at(&html, 4);
+        assert_eq!(bounded.matches("<div").count(), 4, "each tag ends at its own '>'");
+        assert_eq!(bounded.matches("a>b").count(), 4);
+        let unterminated = format!("{}<div class=\"open", "<div>".repeat(10));
+        assert_eq!(bound_at(&unterminated, 4).matches("<div>").count(), 4);
     }
 
     #[test]

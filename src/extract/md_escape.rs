@@ -142,6 +142,12 @@ pub(crate) fn escape_words(out: &mut String, text: &str, in_link: bool) -> bool 
     let (mut start, mut i) = (0, 0);
     while let Some(skip) = bytes.get(i..).and_then(|rest| rest.iter().position(|&b| notable(b))) {
         i += skip;
+        // A lone space between words is written as it is: it stays in the run being
+        // copied (the common case, one call to copy a run of words instead of one a word).
+        if bytes[i] == b' ' && i > start && i + 1 < bytes.len() && collapsible_len(bytes, i + 1) == 0 {
+            i += 1;
+            continue;
+        }
         let sep = collapsible_len(bytes, i);
         if sep == 0 {
             if needs_escape(bytes, i, in_link) {

@@ -146,12 +146,21 @@ fn has_content(dom: &Dom, root: Id) -> bool {
 
 /// Input handed to the parser at a time: between chunks a cancelled conversion stops.
 const PARSE_CHUNK: usize = 256 * 1024;
+/// Inputs larger than this are parsed in chunks.
+const CHUNKED_ABOVE: usize = 1 << 20;
 
-/// Parses `html`, its nesting bounded ([`depth`]). When the conversion is cancelled
-/// ([`crate::cancel`]) the rest of the input is skipped.
+/// Parses `html`, its nesting bounded ([`depth`]). An input of more than
+/// [`CHUNKED_ABOVE`] bytes is fed to the parser a chunk at a time, and when the conversion
+/// is cancelled ([`crate::cancel`]) the rest is skipped. A smaller one (a few
+/// milliseconds of parsing) goes in one call, through `scraper`'s own build of the parser,
+/// which runs several percent faster on the extraction benchmark than the build of it
+/// this crate makes for the chunks (`benches/RESULTS.md`).
 fn parse(html: &str) -> Html {
     use html5ever::tendril::TendrilSink;
     let html = depth::bound(html);
+    if html.len() <= CHUNKED_ABOVE {
+        return Html::parse_document(&html);
+    }
     let sink = scraper::HtmlTreeSink::new(Html::new_document());
     let mut parser = html5ever::driver::parse_document(sink, Default::default());
     let mut rest: &str = &html;
