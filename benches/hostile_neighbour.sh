@@ -3,7 +3,8 @@
 # benchmark's 10 000-page site (already served at SITE_URL) alone, then again while it also
 # crawls a site of 120 machine-made pages of 2.4 to 5 MB each (nested <div>, <ul><li>,
 # tables, and <li> with a nested <ul> at every level, 50 000 to 200 000 levels), served by
-# nginx on 127.0.0.1:8081. Alone and beside alternate, RUNS times each; printed are the normal
+# nginx on 127.0.0.1:8081. Both crawls send maxAge 0, so every page is fetched, converted and
+# cached as in a first crawl. Alone and beside alternate, RUNS times each; printed are the normal
 # crawl's pages per second each time, the slowest of its status reads (GET /v2/crawl/ID,
 # polled every 0.1 s) and the ratio of the medians.
 #
