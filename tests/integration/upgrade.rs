@@ -17,9 +17,20 @@ use crate::common::{ActixThread, Receiver, decode};
 
 const V1: &[u8] = include_bytes!("../fixtures/datadir/v1.tar.gz");
 const V1_FACTS: &str = include_str!("../fixtures/datadir/v1.json");
+const V2: &[u8] = include_bytes!("../fixtures/datadir/v2.tar.gz");
+const V2_FACTS: &str = include_str!("../fixtures/datadir/v2.json");
 
 /// The fixture site's pages (as `tests/fixtures/datadir/site.py` serves them).
 async fn fixture_page(req: HttpRequest) -> HttpResponse {
+    if req.path() == "/big/0" {
+        let paragraphs: String = (0..2500)
+            .map(|i| format!("<p>Paragraph {i} of the big page, kept in the page cache of the fixture.</p>"))
+            .collect();
+        return HttpResponse::Ok().content_type("text/html; charset=utf-8").body(format!(
+            "<!DOCTYPE html><html><head><title>Big</title></head><body><main><article><h1>Big page</h1>\
+             {paragraphs}</article></main></body></html>"
+        ));
+    }
     let parts: Vec<&str> = req.path().trim_matches('/').split('/').collect();
     let page = match parts.as_slice() {
         [kind @ ("fast" | "slow"), n] => n.parse::<usize>().ok().filter(|n| *n < 40).map(|n| (*kind, n)),
@@ -90,11 +101,22 @@ static FIXED_ADDRESSES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new((
 
 #[tokio::test]
 async fn a_data_directory_of_the_first_release_opens_and_finishes_its_jobs() {
+    opens_and_finishes_its_jobs(V1, V1_FACTS).await;
+}
+
+#[tokio::test]
+async fn a_data_directory_of_format_2_opens_finishes_its_jobs_and_keeps_its_cached_pages() {
+    opens_and_finishes_its_jobs(V2, V2_FACTS).await;
+}
+
+/// Opens a copy of `archive`, a frozen data directory that `facts` describes, and checks
+/// that nothing it holds was lost.
+async fn opens_and_finishes_its_jobs(archive: &[u8], facts: &str) {
     let _one_at_a_time = FIXED_ADDRESSES.lock().await;
     ferrocrawl::scrape::engine::http::install_crypto_provider();
-    let facts: Value = serde_json::from_str(V1_FACTS).expect("v1.json");
+    let facts: Value = serde_json::from_str(facts).expect("facts");
     let dir = tempfile::tempdir().expect("tempdir");
-    unpack(V1, dir.path());
+    unpack(archive, dir.path());
     let _site = ActixThread::spawn(bind_fixed("127.0.0.1:39781"), 2, |cfg| {
         cfg.default_service(web::to(fixture_page));
     });
@@ -162,6 +184,23 @@ async fn a_data_directory_of_the_first_release_opens_and_finishes_its_jobs() {
         .await
         .expect("post");
     assert_eq!(decode(resp).await.0, 409);
+
+    // A page cached whole (from format 2 on, a large body is kept in parts) is read back whole.
+    if let Some(cached) = facts.get("cached_page") {
+        let resp = client
+            .post(format!("{base}/v2/scrape"))
+            .bearer_auth(&key)
+            .json(&serde_json::json!({"url": cached["url"], "formats": ["markdown"], "maxAge": 315_360_000_000u64}))
+            .send()
+            .await
+            .expect("scrape");
+        let (status, body) = decode(resp).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(body["data"]["metadata"]["cacheState"], "hit", "{}", body["data"]["metadata"]);
+        let markdown = body["data"]["markdown"].as_str().expect("markdown");
+        assert_eq!(Some(markdown.split_whitespace().count() as u64), cached["markdown_words"].as_u64());
+        assert!(markdown.contains("Paragraph 2499 of the big page"), "the last part is there");
+    }
     server.terminate();
 
     let checked = run(&["store", "check", "--data", dir.path().to_str().expect("utf8")], &[]);
