@@ -417,12 +417,35 @@ pub(crate) async fn fetch_via_site(
             error: format!("invalid URL {}", task.url),
         };
     };
-    if let Some(cluster) = cluster
-        && let Some(outcome) = super::remote::fetch_on_owner(cluster, origin.as_str(), &task).await
-    {
-        on_retrieved();
-        return outcome;
+    // A page this node's actor of the site answers `Moved` (the site went to another node
+    // while the page waited) is sent to the site's owner, which may be this node again.
+    for attempt in 1..=MOVES {
+        if let Some(cluster) = cluster
+            && let Some(outcome) = super::remote::fetch_on_owner(cluster, origin.as_str(), &task).await
+        {
+            on_retrieved();
+            return outcome;
+        }
+        let outcome = fetch_on_this_node(domains, &origin, &task, &mut on_retrieved).await;
+        if cluster.is_none() || !matches!(outcome, FetchOutcome::Moved) {
+            return outcome;
+        }
+        // The nodes' views of the members differ for a heartbeat or two while they change.
+        tokio::time::sleep(std::time::Duration::from_millis((50 * attempt as u64).min(500))).await;
     }
+    FetchOutcome::Moved
+}
+
+/// Times a page follows its site from node to node before it is given up.
+const MOVES: usize = 30;
+
+/// Sends a page to this node's actor of its site (`origin`) and waits for the outcome.
+async fn fetch_on_this_node(
+    domains: &ActorRef<DomainsMsg>,
+    origin: &Url,
+    task: &FetchTask,
+    on_retrieved: &mut impl FnMut(),
+) -> FetchOutcome {
     let mut last_error = String::new();
     for _ in 0..3 {
         let site = match domains.call(|reply| DomainsMsg::Lookup(origin.clone(), reply), None).await {

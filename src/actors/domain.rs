@@ -7,6 +7,13 @@
 //! waiting requests are dropped, its running ones stopped, and requests it sends after the
 //! cancel are refused. Fetches run in tasks that report back by message, so the actor never
 //! blocks. Its messages carry serde types so the actor can later live on another node.
+//!
+//! In a cluster a site has one actor at a time, on the node that owns the site. When
+//! members change the site moves, and its new actor starts no request before the old one
+//! let go: it asks every other live node to release the site (`remote::claim_site`), and a
+//! node releasing it stops starting requests, answers its waiting ones
+//! [`FetchOutcome::Moved`] (their askers send them to the new owner), answers once its
+//! running requests end, and stops. So the site's limits hold across the move.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
@@ -65,6 +72,9 @@ pub enum FetchOutcome {
     Blocked,
     /// The job was cancelled before the page was done.
     Cancelled,
+    /// The site's actor on this node let the site go to another node before the page
+    /// started: send it again to the site's owner.
+    Moved,
 }
 
 /// How a document fetch ended.
@@ -133,6 +143,11 @@ pub enum DomainMsg {
     Wake,
     /// Exit when still idle.
     IdleCheck,
+    /// Another node's actor of this site wants it: stop starting requests, answer the
+    /// waiting ones `Moved`, answer this once the running ones end, then stop.
+    Release(RpcReplyPort<()>),
+    /// Every other node let the site go (or could not answer): requests may start.
+    Claimed,
 }
 
 /// A request waiting for a slot.
@@ -156,6 +171,18 @@ impl Work {
         match self {
             Self::Page { reply, .. } => reply.is_closed(),
             Self::Document { reply, .. } => reply.is_closed(),
+        }
+    }
+
+    /// Answers the asker that the site moved to another node.
+    fn moved(self) {
+        match self {
+            Self::Page { reply, .. } => {
+                let _ = reply.send(FetchOutcome::Moved);
+            }
+            Self::Document { reply, .. } => {
+                let _ = reply.send(DocumentOutcome::Failed("the site moved to another node".into()));
+            }
         }
     }
 
@@ -204,6 +231,10 @@ pub struct DomainState {
     last_active: Instant,
     backoff_streak: u32,
     idle_check_pending: bool,
+    /// Waiting for other nodes to let the site go before the first request.
+    claiming: bool,
+    /// Letting the site go: who to answer once the running requests end.
+    releasing: Option<Vec<RpcReplyPort<()>>>,
 }
 
 impl std::fmt::Debug for DomainState {
@@ -227,10 +258,18 @@ impl Actor for Domain {
 
     async fn pre_start(
         &self,
-        _: ActorRef<DomainMsg>,
+        myself: ActorRef<DomainMsg>,
         args: DomainArgs,
     ) -> Result<DomainState, ActorProcessingErr> {
         let interval = Duration::from_millis(args.services.settings.crawl.domain_min_interval_ms);
+        let cluster = args.services.cluster.clone().filter(|c| c.live().len() > 1);
+        if let Some(cluster) = &cluster {
+            let (cluster, origin) = (cluster.clone(), args.origin.to_string());
+            tokio::spawn(async move {
+                super::remote::claim_site(&cluster, &origin).await;
+                let _ = myself.cast(DomainMsg::Claimed);
+            });
+        }
         Ok(DomainState {
             origin: args.origin,
             services: args.services,
@@ -246,6 +285,8 @@ impl Actor for Domain {
             last_active: Instant::now(),
             backoff_streak: 0,
             idle_check_pending: false,
+            claiming: cluster.is_some(),
+            releasing: None,
         })
     }
 
@@ -297,7 +338,17 @@ impl Actor for Domain {
                 if let Some(waiting) = retry {
                     state.waiting.push_front(waiting);
                 }
+                if state.releasing.is_some() {
+                    release(&myself, state);
+                    return Ok(());
+                }
             }
+            DomainMsg::Release(reply) => {
+                state.releasing.get_or_insert_with(Vec::new).push(reply);
+                release(&myself, state);
+                return Ok(());
+            }
+            DomainMsg::Claimed => state.claiming = false,
             DomainMsg::Wake => state.wake_at = None,
             DomainMsg::IdleCheck => {
                 state.idle_check_pending = false;
@@ -326,10 +377,30 @@ impl Actor for Domain {
     }
 }
 
-/// Adds a request to the queue, or refuses it at once when its job was cancelled.
+/// Lets the site go (see [`DomainMsg::Release`]): the waiting requests are answered
+/// `Moved` at once; the askers are answered, and the actor stops, once none is running.
+fn release(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
+    for waiting in state.waiting.drain(..) {
+        waiting.work.moved();
+    }
+    for waiter in state.sitemap_waiters.drain(..) {
+        let _ = waiter.send(Vec::new());
+    }
+    if state.running.is_empty() {
+        for reply in state.releasing.take().unwrap_or_default() {
+            let _ = reply.send(());
+        }
+        myself.stop(Some("released to another node".into()));
+    }
+}
+
+/// Adds a request to the queue, or refuses it at once when its job was cancelled or the
+/// site is being let go.
 fn queue(state: &mut DomainState, waiting: Waiting) {
     if state.cancelled.contains_key(&waiting.job) {
         waiting.work.cancelled();
+    } else if state.releasing.is_some() {
+        waiting.work.moved();
     } else {
         state.waiting.push_back(waiting);
     }
@@ -364,6 +435,18 @@ fn cancel(state: &mut DomainState, job: JobId) {
 
 /// Starts what the limits allow and arranges to be woken for the rest.
 fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
+    if state.claiming || state.releasing.is_some() {
+        return;
+    }
+    // A site that another node owns now (members changed) is let go here too, not only
+    // when that node's actor asks: none of its requests starts here any more.
+    if let Some(cluster) = &state.services.cluster
+        && cluster.owner_of(state.origin.as_str()) != cluster.name()
+    {
+        state.releasing = Some(Vec::new());
+        release(myself, state);
+        return;
+    }
     let agent = state.services.settings.crawl.robots_agent.clone();
     let cap = state.services.settings.crawl.domain_concurrency as usize;
     let robots = match &mut state.robots {

@@ -22,6 +22,9 @@ pub enum DomainsMsg {
     CancelJob(JobId),
     /// Number of live site actors.
     Count(RpcReplyPort<usize>),
+    /// Another node takes the site (`scheme://host:port/`): answered once this node's actor
+    /// of it, if any, has let it go ([`DomainMsg::Release`]).
+    Release(String, RpcReplyPort<()>),
 }
 
 /// Mutable state of the [`DomainSupervisor`].
@@ -102,6 +105,19 @@ impl Actor for DomainSupervisor {
             DomainsMsg::Count(reply) => {
                 let _ = reply.send(state.by_origin.len());
             }
+            DomainsMsg::Release(origin, reply) => match state.by_origin.get(&origin) {
+                Some(actor) => {
+                    let actor = actor.clone();
+                    // Answered when the actor's running requests end; the supervisor goes on.
+                    tokio::spawn(async move {
+                        let _ = actor.call(DomainMsg::Release, None).await;
+                        let _ = reply.send(());
+                    });
+                }
+                None => {
+                    let _ = reply.send(());
+                }
+            },
         }
         Ok(())
     }

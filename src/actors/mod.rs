@@ -336,6 +336,17 @@ impl Runtime {
         }
     }
 
+    /// Lets another node take site `origin`: answers once this node's actor of it, if any,
+    /// has no request running and has stopped.
+    pub async fn release_here(&self, origin: &str) {
+        if let Ok(supervisors) = self.supervisors().await {
+            let _ = supervisors
+                .domains
+                .call(|reply| domains::DomainsMsg::Release(origin.to_owned(), reply), None)
+                .await;
+        }
+    }
+
     /// The sitemaps robots.txt of `origin` names, from this node's actor of the site.
     pub async fn sitemaps_here(&self, origin: &str) -> Vec<String> {
         let (Ok(supervisors), Ok(origin)) = (self.supervisors().await, url::Url::parse(origin)) else {

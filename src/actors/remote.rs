@@ -69,6 +69,9 @@ pub enum Request {
         /// Crawl or batch.
         kind: JobKind,
     },
+    /// Let a site (its origin) go: the asking node's actor of it is about to start. Answered
+    /// once this node's actor of the site has no request running and has stopped.
+    Release(String),
 }
 
 /// The answers.
@@ -148,10 +151,16 @@ pub(crate) async fn fetch_on_owner(
         match cluster.call(&owner, Channel::Jobs, request.clone(), FETCH_TIMEOUT).await {
             Ok(bytes) => match decode::<Response>(&bytes) {
                 Ok(Response::Fetched(json)) => {
-                    return Some(serde_json::from_slice(&json).unwrap_or_else(|e| FetchOutcome::Failed {
+                    let outcome = serde_json::from_slice(&json).unwrap_or_else(|e| FetchOutcome::Failed {
                         code: "UNKNOWN_ERROR".into(),
                         error: format!("unreadable page from node `{owner}`: {e}"),
-                    }));
+                    });
+                    if !matches!(outcome, FetchOutcome::Moved) {
+                        return Some(outcome);
+                    }
+                    // That node let the site go meanwhile: ask its owner again, shortly.
+                    last_error = format!("the site kept moving (last from node `{owner}`)");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
                 }
                 Ok(other) => {
                     let error = format!("unexpected answer from node `{owner}`: {other:?}");
@@ -170,6 +179,42 @@ pub(crate) async fn fetch_on_owner(
         }
     }
     Some(FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: last_error })
+}
+
+/// Longest a node may take to let a site go: its running requests end within their own
+/// timeouts; a node that takes longer is judged gone for this purpose.
+const RELEASE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Asks every other live node to let site `origin` go, and returns once each has, has
+/// failed to answer (a node of an older version), or was judged down meanwhile (a frozen
+/// node may still finish a request it had started when it wakes: the one case the limit
+/// can be exceeded, by the requests it had in flight).
+pub(crate) async fn claim_site(cluster: &crate::cluster::Cluster, origin: &str) {
+    let request = encode(&Request::Release(origin.to_owned()));
+    let mut asks = tokio::task::JoinSet::new();
+    for node in cluster.live().iter().filter(|n| *n != cluster.name()) {
+        let (cluster, node, request) = (cluster.clone(), node.clone(), request.clone());
+        asks.spawn(async move {
+            // A node judged down meanwhile (killed, frozen) is not waited for any longer.
+            let mut members = cluster.watch();
+            let gone = async {
+                while members.borrow_and_update().contains(&node) {
+                    if members.changed().await.is_err() {
+                        break;
+                    }
+                }
+            };
+            tokio::select! {
+                answer = cluster.call(&node, Channel::Jobs, request, RELEASE_TIMEOUT) => {
+                    if let Err(e) = answer {
+                        tracing::debug!(node = %node, error = %e, "a node did not say it let a site go");
+                    }
+                }
+                () = gone => tracing::debug!(node = %node, "a node left before letting a site go"),
+            }
+        });
+    }
+    while asks.join_next().await.is_some() {}
 }
 
 /// Tells every other live node that job `id` was cancelled, so their site actors drop its

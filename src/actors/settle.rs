@@ -136,6 +136,11 @@ pub(super) fn prepare(
     let pending = |outcome, links| Some(Pending { seq, outcome, links, lands_on: None });
     Ok(match outcome {
         FetchOutcome::Cancelled => None,
+        // Only when a page kept moving between nodes past every resend (see `fetch_via_site`).
+        FetchOutcome::Moved => pending(
+            Owned::Failed(failure("UNKNOWN_ERROR", "the site kept moving between nodes".into())),
+            Vec::new(),
+        ),
         FetchOutcome::Blocked => pending(Owned::Blocked(entry.url.clone()), Vec::new()),
         FetchOutcome::Failed { code, error } => pending(Owned::Failed(failure(&code, error)), Vec::new()),
         FetchOutcome::Page { mut document, links } => {

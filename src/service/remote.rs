@@ -82,6 +82,10 @@ impl RemoteHandler {
                 jobs.runtime().cancel_here(id).await;
                 Response::Done
             }
+            Request::Release(origin) => {
+                jobs.runtime().release_here(&origin).await;
+                Response::Done
+            }
             Request::Page { team: t, id, kind, paging: (skip, limit, max_bytes) } => {
                 let JobPage { job, counts, documents } =
                     jobs.local_page(&team(&t)?, id, kind, Paging { skip, limit, max_bytes }).await?;

@@ -366,14 +366,24 @@ async fn a_crawl_is_fetched_by_its_sites_node_and_survives_losing_it() {
 
     // Kill the site's node mid-crawl.
     nodes[owner_index].process.take().expect("owner").kill9();
+    let landed = finished_crawl(&entry, &key, &path).await;
+    let expected: std::collections::BTreeSet<String> =
+        (0..HUB_LEN).map(|n| site.url(&format!("/hub/{n}"))).collect();
+    let (_, errors) = call(&entry, &key, reqwest::Method::GET, &format!("{path}/errors"), None).await;
+    assert_eq!(landed, expected, "every page exactly once; errors: {errors}");
+}
+
+/// Waits (a minute at most) for the crawl at `path` to complete, and returns the landing
+/// URLs of all its documents (every page of `next` read).
+async fn finished_crawl(entry: &str, key: &str, path: &str) -> std::collections::BTreeSet<String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     let done = loop {
-        let (status, body) = call(&entry, &key, reqwest::Method::GET, &path, None).await;
+        let (status, body) = call(entry, key, reqwest::Method::GET, path, None).await;
         assert_eq!(status, 200, "{body}");
         if body["status"] != "scraping" {
             break body;
         }
-        assert!(Instant::now() < deadline, "the crawl did not finish after losing a node: {body}");
+        assert!(Instant::now() < deadline, "the crawl did not finish: {body}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     assert_eq!(done["status"], "completed", "{done}");
@@ -381,15 +391,63 @@ async fn a_crawl_is_fetched_by_its_sites_node_and_survives_losing_it() {
     let mut next = done["next"].as_str().map(str::to_owned);
     while let Some(url) = next {
         let client = reqwest::Client::builder().no_proxy().build().expect("client");
-        let (_, page) = decode(client.get(&url).bearer_auth(&key).send().await.expect("next")).await;
+        let (_, page) = decode(client.get(&url).bearer_auth(key).send().await.expect("next")).await;
         docs.extend(page["data"].as_array().cloned().unwrap_or_default());
         next = page["next"].as_str().map(str::to_owned);
     }
-    let landed = crate::crawl::landing_urls(&docs);
+    crate::crawl::landing_urls(&docs)
+}
+
+/// When a node joins and takes over a site mid-crawl, the site's old actor lets it go
+/// before the new one starts a request: the site never sees more requests at once than
+/// `crawl.domain_concurrency`, and the crawl still returns every page exactly once.
+#[tokio::test]
+async fn a_site_that_moves_to_a_joining_node_keeps_its_concurrency_limit() {
+    use crate::common::crawlsite::HUB_LEN;
+    let site = crate::common::CrawlSite::start(300);
+    let origin = format!("http://site.localhost:{}/", site.port);
+    // A name for the joining node under which it owns the site.
+    let joiner =
+        (0..).map(|n| format!("j{n}")).find(|name| owner_of(&["a", name], &origin) == *name).expect("a name");
+    let env = [("FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY", "2")];
+    let a = Node::start("a", None, &env);
+    a.wait_live(&["a"], Duration::from_secs(20)).await;
+    let (entry, key) = (a.base().to_owned(), a.key.clone());
+    let body = serde_json::json!({"url": site.url("/hub/0"), "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 8});
+    let (status, started) = call(&entry, &key, reqwest::Method::POST, "/v2/crawl", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let path = format!("/v2/crawl/{}", started["id"].as_str().expect("id"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, status) = call(&entry, &key, reqwest::Method::GET, &path, None).await;
+        if status["completed"].as_u64().unwrap_or(0) >= 4 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no progress: {status}");
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+
+    // The joining node owns the site once it is a member: the site moves mid-crawl.
+    let b = Node::start(&joiner, Some(&a.cluster_addr), &env);
+    let mut members = ["a", joiner.as_str()];
+    members.sort_unstable();
+    b.wait_live(&members, Duration::from_secs(20)).await;
+    let landed = finished_crawl(&entry, &key, &path).await;
     let expected: std::collections::BTreeSet<String> =
         (0..HUB_LEN).map(|n| site.url(&format!("/hub/{n}"))).collect();
-    let (_, errors) = call(&entry, &key, reqwest::Method::GET, &format!("{path}/errors"), None).await;
-    assert_eq!(landed, expected, "every page exactly once; errors: {errors}");
+    assert_eq!(landed, expected, "every page exactly once");
+    assert!(
+        site.max_in_flight() <= 2,
+        "the site saw {} requests at once across the move (limit 2)",
+        site.max_in_flight()
+    );
+    let view = b.view().await;
+    let served_by_joiner = view["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .any(|m| m["name"] == joiner.as_str() && m["domains"].as_u64() == Some(1));
+    assert!(served_by_joiner, "the joining node took the site: {view}");
 }
 
 /// A key created on one node works on every node, and a team's credits hold for the
