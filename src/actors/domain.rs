@@ -235,6 +235,10 @@ pub struct DomainState {
     claiming: bool,
     /// Letting the site go: who to answer once the running requests end.
     releasing: Option<Vec<RpcReplyPort<()>>>,
+    /// This node lost touch with the members while the actor ran (see `pump`).
+    out_of_touch: bool,
+    /// The members the last claim asked (empty outside a cluster).
+    claimed_with: std::sync::Arc<Vec<String>>,
 }
 
 impl std::fmt::Debug for DomainState {
@@ -264,11 +268,7 @@ impl Actor for Domain {
         let interval = Duration::from_millis(args.services.settings.crawl.domain_min_interval_ms);
         let cluster = args.services.cluster.clone().filter(|c| c.live().len() > 1);
         if let Some(cluster) = &cluster {
-            let (cluster, origin) = (cluster.clone(), args.origin.to_string());
-            tokio::spawn(async move {
-                super::remote::claim_site(&cluster, &origin).await;
-                let _ = myself.cast(DomainMsg::Claimed);
-            });
+            claim(&myself, cluster, &args.origin);
         }
         Ok(DomainState {
             origin: args.origin,
@@ -287,6 +287,8 @@ impl Actor for Domain {
             idle_check_pending: false,
             claiming: cluster.is_some(),
             releasing: None,
+            out_of_touch: false,
+            claimed_with: cluster.as_ref().map(|c| c.live()).unwrap_or_default(),
         })
     }
 
@@ -377,6 +379,15 @@ impl Actor for Domain {
     }
 }
 
+/// Asks the other nodes to let the site go, then tells the actor ([`DomainMsg::Claimed`]).
+fn claim(myself: &ActorRef<DomainMsg>, cluster: &crate::cluster::Cluster, origin: &Url) {
+    let (myself, cluster, origin) = (myself.clone(), cluster.clone(), origin.to_string());
+    tokio::spawn(async move {
+        super::remote::claim_site(&cluster, &origin).await;
+        let _ = myself.cast(DomainMsg::Claimed);
+    });
+}
+
 /// Lets the site go (see [`DomainMsg::Release`]): the waiting requests are answered
 /// `Moved` at once; the askers are answered, and the actor stops, once none is running.
 fn release(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
@@ -438,14 +449,36 @@ fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
     if state.claiming || state.releasing.is_some() {
         return;
     }
-    // A site that another node owns now (members changed) is let go here too, not only
-    // when that node's actor asks: none of its requests starts here any more.
-    if let Some(cluster) = &state.services.cluster
-        && cluster.owner_of(state.origin.as_str()) != cluster.name()
-    {
-        state.releasing = Some(Vec::new());
-        release(myself, state);
-        return;
+    if let Some(cluster) = &state.services.cluster {
+        // A site that another node owns now (members changed) is let go here too, not only
+        // when that node's actor asks: none of its requests starts here any more.
+        if cluster.owner_of(state.origin.as_str()) != cluster.name() {
+            state.releasing = Some(Vec::new());
+            release(myself, state);
+            return;
+        }
+        // Out of touch (this process was frozen or starved): the others may have taken the
+        // site meanwhile. Nothing starts until the members answer again; then the site is
+        // claimed afresh, as by a new actor.
+        if !cluster.in_touch() {
+            state.out_of_touch = true;
+            if state.wake_at.is_none() {
+                let wait = Duration::from_millis(100);
+                state.wake_at = Some(Instant::now() + wait);
+                myself.send_after(wait, || DomainMsg::Wake);
+            }
+            return;
+        }
+        // Claimed afresh also when a member appeared that the last claim did not ask (this
+        // node met it since: it may be fetching the site on an older view).
+        let live = cluster.live();
+        let new_member = live.iter().any(|m| !state.claimed_with.contains(m));
+        if std::mem::take(&mut state.out_of_touch) || new_member {
+            state.claiming = true;
+            state.claimed_with = live;
+            claim(myself, cluster, &state.origin);
+            return;
+        }
     }
     let agent = state.services.settings.crawl.robots_agent.clone();
     let cap = state.services.settings.crawl.domain_concurrency as usize;

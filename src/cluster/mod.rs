@@ -189,6 +189,16 @@ impl Cluster {
         self.live.clone()
     }
 
+    /// Whether every member this node counts as live answered it lately (within
+    /// `down_after_ms`). Not so for a moment after this process was frozen or starved:
+    /// its view of the members is then out of date (the others may have judged it down
+    /// and taken its sites) until the next pings are answered.
+    pub fn in_touch(&self) -> bool {
+        let Ok(peers) = self.shared.peers.read() else { return false };
+        let now = Instant::now();
+        peers.values().filter(|p| p.up).all(|p| now.duration_since(p.last_heard) <= self.shared.down_after)
+    }
+
     /// The live member that owns `key`.
     pub fn owner_of(&self, key: &str) -> String {
         let live = self.live();
