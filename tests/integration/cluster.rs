@@ -341,21 +341,9 @@ async fn a_crawl_is_fetched_by_its_sites_node_and_survives_losing_it() {
     let owner_index = names.iter().position(|n| *n == owner).expect("index");
     let accepting = (owner_index + 1) % 3;
     let (entry, key) = (nodes[accepting].base().to_owned(), nodes[accepting].key.clone());
-    let body = serde_json::json!({"url": site.url("/hub/0"), "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 2});
-    let (status, started) = call(&entry, &key, reqwest::Method::POST, "/v2/crawl", Some(&body)).await;
-    assert_eq!(status, 200, "{started}");
-    let path = format!("/v2/crawl/{}", started["id"].as_str().expect("id"));
+    let path = crawl_under_way(&entry, &key, &site, 2, 6).await;
 
     // The site's actor runs on its owner, not on the node that took the crawl.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (_, status) = call(&entry, &key, reqwest::Method::GET, &path, None).await;
-        if status["completed"].as_u64().unwrap_or(0) >= 6 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no progress: {status}");
-        tokio::time::sleep(Duration::from_millis(30)).await;
-    }
     let view = nodes[accepting].view().await;
     let domains = |name: &str| {
         view["members"].as_array().expect("members").iter().find(|m| m["name"] == name).expect("member")["domains"]
@@ -371,6 +359,30 @@ async fn a_crawl_is_fetched_by_its_sites_node_and_survives_losing_it() {
         (0..HUB_LEN).map(|n| site.url(&format!("/hub/{n}"))).collect();
     let (_, errors) = call(&entry, &key, reqwest::Method::GET, &format!("{path}/errors"), None).await;
     assert_eq!(landed, expected, "every page exactly once; errors: {errors}");
+}
+
+/// Starts a crawl of `site`'s hub through `entry` (at most `concurrency` pages at once) and
+/// returns its status path once `pages` pages are done.
+async fn crawl_under_way(
+    entry: &str,
+    key: &str,
+    site: &crate::common::CrawlSite,
+    concurrency: u32,
+    pages: u64,
+) -> String {
+    let body = serde_json::json!({"url": site.url("/hub/0"), "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": concurrency});
+    let (status, started) = call(entry, key, reqwest::Method::POST, "/v2/crawl", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let path = format!("/v2/crawl/{}", started["id"].as_str().expect("id"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, status) = call(entry, key, reqwest::Method::GET, &path, None).await;
+        if status["completed"].as_u64().unwrap_or(0) >= pages {
+            return path;
+        }
+        assert!(Instant::now() < deadline, "no progress: {status}");
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
 }
 
 /// Waits (a minute at most) for the crawl at `path` to complete, and returns the landing
@@ -413,19 +425,7 @@ async fn a_site_that_moves_to_a_joining_node_keeps_its_concurrency_limit() {
     let a = Node::start("a", None, &env);
     a.wait_live(&["a"], Duration::from_secs(20)).await;
     let (entry, key) = (a.base().to_owned(), a.key.clone());
-    let body = serde_json::json!({"url": site.url("/hub/0"), "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 8});
-    let (status, started) = call(&entry, &key, reqwest::Method::POST, "/v2/crawl", Some(&body)).await;
-    assert_eq!(status, 200, "{started}");
-    let path = format!("/v2/crawl/{}", started["id"].as_str().expect("id"));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (_, status) = call(&entry, &key, reqwest::Method::GET, &path, None).await;
-        if status["completed"].as_u64().unwrap_or(0) >= 4 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "no progress: {status}");
-        tokio::time::sleep(Duration::from_millis(30)).await;
-    }
+    let path = crawl_under_way(&entry, &key, &site, 8, 4).await;
 
     // The joining node owns the site once it is a member: the site moves mid-crawl.
     let b = Node::start(&joiner, Some(&a.cluster_addr), &env);
