@@ -57,10 +57,13 @@ for round in $(seq 1 "$rounds"); do
   cluster/local.sh 3 >/dev/null
   key=$(cat "$CLUSTER_DIR/api-key")
   auth=(-H "Authorization: Bearer $key")
-  for _ in $(seq 300); do
-    live=$(curl -sf "${auth[@]}" "$api/v2/cluster" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["live"]))' 2>/dev/null || echo 0)
-    [[ $live == 3 ]] && break
-    sleep 0.1
+  # The crawls start once every node sees all three (the cluster's start is not a fault).
+  for n in 1 2 3; do
+    for _ in $(seq 300); do
+      live=$(curl -sf "${auth[@]}" "$(node_api $n)/v2/cluster" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["live"]))' 2>/dev/null || echo 0)
+      [[ $live == 3 ]] && break
+      sleep 0.1
+    done
   done
   # One crawl per site, on the nodes in turn; a batch of every site's home page.
   jobs=()
