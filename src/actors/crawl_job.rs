@@ -417,16 +417,22 @@ pub(crate) async fn fetch_via_site(
             error: format!("invalid URL {}", task.url),
         };
     };
-    // A page this node's actor of the site answers `Moved` (the site went to another node
-    // while the page waited) is sent to the site's owner, which may be this node again.
+    // A page answered `Moved` (the site's actor, here or on another node, let the site go
+    // while the page waited) is sent to the site's owner again, which may be this node.
     for attempt in 1..=MOVES {
-        if let Some(cluster) = cluster
-            && let Some(outcome) = super::remote::fetch_on_owner(cluster, origin.as_str(), &task).await
-        {
-            on_retrieved();
-            return outcome;
-        }
-        let outcome = fetch_on_this_node(domains, &origin, &task, &mut on_retrieved).await;
+        let remote = match cluster {
+            Some(cluster) => super::remote::fetch_on_owner(cluster, origin.as_str(), &task).await,
+            None => None,
+        };
+        let outcome = match remote {
+            Some(outcome) => {
+                if !matches!(outcome, FetchOutcome::Moved) {
+                    on_retrieved();
+                }
+                outcome
+            }
+            None => fetch_on_this_node(domains, &origin, &task, &mut on_retrieved).await,
+        };
         if cluster.is_none() || !matches!(outcome, FetchOutcome::Moved) {
             return outcome;
         }

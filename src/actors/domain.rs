@@ -266,7 +266,7 @@ impl Actor for Domain {
         args: DomainArgs,
     ) -> Result<DomainState, ActorProcessingErr> {
         let interval = Duration::from_millis(args.services.settings.crawl.domain_min_interval_ms);
-        let cluster = args.services.cluster.clone().filter(|c| c.live().len() > 1);
+        let cluster = args.services.cluster.clone();
         if let Some(cluster) = &cluster {
             claim(&myself, cluster, &args.origin);
         }
@@ -452,7 +452,7 @@ fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
     if let Some(cluster) = &state.services.cluster {
         // A site that another node owns now (members changed) is let go here too, not only
         // when that node's actor asks: none of its requests starts here any more.
-        if cluster.owner_of(state.origin.as_str()) != cluster.name() {
+        if !cluster.owns(state.origin.as_str()) {
             state.releasing = Some(Vec::new());
             release(myself, state);
             return;

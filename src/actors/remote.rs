@@ -144,23 +144,17 @@ pub(crate) async fn fetch_on_owner(
     let request = encode(&Request::Fetch(Box::new(task.clone())));
     let mut last_error = String::new();
     for _ in 0..MAX_RESENDS {
-        let owner = cluster.owner_of(site);
-        if owner == cluster.name() {
+        if cluster.owns(site) {
             return None;
         }
+        let owner = cluster.owner_of(site);
         match cluster.call(&owner, Channel::Jobs, request.clone(), FETCH_TIMEOUT).await {
             Ok(bytes) => match decode::<Response>(&bytes) {
                 Ok(Response::Fetched(json)) => {
-                    let outcome = serde_json::from_slice(&json).unwrap_or_else(|e| FetchOutcome::Failed {
+                    return Some(serde_json::from_slice(&json).unwrap_or_else(|e| FetchOutcome::Failed {
                         code: "UNKNOWN_ERROR".into(),
                         error: format!("unreadable page from node `{owner}`: {e}"),
-                    });
-                    if !matches!(outcome, FetchOutcome::Moved) {
-                        return Some(outcome);
-                    }
-                    // That node let the site go meanwhile: ask its owner again, shortly.
-                    last_error = format!("the site kept moving (last from node `{owner}`)");
-                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    }));
                 }
                 Ok(other) => {
                     let error = format!("unexpected answer from node `{owner}`: {other:?}");

@@ -199,6 +199,12 @@ impl Cluster {
         peers.values().filter(|p| p.up).all(|p| now.duration_since(p.last_heard) <= self.shared.down_after)
     }
 
+    /// Whether this node is the live member that owns `key`.
+    pub fn owns(&self, key: &str) -> bool {
+        let live = self.live();
+        place::owner(&live, key).is_none_or(|owner| owner == self.name())
+    }
+
     /// The live member that owns `key`.
     pub fn owner_of(&self, key: &str) -> String {
         let live = self.live();
