@@ -10,8 +10,9 @@ use ractor::{Message, RpcReplyPort};
 use serde::{Deserialize, Serialize};
 
 /// Version of the node-to-node protocol this build speaks. Nodes of another version are
-/// refused when they meet (both log the two versions).
-pub const PROTOCOL_VERSION: u32 = 1;
+/// refused when they meet (both log the two versions). 2: site handover (`Release`
+/// requests, pages answered `Moved`), which a node of version 1 could not read.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// What every message between nodes starts with.
 #[derive(Debug, Serialize, Deserialize)]

@@ -161,7 +161,7 @@ async fn nodes_meet_through_one_seed_and_notice_a_lost_node() {
         "counts of every node: {view}"
     );
     assert_eq!(view["node"], "b");
-    assert_eq!(view["protocolVersion"], 1);
+    assert_eq!(view["protocolVersion"], ferrocrawl::cluster::PROTOCOL_VERSION);
 
     // SIGKILL: out within the configured time (1.5 s here), back after a restart.
     c.process.take().expect("c").kill9();
@@ -204,15 +204,18 @@ async fn a_node_with_another_secret_never_joins() {
 /// at join; each side's log names both versions.
 #[tokio::test]
 async fn a_node_of_another_protocol_version_is_refused() {
+    let (ours, theirs) = (ferrocrawl::cluster::PROTOCOL_VERSION, ferrocrawl::cluster::PROTOCOL_VERSION + 1);
     let a = Node::start("a", None, &[]);
-    let newer = Node::start("n", Some(&a.cluster_addr), &[("TEST_FERROCRAWL_PROTOCOL_VERSION", "2")]);
+    let other = theirs.to_string();
+    let newer = Node::start("n", Some(&a.cluster_addr), &[("TEST_FERROCRAWL_PROTOCOL_VERSION", &other)]);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let a_log = a.process.as_ref().expect("a").stderr();
         let n_log = newer.process.as_ref().expect("n").stderr();
         let names_both = |log: &str| {
-            log.contains("protocol version 2") && log.contains("speaks 1")
-                || log.contains("protocol version 1") && log.contains("speaks 2")
+            log.contains(&format!("protocol version {theirs}")) && log.contains(&format!("speaks {ours}"))
+                || log.contains(&format!("protocol version {ours}"))
+                    && log.contains(&format!("speaks {theirs}"))
         };
         if names_both(&a_log) && names_both(&n_log) {
             break;
