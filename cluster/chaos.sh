@@ -12,12 +12,15 @@
 # (../shared/bench/crawl). Everything listens on 127.0.0.x; SITES sites (default 6) of
 # PAGES pages (default 300) each, on 127.0.0.2.. port 8090, answering after LATENCY_MS (20).
 # Env: NODE_BIN (target/release/ferrocrawl), DOMAIN_CONCURRENCY (2), INTERVAL_MS (10), FAULTS
-# (1; 0 runs the rounds without faults, as a reference).
+# (1; 0 runs the rounds without faults, as a reference), NODES (3; the faults need 3).
+# The politeness benchmark of many sites is the same script without faults:
+#   SITES=30 LATENCY_MS=50 FAULTS=0 NODES=1 cluster/chaos.sh 3   (and NODES=3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-1}
 sites=${SITES:-6}; pages=${PAGES:-300}; latency=${LATENCY_MS:-20}
-conc=${DOMAIN_CONCURRENCY:-2}; interval=${INTERVAL_MS:-10}
+conc=${DOMAIN_CONCURRENCY:-2}; interval=${INTERVAL_MS:-10}; nodes=${NODES:-3}
+[[ ${FAULTS:-1} == 0 || $nodes == 3 ]] || { echo "the faults need NODES=3" >&2; exit 2; }
 bench=../shared/bench/crawl
 work=$(mktemp -d)
 chmod 755 "$work"   # nginx workers read the sites
@@ -54,21 +57,22 @@ for round in $(seq 1 "$rounds"); do
   done
   # The check requests above are not the crawl's.
   for s in $(seq 2 $((sites + 1))); do : >"$work/access$s.log"; done
-  cluster/local.sh 3 >/dev/null
+  cluster/local.sh "$nodes" >/dev/null
   key=$(cat "$CLUSTER_DIR/api-key")
   auth=(-H "Authorization: Bearer $key")
-  # The crawls start once every node sees all three (the cluster's start is not a fault).
-  for n in 1 2 3; do
+  # The crawls start once every node sees all the others (the cluster's start is not a fault).
+  for n in $(seq "$nodes"); do
     for _ in $(seq 300); do
       live=$(curl -sf "${auth[@]}" "$(node_api $n)/v2/cluster" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["live"]))' 2>/dev/null || echo 0)
-      [[ $live == 3 ]] && break
+      [[ $live == "$nodes" ]] && break
       sleep 0.1
     done
   done
   # One crawl per site, on the nodes in turn; a batch of every site's home page.
+  sent=$(date +%s.%N)
   jobs=()
   for s in $(seq 2 $((sites + 1))); do
-    node=$(( (s % 3) + 1 ))
+    node=$(( (s % nodes) + 1 ))
     id=$(curl -sf "${auth[@]}" -H 'content-type: application/json' \
       -d "{\"url\":\"http://127.0.0.$s:8090/\",\"crawlEntireDomain\":true,\"maxConcurrency\":8}" \
       "$(node_api $node)/v2/crawl" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
@@ -99,14 +103,14 @@ for round in $(seq 1 "$rounds"); do
   fi
 
   # Every job finishes; each page once.
-  result=$(python3 - "$key" "$API_PORT" "$started" "$work" "$sites" "$conc" "$interval" "${jobs[@]}" <<'PY'
+  result=$(python3 - "$key" "$API_PORT" "$sent" "$work" "$sites" "$conc" "$interval" "${jobs[@]}" <<'PY'
 import json, sys, time, urllib.request
 key, port, started, work, sites, conc, interval, *jobs = sys.argv[1:]
 sites, conc, interval = int(sites), int(conc), int(interval)
 def get(url):
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
     return json.load(urllib.request.urlopen(req, timeout=30))
-lost = dup = 0
+lost = dup = pages = 0
 deadline = time.time() + 600
 for job in jobs:
     kind, jid = job.split()
@@ -126,6 +130,7 @@ for job in jobs:
         page = get(nxt); docs += page.get("data", []); nxt = page.get("next")
     landed = [d["metadata"]["url"] for d in docs]
     dup += len(landed) - len(set(landed))
+    pages += len(landed)
     if kind == "crawl":
         site = status.get("data", [{}])[0].get("metadata", {}).get("sourceURL", "") if docs else ""
         s = site.split("127.0.0.")[1].split(":")[0] if "127.0.0." in site else None
@@ -137,27 +142,61 @@ for job in jobs:
         lost += max(0, manifest["reachable_pages"] - len(found))
 finished = time.time() - float(started)
 # Politeness, from each site's access log: "status uri bytes msec request_time".
-worst_conc, worst_gap, robots = 0, float("inf"), 0
+worst_conc, worst_gap, robots, gaps, short = 0, float("inf"), 0, 0, 0
 for s in range(2, sites + 2):
-    spans = []
+    spans, spans_raw = [], []
     for line in open(f"{work}/access{s}.log"):
         st, uri, _, end, took = line.split()
         if uri.startswith("/private/"):
             robots += 1
-        end, took = float(end), float(took)
-        spans.append((end - took, end, st))
+        # Whole milliseconds (nginx's resolution): a start computed in floating point as
+        # end - took can land a hair before another request's equal end and count as overlap.
+        end, took = round(float(end) * 1000), round(float(took) * 1000)
+        spans.append((end - took, end, st, line.strip()))
     spans.sort()
-    events = sorted([(a, 1) for a, _, _ in spans] + [(b, -1) for _, b, _ in spans], key=lambda e: (e[0], e[1]))
-    cur = 0
-    for _, d in events:
-        cur += d; worst_conc = max(worst_conc, cur)
-    # The site actor spaces its fetches by the interval (the log has millisecond times); the
-    # request that follows a redirect belongs to the same fetch.
-    for (a, _, status), (b, _, _) in zip(spans, spans[1:]):
-        if status not in ("301", "302", "303", "307", "308"):
-            worst_gap = min(worst_gap, b - a)
+    spans_raw = [raw for *_, raw in spans]
+    events = sorted([(a, 1, i) for i, (a, _, _, _) in enumerate(spans)] + [(b, -1, i) for i, (_, b, _, _) in enumerate(spans)],
+                    key=lambda e: (e[0], e[1]))
+    open_now = set()
+    for _, d, i in events:
+        if d > 0:
+            open_now.add(i)
+        else:
+            open_now.discard(i)
+        if len(open_now) > conc and len(open_now) > worst_conc:
+            # Which requests overlapped, for the operator (stderr).
+            at = spans[i][0] / 1000 - float(started)
+            print(f"site 127.0.0.{s}: {len(open_now)} at once, {at:+.3f} s:", file=sys.stderr)
+            for j in sorted(open_now):
+                print(f"  {spans_raw[j]}", file=sys.stderr)
+        worst_conc = max(worst_conc, len(open_now))
+    # The site actor spaces its fetches by the interval (the log has millisecond times). A
+    # request that follows a redirect belongs to the same fetch: it is the redirect's target
+    # (the site's redirects.map) asked for within 30 ms of the redirect's end.
+    targets = {}
+    for line in open(f"{work}/site{s}/redirects.map"):
+        source, target = line.split()
+        targets[source] = target.rstrip(";")
+    redirected = {}
+    for a, b, status, raw in spans:
+        if status in ("301", "302", "303", "307", "308"):
+            redirected.setdefault(targets.get(raw.split()[1]), []).append(b)
+    starts = [(a, raw) for a, _, _, raw in spans
+              if not any(0 <= a - end <= 30 for end in redirected.get(raw.split()[1], []))]
+    for (a, raw_a), (b, raw_b) in zip(starts, starts[1:]):
+        if (b - a) / 1000 < worst_gap:
+            closest = (s, a, b, raw_a, raw_b)
+        worst_gap = min(worst_gap, (b - a) / 1000)
+        gaps += 1
+        short += (b - a) < interval
+if worst_gap < interval / 1000:
+    # The two closest fetches of a site, in seconds after the round's first job was sent.
+    site, a, b, raw_a, raw_b = closest
+    print(f"closest fetches: 127.0.0.{site} at {a / 1000 - float(started):+.3f} s and "
+          f"{b / 1000 - float(started):+.3f} s:\n  {raw_a}\n  {raw_b}", file=sys.stderr)
 print(f"lost={lost} duplicated={dup} robots_violations={robots} max_site_concurrency={worst_conc} "
-      f"min_gap_ms={worst_gap * 1000:.1f} finished_s={finished:.1f}")
+      f"min_gap_ms={worst_gap * 1000:.1f} gaps_under_interval={short}/{gaps} finished_s={finished:.1f} pages={pages} "
+      f"pages_per_s={pages / finished:.0f}")
 PY
 )
   echo "round=$round detect_s=${detect:-none} $result"

@@ -112,6 +112,9 @@ pub async fn serve(
     if let Some(cluster) = &runtime.services().cluster {
         cluster.serve(cluster::Channel::Jobs, service::remote::RemoteHandler::new(jobs.clone()));
         runtime.services().teams.join_cluster(cluster.clone());
+        let forward =
+            api::forward::Handler::new(format!("http://{reachable}")).map_err(StartupError::Engine)?;
+        cluster.serve(cluster::Channel::Http, forward);
     }
     let state = web::Data::new(api::AppState {
         settings: Arc::clone(&settings),

@@ -606,6 +606,14 @@ impl Slot {
 
 /// Runs one request and reports back: a page or a document.
 async fn fetch(myself: ActorRef<DomainMsg>, services: Services, token: u64, waiting: Waiting) {
+    // A process frozen (SIGSTOP, starved) after starting this task wakes with it still to
+    // run, while the other nodes may have taken the site meanwhile: when this node is out
+    // of touch with the members, the request goes back to the actor, which starts nothing
+    // until it has claimed the site again.
+    if services.cluster.as_ref().is_some_and(|cluster| !cluster.in_touch()) {
+        let _ = myself.cast(DomainMsg::Finished { token, backoff: None, retry: Some(waiting) });
+        return;
+    }
     let Waiting { job, work, attempts } = waiting;
     let slot = Slot { myself, services, token, job, attempts };
     match work {

@@ -79,6 +79,15 @@ pub struct Services {
 }
 
 impl Services {
+    /// A new id for a job, a scrape or a browser session: tagged with this node when it is
+    /// part of a cluster, so any node can tell where what it names lives.
+    pub fn new_id(&self) -> JobId {
+        match &self.cluster {
+            Some(cluster) => JobId::tagged(cluster.tag()),
+            None => JobId::new(),
+        }
+    }
+
     /// Services over `store`.
     pub fn new(scraper: Scraper, store: Store, settings: Arc<Settings>) -> Self {
         let teams = Arc::new(crate::teams::Teams::new(Arc::clone(&settings), store.clone()));

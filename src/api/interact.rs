@@ -8,13 +8,13 @@
 
 use std::time::Duration;
 
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::ApiError;
 use super::scrape::parse_job_id;
-use super::{AppState, Authenticated, body};
+use super::{AppState, Authenticated, body, forward};
 use crate::actors::browser::code::{CodeOutcome, Language};
 use crate::actors::browser::live::{self, InputError};
 use crate::actors::browser::{
@@ -164,10 +164,14 @@ fn validate(state: &AppState, bytes: &[u8]) -> Result<Work, ApiError> {
 pub async fn interact(
     state: web::Data<AppState>,
     auth: Authenticated,
+    request: HttpRequest,
     path: web::Path<String>,
     bytes: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
     let id = parse_job_id(&path)?;
+    if let Some(answer) = forward::to_node_of(&state, &request, &bytes, id.tag()).await {
+        return answer;
+    }
     let work = validate(&state, &bytes)?;
     state
         .scraper
@@ -328,9 +332,13 @@ async fn session_for(state: &AppState, team: &TeamId, id: JobId) -> Result<Sessi
 pub async fn stop_interact(
     state: web::Data<AppState>,
     auth: Authenticated,
+    request: HttpRequest,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let id = parse_job_id(&path)?;
+    if let Some(answer) = forward::to_node_of(&state, &request, &[], id.tag()).await {
+        return answer;
+    }
     end(&state, SessionKey::Scrape(id), auth.team).await
 }
 
@@ -348,14 +356,31 @@ pub async fn stop_interact(
 pub async fn delete_session(
     state: web::Data<AppState>,
     auth: Authenticated,
+    request: HttpRequest,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
+    if let Some(answer) = on_session_node(&state, &request, &[], &path).await {
+        return answer;
+    }
     end(&state, SessionKey::Session(path.into_inner()), auth.team).await
+}
+
+/// Passes a request about browser session `session` to the node that holds it (its id
+/// carries the node's tag); `None` when that is this node.
+async fn on_session_node(
+    state: &AppState,
+    request: &HttpRequest,
+    body: &[u8],
+    session: &str,
+) -> Option<Result<HttpResponse, ApiError>> {
+    let id = JobId::parse(session)?;
+    forward::to_node_of(state, request, body, id.tag()).await
 }
 
 async fn delete_by_body(
     state: web::Data<AppState>,
     auth: Authenticated,
+    request: HttpRequest,
     bytes: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
     #[derive(Deserialize)]
@@ -366,6 +391,9 @@ async fn delete_by_body(
     let mut map = body::object(&bytes)?;
     body::reject_unknown(&mut map, &[&["id"]], "")?;
     let parsed: DeleteBody = body::typed(Value::Object(map), "")?;
+    if let Some(answer) = on_session_node(&state, &request, &bytes, &parsed.id).await {
+        return answer;
+    }
     end(&state, SessionKey::Session(parsed.id), auth.team).await
 }
 
@@ -385,7 +413,25 @@ async fn access(state: &AppState, token: &str) -> Result<LiveAccess, ApiError> {
     state.runtime.browser_call(|reply| BrowserMsg::Access(token, reply)).await?.ok_or_else(live_ended)
 }
 
-async fn live_page(state: web::Data<AppState>, token: web::Path<String>) -> Result<HttpResponse, ApiError> {
+/// Passes a live-view request to the node holding the session (its token starts with
+/// the node's tag); `None` when that is this node.
+async fn on_live_node(
+    state: &AppState,
+    request: &HttpRequest,
+    body: &[u8],
+    token: &str,
+) -> Option<Result<HttpResponse, ApiError>> {
+    forward::to_node_of(state, request, body, registry::tag_of_token(token)?).await
+}
+
+async fn live_page(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    if let Some(answer) = on_live_node(&state, &request, &[], &token).await {
+        return answer;
+    }
     let access = access(&state, &token).await?;
     Ok(HttpResponse::Ok()
         .content_type("text/html; charset=utf-8")
@@ -394,7 +440,14 @@ async fn live_page(state: web::Data<AppState>, token: web::Path<String>) -> Resu
         .body(live::page_html(&token, access.interactive)))
 }
 
-async fn live_frame(state: web::Data<AppState>, token: web::Path<String>) -> Result<HttpResponse, ApiError> {
+async fn live_frame(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    if let Some(answer) = on_live_node(&state, &request, &[], &token).await {
+        return answer;
+    }
     let access = access(&state, &token).await?;
     let jpeg = match access.session.call(SessionMsg::Frame, Some(LIVE_CALL)).await {
         Ok(ractor::rpc::CallResult::Success(frame)) => {
@@ -407,9 +460,13 @@ async fn live_frame(state: web::Data<AppState>, token: web::Path<String>) -> Res
 
 async fn live_input(
     state: web::Data<AppState>,
+    request: HttpRequest,
     token: web::Path<String>,
     bytes: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
+    if let Some(answer) = on_live_node(&state, &request, &bytes, &token).await {
+        return answer;
+    }
     let access = access(&state, &token).await?;
     if !access.interactive {
         return Err(ApiError::new(Code::Forbidden, "This live view is read-only."));

@@ -15,6 +15,7 @@ pub mod crawl_body;
 pub mod error;
 pub mod files;
 pub mod formats;
+pub mod forward;
 pub mod health;
 pub mod interact;
 pub mod job_view;

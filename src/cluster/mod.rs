@@ -39,6 +39,9 @@ pub enum Channel {
     Jobs = 1,
     /// Teams: keys, credits, concurrency (`teams::cluster`).
     Teams = 2,
+    /// API requests for a browser session or a scrape's page state held by another node
+    /// (`api::forward`).
+    Http = 3,
 }
 
 /// Handles requests other nodes send to this one.

@@ -23,10 +23,7 @@ enum Route {
 impl JobService {
     /// A new job id, tagged with this node when it is part of a cluster.
     pub fn new_id(&self) -> JobId {
-        match &self.runtime.services().cluster {
-            Some(cluster) => JobId::tagged(cluster.tag()),
-            None => JobId::new(),
-        }
+        self.runtime.services().new_id()
     }
 
     fn route(&self, id: JobId) -> Result<Route, JobError> {

@@ -487,3 +487,59 @@ async fn keys_and_credits_hold_for_the_whole_cluster() {
     assert_eq!(status, 200, "{usage}");
     assert_eq!(usage["data"]["remainingCredits"].as_u64(), Some(0), "{usage}");
 }
+
+/// A browser session lives where its Chromium runs (the node that ran the scrape); any
+/// node passes interact calls, the live view and the session's end to it.
+#[tokio::test]
+async fn interact_and_the_live_view_work_through_any_node() {
+    let site = crate::common::FixtureSite::start();
+    let a = Node::start("a", None, &[]);
+    let b = Node::start("b", Some(&a.cluster_addr), &[]);
+    for node in [&a, &b] {
+        node.wait_live(&["a", "b"], Duration::from_secs(20)).await;
+    }
+    let key = &a.key;
+    let body = serde_json::json!({"url": site.url("/js/interactive"), "waitFor": 10});
+    let (status, scraped) = call(a.base(), key, reqwest::Method::POST, "/v2/scrape", Some(&body)).await;
+    assert_eq!(status, 200, "{scraped}");
+    let id = scraped["data"]["metadata"]["scrapeId"].as_str().expect("scrapeId").to_owned();
+    let path = format!("/v2/scrape/{id}/interact");
+
+    // Made through b, on a (where the scrape's page state is); its state is there for a
+    // call through either node.
+    let code = serde_json::json!({"code": "window.marker = 'kept'; document.title"});
+    let (status, first) = call(b.base(), key, reqwest::Method::POST, &path, Some(&code)).await;
+    assert_eq!((status, first["success"].as_bool()), (200, Some(true)), "{first}");
+    let session = first["sessionId"].as_str().expect("sessionId").to_owned();
+    let members = b.view().await["members"].clone();
+    let on = |name: &str| {
+        members.as_array().expect("members").iter().find(|m| m["name"] == name).map(|m| m["sessions"].clone())
+    };
+    assert_eq!((on("a"), on("b")), (Some(1.into()), Some(0.into())), "{members}");
+    let code = serde_json::json!({"code": "[window.marker]"});
+    let (status, again) = call(a.base(), key, reqwest::Method::POST, &path, Some(&code)).await;
+    assert_eq!((status, again["result"].as_str()), (200, Some(r#"["kept"]"#)), "{again}");
+    assert_eq!(again["sessionId"], session.as_str());
+
+    // The live view through b: its page and a frame of the page.
+    let live = first["liveViewUrl"].as_str().expect("liveViewUrl");
+    let live = &live[live.find("/v2/live/").expect("live path")..];
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    for (suffix, kind) in [("", "text/html"), ("/frame", "image/jpeg")] {
+        let resp = client.get(format!("{}{live}{suffix}", b.base())).send().await.expect("live view");
+        let content_type =
+            resp.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        assert_eq!(resp.status().as_u16(), 200, "{live}{suffix}");
+        assert!(content_type.is_some_and(|t| t.starts_with(kind)), "{live}{suffix}");
+        assert!(!resp.bytes().await.expect("body").is_empty());
+    }
+
+    // Ended through b by its id; the scrape's session is then gone on every node.
+    let (status, ended) =
+        call(b.base(), key, reqwest::Method::DELETE, &format!("/v2/browser/{session}"), None).await;
+    assert_eq!((status, ended["success"].as_bool()), (200, Some(true)), "{ended}");
+    let (status, after) = call(b.base(), key, reqwest::Method::POST, &path, Some(&code)).await;
+    assert_eq!((status, after["code"].as_str()), (410, Some("SESSION_DESTROYED")), "{after}");
+    let resp = client.get(format!("{}{live}", b.base())).send().await.expect("live view");
+    assert_eq!(resp.status().as_u16(), 404);
+}

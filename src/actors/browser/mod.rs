@@ -324,11 +324,11 @@ async fn adopt(
         }
     };
     let view = SessionView {
-        session_id: uuid::Uuid::now_v7().to_string(),
+        session_id: state.services.new_id().to_string(),
         scrape_id: opened.scrape_id,
         actor,
-        view_token: registry::token(),
-        control_token: registry::token(),
+        view_token: registry::token(state.services.cluster.as_ref().map(crate::cluster::Cluster::tag)),
+        control_token: registry::token(state.services.cluster.as_ref().map(crate::cluster::Cluster::tag)),
     };
     let entry = Entry {
         team: opened.team,

@@ -73,11 +73,21 @@ pub struct LiveAccess {
     pub interactive: bool,
 }
 
-/// A random token of 32 hex digits.
-pub fn token() -> String {
+/// A random token of 32 hex digits; in a cluster the first 8 are this node's tag (see
+/// [`tag_of_token`]), the other 24 random.
+pub fn token(tag: Option<u32>) -> String {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the system's random source");
+    if let Some(tag) = tag {
+        bytes[..4].copy_from_slice(&tag.to_be_bytes());
+    }
     hex::encode(bytes)
+}
+
+/// The node tag a live-view token starts with (random for a token made alone).
+pub fn tag_of_token(token: &str) -> Option<u32> {
+    let bytes = hex::decode(token.get(..8)?).ok()?;
+    Some(u32::from_be_bytes(bytes.try_into().ok()?))
 }
 
 #[cfg(test)]
@@ -90,7 +100,11 @@ mod tests {
         assert_eq!(credits_for(60_000), 2);
         assert_eq!(credits_for(3_600_000), 120);
         assert_eq!(credits_for(3_600_001), 121);
-        assert_ne!(token(), token());
-        assert_eq!(token().len(), 32);
+        assert_ne!(token(None), token(None));
+        assert_eq!(token(None).len(), 32);
+        let tagged = token(Some(0xdead_beef));
+        assert_eq!(tag_of_token(&tagged), Some(0xdead_beef));
+        assert_ne!(tagged, token(Some(0xdead_beef)), "the rest stays random");
+        assert_eq!(tag_of_token("xyz"), None);
     }
 }

@@ -1,0 +1,155 @@
+//! Requests for state that lives in another node's process: a browser session (interact,
+//! live view) exists where its Chromium runs, and a scrape's page state where the scrape
+//! ran. Their ids carry that node's tag (see `crate::model::JobId::tagged` and
+//! `registry::token`), so any node can pass such a request on: the request goes over the
+//! cluster's `Http` channel to the node of the tag, which answers it with its own API
+//! (the same handlers, keys and checks), and the answer comes back as it was. A request
+//! passed on once is never passed on again (`x-ferrocrawl-forwarded`), so two nodes with
+//! different views of the members cannot bounce it between them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse};
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use super::AppState;
+use super::error::ApiError;
+use crate::cluster::{Channel, ClusterError};
+use crate::model::Code;
+
+/// Marks a request another node passed on.
+pub const FORWARDED: &str = "x-ferrocrawl-forwarded";
+/// Request headers passed on with the request.
+const REQUEST_HEADERS: [&str; 4] = ["authorization", "content-type", "accept", "x-request-id"];
+/// Answer headers passed back.
+const ANSWER_HEADERS: [&str; 4] = ["content-type", "cache-control", "referrer-policy", "retry-after"];
+/// Longest a passed-on request may take: interact code runs up to 300 s.
+const TIMEOUT: Duration = Duration::from_secs(330);
+
+/// A request passed on to another node.
+#[derive(Debug, Serialize, Deserialize)]
+struct Passed {
+    method: String,
+    /// Path and query, e.g. `/v2/live/…/frame`.
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+/// That node's answer.
+#[derive(Debug, Serialize, Deserialize)]
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+/// Answers `request` on the node whose ids carry `tag` when that is another node: `None`
+/// when it is this one (or this node is alone, or the request was passed on already).
+pub async fn to_node_of(
+    state: &AppState,
+    request: &HttpRequest,
+    body: &[u8],
+    tag: u32,
+) -> Option<Result<HttpResponse, ApiError>> {
+    if request.headers().contains_key(FORWARDED) {
+        return None;
+    }
+    let cluster = state.runtime.services().cluster.as_ref()?;
+    let node = match cluster.node_of_tag(tag) {
+        Some((node, _)) if node == cluster.name() => return None,
+        Some((node, true)) => node,
+        Some((node, false)) => return Some(Err(unavailable(&node))),
+        None => return None,
+    };
+    let headers = REQUEST_HEADERS
+        .iter()
+        .filter_map(|name| {
+            let value = request.headers().get(*name)?.to_str().ok()?;
+            Some(((*name).to_owned(), value.to_owned()))
+        })
+        .collect();
+    let path = request.uri().path_and_query().map_or_else(|| request.path().to_owned(), |p| p.to_string());
+    let passed = Passed { method: request.method().to_string(), path, headers, body: body.to_vec() };
+    let bytes = match postcard::to_allocvec(&passed) {
+        Ok(bytes) => bytes,
+        Err(e) => return Some(Err(ApiError::new(Code::Unknown, e.to_string()))),
+    };
+    let answer = match cluster.call(&node, Channel::Http, bytes, TIMEOUT).await {
+        Ok(answer) => answer,
+        Err(ClusterError::Call { reason, .. })
+            if !reason.contains("unreachable") && !reason.contains("no answer") =>
+        {
+            return Some(Err(ApiError::new(Code::Unknown, format!("node `{node}`: {reason}"))));
+        }
+        Err(_) => return Some(Err(unavailable(&node))),
+    };
+    let answer: Answer = match postcard::from_bytes(&answer) {
+        Ok(answer) => answer,
+        Err(e) => return Some(Err(ApiError::new(Code::Unknown, format!("node `{node}`: {e}")))),
+    };
+    let mut response =
+        HttpResponse::build(StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY));
+    for (name, value) in answer.headers {
+        response.insert_header((name, value));
+    }
+    Some(Ok(response.body(answer.body)))
+}
+
+fn unavailable(node: &str) -> ApiError {
+    ApiError::new(
+        Code::NodeUnavailable,
+        format!(
+            "Node `{node}`, which holds this browser session or scrape, is not reachable; retry when it is back."
+        ),
+    )
+}
+
+/// Answers requests other nodes pass on, with this node's own API at `base`.
+#[derive(Debug)]
+pub struct Handler {
+    client: reqwest::Client,
+    base: String,
+}
+
+impl Handler {
+    /// A handler sending requests to this node's API at `base` (`http://host:port`).
+    pub fn new(base: String) -> Result<Arc<Self>, String> {
+        let client =
+            reqwest::Client::builder().no_proxy().timeout(TIMEOUT).build().map_err(|e| e.to_string())?;
+        Ok(Arc::new(Self { client, base }))
+    }
+}
+
+impl crate::cluster::Handler for Handler {
+    fn handle(&self, from: String, request: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>> {
+        let (client, base) = (self.client.clone(), self.base.clone());
+        Box::pin(async move {
+            let passed: Passed = postcard::from_bytes(&request).map_err(|e| e.to_string())?;
+            if !passed.path.starts_with('/') {
+                return Err("not a path".into());
+            }
+            let method = reqwest::Method::from_bytes(passed.method.as_bytes()).map_err(|e| e.to_string())?;
+            let mut outgoing =
+                client.request(method, format!("{base}{}", passed.path)).header(FORWARDED, from);
+            for (name, value) in passed.headers.iter().filter(|(n, _)| REQUEST_HEADERS.contains(&n.as_str()))
+            {
+                outgoing = outgoing.header(name, value);
+            }
+            let response = outgoing.body(passed.body).send().await.map_err(|e| e.to_string())?;
+            let status = response.status().as_u16();
+            let headers = ANSWER_HEADERS
+                .iter()
+                .filter_map(|name| {
+                    let value = response.headers().get(*name)?.to_str().ok()?;
+                    Some(((*name).to_owned(), value.to_owned()))
+                })
+                .collect();
+            let body = response.bytes().await.map_err(|e| e.to_string())?.to_vec();
+            postcard::to_allocvec(&Answer { status, headers, body }).map_err(|e| e.to_string())
+        })
+    }
+}
