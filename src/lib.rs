@@ -105,13 +105,15 @@ pub async fn serve(
         .with_public_base(&format!("http://{reachable}"));
     let mut services = actors::Services::new(scraper.clone(), store.clone(), Arc::clone(&settings));
     if settings.cluster.enabled() {
-        services.cluster = Some(cluster::Cluster::start(&settings.cluster).await?);
+        let cluster = cluster::Cluster::start(&settings.cluster).await?;
+        // Before any job resumes: the team limits it passes are the cluster's.
+        services.teams.join_cluster(cluster.clone());
+        services.cluster = Some(cluster);
     }
     let runtime = actors::Runtime::start(services).await?;
     let jobs = service::JobService::new(runtime.clone());
     if let Some(cluster) = &runtime.services().cluster {
         cluster.serve(cluster::Channel::Jobs, service::remote::RemoteHandler::new(jobs.clone()));
-        runtime.services().teams.join_cluster(cluster.clone());
         let forward =
             api::forward::Handler::new(format!("http://{reachable}")).map_err(StartupError::Engine)?;
         cluster.serve(cluster::Channel::Http, forward);

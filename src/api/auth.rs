@@ -54,16 +54,24 @@ async fn authenticate(req: &HttpRequest) -> Result<Authenticated, ApiError> {
     });
     let token = token.ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Token missing"))?;
     // A key unknown here is looked up on the other nodes of a cluster.
+    // Job-creating requests count against the team's request rate (the cluster's, at the
+    // team's owner).
     let teams = std::sync::Arc::clone(&state.runtime.services().teams);
     let token = token.to_owned();
+    // A request another node passed on was counted there.
+    let post = req.method() == actix_web::http::Method::POST && !super::forward::passed_on(req);
     let team = state
-        .off_worker(async move { Ok(teams.authenticate(&token).await?) })
-        .await?
-        .ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Invalid token"))?;
-    // Job-creating requests count against the team's request rate.
-    if req.method() == actix_web::http::Method::POST {
-        state.runtime.services().teams.check_rate(&team).map_err(ApiError::rate_limited)?;
-    }
+        .off_worker(async move {
+            let team = teams
+                .authenticate(&token)
+                .await?
+                .ok_or_else(|| ApiError::new(Code::Unauthorized, "Unauthorized: Invalid token"))?;
+            if post {
+                teams.check_rate_everywhere(&team).await.map_err(ApiError::rate_limited)?;
+            }
+            Ok(team)
+        })
+        .await?;
     let flags = state.settings.team(team.as_str());
     Ok(Authenticated { team, flags })
 }

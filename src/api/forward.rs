@@ -4,8 +4,10 @@
 //! `registry::token`), so any node can pass such a request on: the request goes over the
 //! cluster's `Http` channel to the node of the tag, which answers it with its own API
 //! (the same handlers, keys and checks), and the answer comes back as it was. A request
-//! passed on once is never passed on again (`x-ferrocrawl-forwarded`), so two nodes with
-//! different views of the members cannot bounce it between them.
+//! passed on once is never passed on again, so two nodes with different views of the
+//! members cannot bounce it between them, and is not counted twice against the team's
+//! request rate: it carries `x-ferrocrawl-forwarded` with a secret of the answering process
+//! (random at start, never leaves it), which no client can forge.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,6 +49,17 @@ struct Answer {
     body: Vec<u8>,
 }
 
+/// The secret marking requests this process passes to its own API for another node.
+fn secret() -> &'static str {
+    static SECRET: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    SECRET.get_or_init(|| crate::actors::browser::registry::token(None))
+}
+
+/// Whether `request` was passed on by another node (through this process's handler).
+pub fn passed_on(request: &HttpRequest) -> bool {
+    request.headers().get(FORWARDED).is_some_and(|v| v.as_bytes() == secret().as_bytes())
+}
+
 /// Answers `request` on the node whose ids carry `tag` when that is another node: `None`
 /// when it is this one (or this node is alone, or the request was passed on already).
 pub async fn to_node_of(
@@ -55,7 +68,7 @@ pub async fn to_node_of(
     body: &[u8],
     tag: u32,
 ) -> Option<Result<HttpResponse, ApiError>> {
-    if request.headers().contains_key(FORWARDED) {
+    if passed_on(request) {
         return None;
     }
     let cluster = state.runtime.services().cluster.as_ref()?;
@@ -125,7 +138,7 @@ impl Handler {
 }
 
 impl crate::cluster::Handler for Handler {
-    fn handle(&self, from: String, request: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>> {
+    fn handle(&self, _from: String, request: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>> {
         let (client, base) = (self.client.clone(), self.base.clone());
         Box::pin(async move {
             let passed: Passed = postcard::from_bytes(&request).map_err(|e| e.to_string())?;
@@ -134,7 +147,7 @@ impl crate::cluster::Handler for Handler {
             }
             let method = reqwest::Method::from_bytes(passed.method.as_bytes()).map_err(|e| e.to_string())?;
             let mut outgoing =
-                client.request(method, format!("{base}{}", passed.path)).header(FORWARDED, from);
+                client.request(method, format!("{base}{}", passed.path)).header(FORWARDED, secret());
             for (name, value) in passed.headers.iter().filter(|(n, _)| REQUEST_HEADERS.contains(&n.as_str()))
             {
                 outgoing = outgoing.header(name, value);

@@ -11,8 +11,10 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the node-to-node protocol this build speaks. Nodes of another version are
 /// refused when they meet (both log the two versions). 2: site handover (`Release`
-/// requests, pages answered `Moved`), which a node of version 1 could not read.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// requests, pages answered `Moved`), which a node of version 1 could not read. 3: team
+/// slots and rates kept by the team's owner, requests passed on to a session's node (a
+/// version-2 node could not answer them, and a team owned by one would get no slots).
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// What every message between nodes starts with.
 #[derive(Debug, Serialize, Deserialize)]

@@ -9,6 +9,11 @@
 //!   While a node is down its charges are not counted (its ledger is on its disk): a team
 //!   can overspend by what it spent through that node until the node is back. Two requests
 //!   checked at the same moment on two nodes can both pass, as on one node.
+//! - **concurrency**: the team's owner (rendezvous hashing over the live members) grants
+//!   each node a share of the team's slots (see [`super::slots`]); pages use them locally.
+//! - **request rate**: a POST counts against the limiter of the team's owner, asked for each
+//!   request; while the owner does not answer, this node's own limiter decides (so a team
+//!   may briefly have the rate on each node).
 //!
 //! Requests travel on the cluster's `Teams` channel, postcard-encoded.
 
@@ -20,6 +25,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use super::Teams;
+use super::slots::{Grant, SYNC};
 use crate::cluster::{Channel, Cluster};
 use crate::model::TeamId;
 use crate::store::ledger::Month;
@@ -38,6 +44,18 @@ enum Request {
     KeyTeam([u8; 32]),
     /// Credits the team used in the month through this node.
     Used(String, Month),
+    /// The sender holds `held` of the team's slots and has `want` pages waiting (to the
+    /// team's owner).
+    Slots {
+        /// The team.
+        team: String,
+        /// Slots the sender holds.
+        held: u32,
+        /// Pages waiting on the sender.
+        want: u32,
+    },
+    /// Count one POST request of the team (to the team's owner).
+    Rate(String),
 }
 
 /// The answers.
@@ -47,6 +65,10 @@ enum Response {
     KeyTeam(Option<String>),
     /// See [`Request::Used`].
     Used(u64),
+    /// See [`Request::Slots`].
+    Slots(Grant),
+    /// See [`Request::Rate`]: `None` when allowed, else how long to wait (ms).
+    Rate(Option<u64>),
 }
 
 /// Keys looked up on peers: found (the team) or not found (when).
@@ -67,6 +89,56 @@ async fn ask(cluster: &Cluster, node: &str, request: &Request) -> Option<Respons
     let bytes = postcard::to_allocvec(request).ok()?;
     let answer = cluster.call(node, Channel::Teams, bytes, TIMEOUT).await.ok()?;
     postcard::from_bytes(&answer).ok()
+}
+
+/// The key placing a team's owner among the members.
+fn team_key(team: &str) -> String {
+    format!("team:{team}")
+}
+
+/// Keeps this node's lease of a team's slots: reports to the team's owner every
+/// [`SYNC`] while it holds or wants any (once more after it gave everything back), and
+/// applies the owner's answer to the team's gate.
+pub(super) struct LeaseKeeper {
+    pub cluster: Cluster,
+    pub pools: Arc<super::slots::Pools>,
+    pub team: String,
+    pub gate: Arc<super::Gate>,
+}
+
+impl LeaseKeeper {
+    pub(super) async fn run(self) {
+        use std::sync::atomic::Ordering;
+        let Some(lease) = self.gate.lease.clone() else { return };
+        let mut reported_idle = false;
+        loop {
+            let held = lease.held.load(Ordering::SeqCst);
+            let want = u32::try_from(self.gate.waiting.load(Ordering::SeqCst)).unwrap_or(u32::MAX);
+            if held == 0 && want == 0 && reported_idle {
+                lease.wake.notified().await;
+                continue;
+            }
+            reported_idle = held == 0 && want == 0;
+            let owner = self.cluster.owner_of(&team_key(&self.team));
+            let answer = if owner == self.cluster.name() {
+                let live = self.cluster.live();
+                Some(self.pools.report(&self.team, self.gate.size, &live, &owner, held, want))
+            } else {
+                let request = Request::Slots { team: self.team.clone(), held, want };
+                match ask(&self.cluster, &owner, &request).await {
+                    Some(Response::Slots(grant)) => Some(grant),
+                    _ => None,
+                }
+            };
+            if let Some(answer) = answer {
+                lease.apply(&self.gate.slots, &self.gate.waiting, answer);
+            }
+            tokio::select! {
+                () = tokio::time::sleep(SYNC) => {}
+                () = lease.wake.notified() => {}
+            }
+        }
+    }
 }
 
 fn peers(cluster: &Cluster) -> Vec<String> {
@@ -116,6 +188,22 @@ impl Teams {
         Ok(team)
     }
 
+    /// Counts one POST request of the team against its rate, at the team's owner when that
+    /// is another node that answers; `Err` is how long to wait.
+    pub async fn check_rate_everywhere(&self, team: &TeamId) -> Result<(), Duration> {
+        if let Some(cluster) = self.cluster.get() {
+            let owner = cluster.owner_of(&team_key(team.as_str()));
+            if owner != cluster.name() {
+                match ask(cluster, &owner, &Request::Rate(team.as_str().to_owned())).await {
+                    Some(Response::Rate(None)) => return Ok(()),
+                    Some(Response::Rate(Some(ms))) => return Err(Duration::from_millis(ms)),
+                    _ => tracing::debug!(node = %owner, "the team's owner did not answer; rate checked here"),
+                }
+            }
+        }
+        self.check_rate(team)
+    }
+
     /// Credits the team used in `month` on every live node (this one alone when it is not
     /// part of a cluster).
     pub async fn used_everywhere(
@@ -146,7 +234,7 @@ impl Teams {
 struct TeamsHandler(Arc<Teams>);
 
 impl crate::cluster::Handler for TeamsHandler {
-    fn handle(&self, _from: String, request: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>> {
+    fn handle(&self, from: String, request: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>> {
         let teams = Arc::clone(&self.0);
         Box::pin(async move {
             let request: Request = postcard::from_bytes(&request).map_err(|e| e.to_string())?;
@@ -162,6 +250,17 @@ impl crate::cluster::Handler for TeamsHandler {
                 Request::Used(team, month) => {
                     let team = TeamId::parse(&team).map_err(|e| e.clone())?;
                     Response::Used(teams.used(&team, month).map_err(|e| e.to_string())?)
+                }
+                Request::Slots { team, held, want } => {
+                    let id = TeamId::parse(&team).map_err(|e| e.clone())?;
+                    let limit = teams.plan(&id).concurrency;
+                    let live = teams.cluster.get().map(Cluster::live).unwrap_or_default();
+                    Response::Slots(teams.pools.report(&team, limit, &live, &from, held, want))
+                }
+                Request::Rate(team) => {
+                    let team = TeamId::parse(&team).map_err(|e| e.clone())?;
+                    let wait = teams.check_rate(&team).err();
+                    Response::Rate(wait.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)))
                 }
             };
             postcard::to_allocvec(&response).map_err(|e| e.to_string())

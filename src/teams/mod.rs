@@ -2,9 +2,11 @@
 //! from the configuration and the store, the credit check before work and the charge after
 //! it, the concurrency gate every page fetch passes (scrapes, crawl and batch pages share
 //! it; waiters are served in arrival order, so jobs take turns), and the request rate
-//! limiter. In a cluster, keys and credits hold for the cluster as a whole ([`cluster`]).
+//! limiter. In a cluster, keys, credits, the concurrency limit and the request rate hold
+//! for the cluster as a whole ([`cluster`], [`slots`]).
 
 mod cluster;
+mod slots;
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -60,12 +62,24 @@ impl ErrorCode for CreditError {
     }
 }
 
-/// Permission to fetch one page; dropping it frees the slot.
+/// Permission to fetch one page; dropping it frees the slot (in a cluster, or gives it back
+/// to the team's owner when this node holds more than its share).
 #[derive(Debug)]
 pub struct Admission {
-    _permit: OwnedSemaphorePermit,
+    permit: Option<OwnedSemaphorePermit>,
+    lease: Option<Arc<slots::Lease>>,
     /// How long the request waited for a slot, when it had to.
     pub waited: Option<Duration>,
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        if let (Some(lease), Some(permit)) = (&self.lease, self.permit.take())
+            && lease.take_debt()
+        {
+            permit.forget();
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -73,6 +87,8 @@ struct Gate {
     slots: Arc<Semaphore>,
     size: u32,
     waiting: AtomicUsize,
+    /// In a cluster: the slots the team's owner granted this node (`slots` holds them).
+    lease: Option<Arc<slots::Lease>>,
 }
 
 /// Run-time team policy.
@@ -83,6 +99,7 @@ pub struct Teams {
     cluster: std::sync::OnceLock<crate::cluster::Cluster>,
     keys: cluster::KeyMemory,
     gates: Mutex<HashMap<String, Arc<Gate>>>,
+    pools: Arc<slots::Pools>,
     limiters: Mutex<HashMap<String, Arc<DefaultDirectRateLimiter>>>,
     last_success: Mutex<HashMap<String, u64>>,
 }
@@ -96,6 +113,7 @@ impl Teams {
             cluster: std::sync::OnceLock::new(),
             keys: cluster::KeyMemory::default(),
             gates: Mutex::new(HashMap::new()),
+            pools: Arc::default(),
             limiters: Mutex::new(HashMap::new()),
             last_success: Mutex::new(HashMap::new()),
         }
@@ -173,15 +191,29 @@ impl Teams {
         last.get(team.as_str()).copied()
     }
 
+    /// The team's gate, made on first use: on a single node it holds the team's whole
+    /// limit; in a cluster it starts empty and a task keeps it supplied by the team's owner.
     fn gate(&self, team: &TeamId) -> Arc<Gate> {
         let size = self.plan(team).concurrency;
         let mut gates = self.gates.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let gate = gates.entry(team.as_str().to_owned()).or_insert_with(|| {
-            Arc::new(Gate {
-                slots: Arc::new(Semaphore::new(size as usize)),
+            let cluster = self.cluster.get().cloned();
+            let gate = Arc::new(Gate {
+                slots: Arc::new(Semaphore::new(if cluster.is_some() { 0 } else { size as usize })),
                 size,
                 waiting: AtomicUsize::new(0),
-            })
+                lease: cluster.is_some().then(Arc::default),
+            });
+            if let Some(cluster) = cluster {
+                let lease = cluster::LeaseKeeper {
+                    cluster,
+                    pools: Arc::clone(&self.pools),
+                    team: team.as_str().to_owned(),
+                    gate: Arc::clone(&gate),
+                };
+                tokio::spawn(lease.run());
+            }
+            gate
         });
         Arc::clone(gate)
     }
@@ -189,22 +221,36 @@ impl Teams {
     /// Waits for one of the team's slots.
     pub async fn admit(&self, team: &TeamId) -> Admission {
         let gate = self.gate(team);
+        let lease = gate.lease.clone();
         if let Ok(permit) = Arc::clone(&gate.slots).try_acquire_owned() {
-            return Admission { _permit: permit, waited: None };
+            return Admission { permit: Some(permit), lease, waited: None };
         }
         let started = Instant::now();
-        gate.waiting.fetch_add(1, Ordering::SeqCst);
+        let before = gate.waiting.fetch_add(1, Ordering::SeqCst);
+        if let Some(lease) = &lease
+            && before == 0
+        {
+            // Ask the team's owner for slots now rather than at the next report.
+            lease.wake.notify_one();
+        }
         let permit = Arc::clone(&gate.slots).acquire_owned().await;
         gate.waiting.fetch_sub(1, Ordering::SeqCst);
         // The semaphore is never closed.
         let permit = permit.expect("team gates are never closed");
-        Admission { _permit: permit, waited: Some(started.elapsed()) }
+        Admission { permit: Some(permit), lease, waited: Some(started.elapsed()) }
     }
 
-    /// (pages in flight, pages waiting, limit) for the team.
+    /// (pages in flight, pages waiting, limit) for the team, on this node.
     pub fn load(&self, team: &TeamId) -> (u32, u32, u32) {
-        let gate = self.gate(team);
-        let active = gate.size.saturating_sub(gate.slots.available_permits() as u32);
+        let size = self.plan(team).concurrency;
+        let gate =
+            self.gates.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(team.as_str()).cloned();
+        let Some(gate) = gate else { return (0, 0, size) };
+        let owned = match &gate.lease {
+            Some(lease) => lease.held.load(Ordering::SeqCst),
+            None => gate.size,
+        };
+        let active = owned.saturating_sub(u32::try_from(gate.slots.available_permits()).unwrap_or(u32::MAX));
         (active, gate.waiting.load(Ordering::SeqCst) as u32, gate.size)
     }
 

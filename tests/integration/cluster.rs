@@ -543,3 +543,59 @@ async fn interact_and_the_live_view_work_through_any_node() {
     let resp = client.get(format!("{}{live}", b.base())).send().await.expect("live view");
     assert_eq!(resp.status().as_u16(), 404);
 }
+
+/// A team's concurrency limit and request rate hold for the cluster as a whole: two
+/// batches of one team, accepted by two nodes, never have more pages in flight together
+/// than the team's limit, and POSTs through three nodes share one rate.
+#[tokio::test]
+async fn a_teams_concurrency_and_rate_hold_for_the_whole_cluster() {
+    let site = crate::common::CrawlSite::start(150);
+    let env = [
+        ("FERROCRAWL_LIMITS__TEAM_CONCURRENCY", "2"),
+        ("FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY", "10"),
+        ("FERROCRAWL_CRAWL__DOMAIN_MIN_INTERVAL_MS", "0"),
+        ("FERROCRAWL_LIMITS__REQUESTS_PER_MINUTE", "5"),
+    ];
+    let a = Node::start("a", None, &env);
+    let b = Node::start("b", Some(&a.cluster_addr), &env);
+    let c = Node::start("c", Some(&a.cluster_addr), &env);
+    for node in [&a, &b, &c] {
+        node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
+    }
+    let key = &a.key;
+    let mut paths = Vec::new();
+    for (node, half) in [(&a, 0), (&b, 1)] {
+        let urls: Vec<String> = (0..12).map(|n| site.url(&format!("/chain/{}", n * 2 + half))).collect();
+        let body = serde_json::json!({"urls": urls});
+        let (status, started) =
+            call(node.base(), key, reqwest::Method::POST, "/v2/batch/scrape", Some(&body)).await;
+        assert_eq!(status, 200, "{started}");
+        paths.push(format!("/v2/batch/scrape/{}", started["id"].as_str().expect("id")));
+    }
+    for path in &paths {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (status, job) = call(c.base(), key, reqwest::Method::GET, path, None).await;
+            assert_eq!(status, 200, "{job}");
+            if job["status"] == "completed" {
+                assert_eq!(job["completed"].as_u64(), Some(12), "{job}");
+                break;
+            }
+            assert!(Instant::now() < deadline, "the batch did not finish: {job}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    let most = site.max_in_flight();
+    assert!((1..=2).contains(&most), "{most} pages of the team in flight at once (limit 2)");
+
+    // Five POSTs a minute for the team, whichever nodes they go through: 2 were the
+    // batches, so three more pass and the next is refused.
+    let mut answers = Vec::new();
+    for round in 0..5 {
+        let node = [&a, &b, &c][round % 3];
+        let body = serde_json::json!({"url": site.url("/chain/0")});
+        let (status, _) = call(node.base(), key, reqwest::Method::POST, "/v2/scrape", Some(&body)).await;
+        answers.push(status);
+    }
+    assert_eq!(answers, [200, 200, 200, 429, 429], "one rate for the team across three nodes");
+}

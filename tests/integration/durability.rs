@@ -1,5 +1,6 @@
 //! Accepted work survives `kill -9`: a crawl or batch killed mid-way resumes when the server
-//! restarts and finishes with every page exactly once.
+//! restarts and finishes with every page exactly once; jobs accepted together are all made
+//! durable without stalling the store.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -119,4 +120,28 @@ async fn a_batch_killed_mid_way_finishes_after_restart() {
     let expected: BTreeSet<String> = urls.into_iter().collect();
     assert_eq!(sources.into_iter().collect::<BTreeSet<String>>(), expected);
     assert_eq!(done["completed"].as_u64(), Some(40));
+}
+
+/// Many jobs accepted at the same moment: each is made durable before it is acknowledged,
+/// and none of those waits may stall the store (the server answers them all, and runs them).
+#[tokio::test]
+async fn many_jobs_accepted_at_once_are_all_acknowledged_and_run() {
+    let site = CrawlSite::start(0);
+    let app = crate::common::TestServer::start().await;
+    let app = &app;
+    let starts = (0..48).map(|n| {
+        let body = serde_json::json!({"urls": [site.url(&format!("/chain/{n}"))]});
+        async move { app.request(reqwest::Method::POST, "/v2/batch/scrape", Some(&body)).await }
+    });
+    let answers = tokio::time::timeout(Duration::from_secs(60), futures::future::join_all(starts))
+        .await
+        .expect("48 batches sent at once are all answered within a minute");
+    for (status, answer) in &answers {
+        assert_eq!(*status, 200, "{answer}");
+    }
+    for (_, answer) in &answers {
+        let id = answer["id"].as_str().expect("id");
+        let done = app.wait_job(&format!("/v2/batch/scrape/{id}"), Duration::from_secs(60)).await;
+        assert_eq!(done["status"], "completed", "{done}");
+    }
 }

@@ -1,0 +1,209 @@
+//! A team's concurrency limit across a cluster. The team's pages in flight on all nodes
+//! together stay within its limit:
+//!
+//! - one node, the team's **owner** (rendezvous hashing of the team's name over the live
+//!   members, like sites), keeps a [`Pool`]: how many slots each node holds;
+//! - every other node holds slots **granted** by the owner and uses them locally like the
+//!   single node's gate (no message per page). A node whose pages wait asks the owner for
+//!   more; a node with slots it does not use gives them back; each node reports what it
+//!   holds every [`SYNC`] while it holds or wants any;
+//! - the owner grants only from what no node holds, so the sum never exceeds the limit;
+//!   when several nodes want slots, each is asked to keep at most an equal share (a node
+//!   over its share gives back slots as its pages finish), so no node starves another;
+//! - a node judged down holds nothing any more; a new owner (the old one left) learns what
+//!   each node holds from their next reports and grants nothing for [`SETTLE`] after it
+//!   starts keeping the team, so its first grants cannot exceed the limit. A pool nobody
+//!   reported to for that long starts afresh the same way.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Notify, Semaphore};
+
+/// How often a node holding or wanting a team's slots reports to the team's owner.
+pub(super) const SYNC: Duration = Duration::from_millis(100);
+/// How long a new pool grants nothing, so every holder has reported first.
+pub(super) const SETTLE: Duration = Duration::from_millis(300);
+
+/// The owner's record of one team's slots.
+#[derive(Debug)]
+pub(super) struct Pool {
+    held: HashMap<String, u32>,
+    wanted: HashMap<String, u32>,
+    born: Instant,
+    last_report: Instant,
+}
+
+/// The owner's answer to a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(super) struct Grant {
+    /// Slots added to what the node holds.
+    pub grant: u32,
+    /// The most the node may hold now (it gives back the rest as pages finish).
+    pub keep: u32,
+}
+
+impl Pool {
+    fn new() -> Self {
+        let now = Instant::now();
+        Self { held: HashMap::new(), wanted: HashMap::new(), born: now, last_report: now }
+    }
+
+    /// Node `node` holds `held` slots and has `want` pages waiting; `live` are the live
+    /// members (the others hold nothing any more).
+    fn report(&mut self, limit: u32, live: &[String], node: &str, held: u32, want: u32) -> Grant {
+        // Holders report every SYNC: a pool nobody reported to for longer is out of date
+        // (the team was idle, or another node owned it meanwhile), and starts afresh.
+        if self.last_report.elapsed() > SETTLE {
+            *self = Self::new();
+        }
+        self.last_report = Instant::now();
+        self.held.retain(|n, _| live.contains(n));
+        self.wanted.retain(|n, _| live.contains(n));
+        self.held.insert(node.to_owned(), held);
+        if want > 0 {
+            self.wanted.insert(node.to_owned(), want);
+        } else {
+            self.wanted.remove(node);
+        }
+        if live.len() > 1 && self.born.elapsed() < SETTLE {
+            return Grant { grant: 0, keep: limit.max(held) };
+        }
+        let busy =
+            live.iter().filter(|n| self.held.get(*n).is_some_and(|h| *h > 0) || self.wanted.contains_key(*n));
+        let busy = u32::try_from(busy.count()).unwrap_or(u32::MAX).max(1);
+        let others_want = self.wanted.keys().any(|n| n != node);
+        let keep = if others_want { (limit / busy).max(1) } else { limit };
+        let used: u32 = self.held.values().sum();
+        let free = limit.saturating_sub(used);
+        let grant = want.min(free).min(keep.saturating_sub(held));
+        if grant > 0 {
+            *self.held.entry(node.to_owned()).or_default() += grant;
+        }
+        Grant { grant, keep }
+    }
+}
+
+/// The pools of the teams this node owns.
+#[derive(Debug, Default)]
+pub(super) struct Pools(Mutex<HashMap<String, Pool>>);
+
+impl Pools {
+    /// Answers node `node`'s report on `team` (limit `limit`).
+    pub(super) fn report(
+        &self,
+        team: &str,
+        limit: u32,
+        live: &[String],
+        node: &str,
+        held: u32,
+        want: u32,
+    ) -> Grant {
+        let mut pools = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        pools.entry(team.to_owned()).or_insert_with(Pool::new).report(limit, live, node, held, want)
+    }
+}
+
+/// This node's share of a team's slots in a cluster.
+#[derive(Debug, Default)]
+pub(super) struct Lease {
+    /// Slots the owner granted this node (in use or free in the gate's semaphore).
+    pub(super) held: AtomicU32,
+    /// Slots to give back as pages finish (a finished page's slot is dropped, not freed).
+    pub(super) debt: AtomicU32,
+    /// Rung when a page starts waiting, so the report goes out at once.
+    pub(super) wake: Notify,
+}
+
+impl Lease {
+    /// Whether a finished page's slot is given back instead of freed.
+    pub(super) fn take_debt(&self) -> bool {
+        let taken = self.debt.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |d| d.checked_sub(1)).is_ok();
+        if taken {
+            self.held.fetch_sub(1, Ordering::SeqCst);
+        }
+        taken
+    }
+
+    /// Applies the owner's answer: the granted slots become usable; free slots nobody waits
+    /// for, and slots over `keep`, are given back (free ones now, busy ones as they finish).
+    pub(super) fn apply(&self, slots: &Semaphore, waiting: &AtomicUsize, answer: Grant) {
+        if answer.grant > 0 {
+            self.held.fetch_add(answer.grant, Ordering::SeqCst);
+            slots.add_permits(answer.grant as usize);
+        }
+        let idle = u32::try_from(slots.available_permits()).unwrap_or(u32::MAX);
+        let held = self.held.load(Ordering::SeqCst);
+        let over = held.saturating_sub(answer.keep);
+        let unused = if waiting.load(Ordering::SeqCst) == 0 { idle } else { 0 };
+        let back_now = over.max(unused).min(idle);
+        if back_now > 0
+            && let Ok(permits) = slots.try_acquire_many(back_now)
+        {
+            permits.forget();
+            self.held.fetch_sub(back_now, Ordering::SeqCst);
+        }
+        self.debt.store(over.saturating_sub(back_now), Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn live(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn grants_never_exceed_the_limit_and_are_shared_when_contended() {
+        let mut pool = Pool::new();
+        pool.born -= SETTLE;
+        let members = live(&["a", "b"]);
+        // a alone wants many: it may have them all.
+        assert_eq!(pool.report(4, &members, "a", 0, 10), Grant { grant: 4, keep: 4 });
+        // b wants some: none is free, and a is asked to keep half.
+        assert_eq!(pool.report(4, &members, "b", 0, 3), Grant { grant: 0, keep: 2 });
+        assert_eq!(pool.report(4, &members, "a", 4, 10), Grant { grant: 0, keep: 2 });
+        // a gave two back: b gets them, up to its share.
+        assert_eq!(pool.report(4, &members, "a", 2, 10), Grant { grant: 0, keep: 2 });
+        assert_eq!(pool.report(4, &members, "b", 0, 3), Grant { grant: 2, keep: 2 });
+        // a node judged down holds nothing: its slots are free again.
+        assert_eq!(pool.report(4, &live(&["b"]), "b", 2, 3), Grant { grant: 2, keep: 4 });
+    }
+
+    #[test]
+    fn a_new_pool_waits_for_the_holders_reports() {
+        let mut pool = Pool::new();
+        let members = live(&["a", "b"]);
+        assert_eq!(pool.report(2, &members, "a", 0, 1).grant, 0);
+        assert_eq!(pool.report(2, &members, "b", 2, 1).grant, 0, "b already holds the limit");
+        pool.born -= SETTLE;
+        assert_eq!(pool.report(2, &members, "a", 0, 1).grant, 0, "nothing is free");
+        assert_eq!(pool.report(2, &live(&["a"]), "a", 0, 1).grant, 1);
+    }
+
+    #[test]
+    fn a_lease_gives_back_what_it_does_not_use() {
+        let lease = Lease::default();
+        let slots = Semaphore::new(0);
+        let waiting = AtomicUsize::new(1);
+        lease.apply(&slots, &waiting, Grant { grant: 3, keep: 3 });
+        assert_eq!((lease.held.load(Ordering::SeqCst), slots.available_permits()), (3, 3));
+        let (first, second) = (slots.try_acquire().expect("in use"), slots.try_acquire().expect("in use"));
+        // Asked to keep 1: the free slot goes back now, one busy one when it finishes.
+        lease.apply(&slots, &waiting, Grant { grant: 0, keep: 1 });
+        assert_eq!((lease.held.load(Ordering::SeqCst), slots.available_permits()), (2, 0));
+        assert!(lease.take_debt());
+        first.forget();
+        assert!(!lease.take_debt());
+        drop(second);
+        assert_eq!((lease.held.load(Ordering::SeqCst), slots.available_permits()), (1, 1));
+        // Nobody waiting: free slots go back.
+        waiting.store(0, Ordering::SeqCst);
+        lease.apply(&slots, &waiting, Grant { grant: 0, keep: 3 });
+        assert_eq!((lease.held.load(Ordering::SeqCst), slots.available_permits()), (0, 0));
+    }
+}
