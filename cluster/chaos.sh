@@ -71,14 +71,15 @@ for round in $(seq 1 "$rounds"); do
   # One crawl per site, on the nodes in turn; a batch of every site's home page.
   # Sent all at once (a crawl sent late would count as slow).
   sent=$(date +%s.%N)
-  jobs=()
+  jobs=(); sending=()
   for s in $(seq 2 $((sites + 1))); do
     node=$(( (s % nodes) + 1 ))
     curl -sf "${auth[@]}" -H 'content-type: application/json' -o "$work/started$s.json" \
       -d "{\"url\":\"http://127.0.0.$s:8090/\",\"crawlEntireDomain\":true,\"maxConcurrency\":8}" \
       "$(node_api $node)/v2/crawl" &
+    sending+=($!)
   done
-  wait
+  wait "${sending[@]}"
   for s in $(seq 2 $((sites + 1))); do
     jobs+=("crawl $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/started$s.json")")
   done

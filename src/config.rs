@@ -73,6 +73,16 @@ pub struct ClusterSettings {
     pub down_after_ms: u64,
     /// Largest message a node accepts from another (bytes).
     pub max_message_bytes: u64,
+    /// This node's certificate chain (PEM): with `tls_key` and `tls_ca`, nodes talk over
+    /// TLS and accept only peers whose certificate `tls_ca` signed.
+    #[serde(default)]
+    pub tls_cert: String,
+    /// This node's private key (PEM).
+    #[serde(default)]
+    pub tls_key: String,
+    /// The certificates (PEM) peers' certificates must chain to.
+    #[serde(default)]
+    pub tls_ca: String,
 }
 
 impl std::fmt::Debug for ClusterSettings {
@@ -87,6 +97,9 @@ impl std::fmt::Debug for ClusterSettings {
             .field("heartbeat_ms", &self.heartbeat_ms)
             .field("down_after_ms", &self.down_after_ms)
             .field("max_message_bytes", &self.max_message_bytes)
+            .field("tls_cert", &self.tls_cert)
+            .field("tls_key", &self.tls_key)
+            .field("tls_ca", &self.tls_ca)
             .finish()
     }
 }
@@ -121,6 +134,11 @@ impl ClusterSettings {
             "" => self.reachable_at(),
             name => name.to_owned(),
         }
+    }
+
+    /// Whether nodes talk over TLS (all three files are set).
+    pub fn tls(&self) -> bool {
+        !self.tls_cert.trim().is_empty()
     }
 
     /// The address peers connect to.
@@ -542,6 +560,16 @@ impl Settings {
         }
         if c.max_message_bytes < 1 << 20 {
             return invalid("cluster.max_message_bytes", "must be at least 1 MiB".into());
+        }
+        let tls = [
+            ("cluster.tls_cert", &c.tls_cert),
+            ("cluster.tls_key", &c.tls_key),
+            ("cluster.tls_ca", &c.tls_ca),
+        ];
+        if tls.iter().any(|(_, v)| !v.trim().is_empty())
+            && let Some((key, _)) = tls.iter().find(|(_, v)| v.trim().is_empty())
+        {
+            return invalid(key, "TLS between nodes needs tls_cert, tls_key and tls_ca together".into());
         }
         Ok(())
     }

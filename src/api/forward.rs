@@ -78,13 +78,8 @@ pub async fn to_node_of(
         Some((node, false)) => return Some(Err(unavailable(&node))),
         None => return None,
     };
-    let headers = REQUEST_HEADERS
-        .iter()
-        .filter_map(|name| {
-            let value = request.headers().get(*name)?.to_str().ok()?;
-            Some(((*name).to_owned(), value.to_owned()))
-        })
-        .collect();
+    let headers =
+        kept(&REQUEST_HEADERS, |name| request.headers().get(name)?.to_str().ok().map(str::to_owned));
     let path = request.uri().path_and_query().map_or_else(|| request.path().to_owned(), |p| p.to_string());
     let passed = Passed { method: request.method().to_string(), path, headers, body: body.to_vec() };
     let bytes = match postcard::to_allocvec(&passed) {
@@ -110,6 +105,11 @@ pub async fn to_node_of(
         response.insert_header((name, value));
     }
     Some(Ok(response.body(answer.body)))
+}
+
+/// The headers among `names` that `get` finds, as name and value.
+fn kept(names: &[&str], get: impl Fn(&str) -> Option<String>) -> Vec<(String, String)> {
+    names.iter().filter_map(|name| Some(((*name).to_owned(), get(name)?))).collect()
 }
 
 fn unavailable(node: &str) -> ApiError {
@@ -154,13 +154,8 @@ impl crate::cluster::Handler for Handler {
             }
             let response = outgoing.body(passed.body).send().await.map_err(|e| e.to_string())?;
             let status = response.status().as_u16();
-            let headers = ANSWER_HEADERS
-                .iter()
-                .filter_map(|name| {
-                    let value = response.headers().get(*name)?.to_str().ok()?;
-                    Some(((*name).to_owned(), value.to_owned()))
-                })
-                .collect();
+            let headers =
+                kept(&ANSWER_HEADERS, |name| response.headers().get(name)?.to_str().ok().map(str::to_owned));
             let body = response.bytes().await.map_err(|e| e.to_string())?.to_vec();
             postcard::to_allocvec(&Answer { status, headers, body }).map_err(|e| e.to_string())
         })

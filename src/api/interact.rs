@@ -413,15 +413,20 @@ async fn access(state: &AppState, token: &str) -> Result<LiveAccess, ApiError> {
     state.runtime.browser_call(|reply| BrowserMsg::Access(token, reply)).await?.ok_or_else(live_ended)
 }
 
-/// Passes a live-view request to the node holding the session (its token starts with
-/// the node's tag); `None` when that is this node.
-async fn on_live_node(
-    state: &AppState,
-    request: &HttpRequest,
-    body: &[u8],
-    token: &str,
-) -> Option<Result<HttpResponse, ApiError>> {
-    forward::to_node_of(state, request, body, registry::tag_of_token(token)?).await
+/// A live-view request: answered by the node holding the session (its token starts with
+/// that node's tag), or here, with the access the token grants.
+enum Live {
+    There(HttpResponse),
+    Here(LiveAccess),
+}
+
+async fn live(state: &AppState, request: &HttpRequest, body: &[u8], token: &str) -> Result<Live, ApiError> {
+    if let Some(tag) = registry::tag_of_token(token)
+        && let Some(answer) = forward::to_node_of(state, request, body, tag).await
+    {
+        return answer.map(Live::There);
+    }
+    access(state, token).await.map(Live::Here)
 }
 
 async fn live_page(
@@ -429,10 +434,10 @@ async fn live_page(
     request: HttpRequest,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    if let Some(answer) = on_live_node(&state, &request, &[], &token).await {
-        return answer;
-    }
-    let access = access(&state, &token).await?;
+    let access = match live(&state, &request, &[], &token).await? {
+        Live::There(answer) => return Ok(answer),
+        Live::Here(access) => access,
+    };
     Ok(HttpResponse::Ok()
         .content_type("text/html; charset=utf-8")
         .insert_header(("Cache-Control", "no-store"))
@@ -445,10 +450,10 @@ async fn live_frame(
     request: HttpRequest,
     token: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    if let Some(answer) = on_live_node(&state, &request, &[], &token).await {
-        return answer;
-    }
-    let access = access(&state, &token).await?;
+    let access = match live(&state, &request, &[], &token).await? {
+        Live::There(answer) => return Ok(answer),
+        Live::Here(access) => access,
+    };
     let jpeg = match access.session.call(SessionMsg::Frame, Some(LIVE_CALL)).await {
         Ok(ractor::rpc::CallResult::Success(frame)) => {
             frame.map_err(|e| ApiError::new(Code::BrowserFailed, e))?
@@ -464,10 +469,10 @@ async fn live_input(
     token: web::Path<String>,
     bytes: web::Bytes,
 ) -> Result<HttpResponse, ApiError> {
-    if let Some(answer) = on_live_node(&state, &request, &bytes, &token).await {
-        return answer;
-    }
-    let access = access(&state, &token).await?;
+    let access = match live(&state, &request, &bytes, &token).await? {
+        Live::There(answer) => return Ok(answer),
+        Live::Here(access) => access,
+    };
     if !access.interactive {
         return Err(ApiError::new(Code::Forbidden, "This live view is read-only."));
     }

@@ -9,7 +9,8 @@
 //!   has no timeout-based disconnect;
 //! - marks a peer silent for `down_after` as down, drops its session, and stops placing
 //!   work on it; redials seeds and known peers that are not connected, so a node that comes
-//!   back rejoins by itself.
+//!   back rejoins by itself, and dials the nodes its peers named in their hello answers (the
+//!   way nodes meet over TLS, where ractor_cluster's own transitive dialling cannot).
 //!
 //! Requests of the layers above arrive as `Frame::App` and run on their own task, so a slow
 //! request never holds up pings.
@@ -54,6 +55,10 @@ pub(crate) struct Shared {
     pub peers: RwLock<BTreeMap<String, Peer>>,
     pub handlers: RwLock<std::collections::HashMap<u8, Arc<dyn Handler>>>,
     pub node_server: ActorRef<NodeServerMessage>,
+    /// How this node opens connections (plain or TLS).
+    pub dialer: super::tls::Dialer,
+    /// Addresses of nodes the peers know, to dial when not connected.
+    pub heard_of: RwLock<std::collections::BTreeSet<String>>,
     /// Live members (this node included), sorted; changes are announced.
     pub live: tokio::sync::watch::Sender<Arc<Vec<String>>>,
 }
@@ -67,8 +72,9 @@ impl std::fmt::Debug for dyn Handler {
 /// What a greeting or a ping found out.
 #[derive(Debug)]
 pub(crate) enum Heard {
-    /// A newly seen agent answered its hello (or not).
-    Hello { actor: ActorRef<AgentMsg>, answer: Result<(String, String), String> },
+    /// A newly seen agent answered its hello (or not): its name, address and the addresses
+    /// of its live peers.
+    Hello { actor: ActorRef<AgentMsg>, answer: Result<(String, String, Vec<String>), String> },
     /// A known peer answered its ping (or not).
     Pong { name: String, ok: bool },
 }
@@ -143,7 +149,12 @@ fn answer(shared: &Arc<Shared>, bytes: Vec<u8>, reply: ractor::RpcReplyPort<Vec<
     };
     match frame {
         Frame::Hello { .. } => {
-            let _ = reply.send(seal(&shared.name, &Reply::Hello { address: shared.address.clone() }));
+            let peers = shared
+                .peers
+                .read()
+                .map(|p| p.values().filter(|p| p.up).map(|p| p.address.clone()).collect())
+                .unwrap_or_default();
+            let _ = reply.send(seal(&shared.name, &Reply::Hello { address: shared.address.clone(), peers }));
         }
         Frame::Ping => {
             let _ = reply.send(seal(&shared.name, &Reply::Pong));
@@ -194,7 +205,7 @@ async fn tick(myself: &ActorRef<AgentMsg>, state: &mut AgentState) {
         tokio::spawn(async move {
             let frame = Frame::Hello { address: shared.address.clone() };
             let answer = match call(&shared.name, &actor, &frame, shared.down_after).await {
-                Ok((name, Reply::Hello { address })) => Ok((name, address)),
+                Ok((name, Reply::Hello { address, peers })) => Ok((name, address, peers)),
                 Ok(_) => Err("unexpected answer to hello".to_owned()),
                 Err(e) => Err(e),
             };
@@ -231,14 +242,17 @@ async fn heard_from(state: &mut AgentState, heard: Heard) {
         Heard::Hello { actor, answer } => {
             state.greeting.remove(&actor.get_id());
             match answer {
-                Ok((name, address)) if name != shared.name => {
+                Ok((name, address, known)) if name != shared.name => {
                     tracing::info!(node = %name, %address, "met a node of the cluster");
+                    if let Ok(mut heard_of) = shared.heard_of.write() {
+                        heard_of.extend(known.into_iter().filter(|a| *a != shared.address));
+                    }
                     if let Ok(mut peers) = shared.peers.write() {
                         peers.insert(name, Peer { address, actor, last_heard: Instant::now(), up: false });
                     }
                     judge(&shared).await;
                 }
-                Ok((name, _)) => {
+                Ok((name, ..)) => {
                     tracing::error!(node = %name, "another node uses this node's name; ignoring it")
                 }
                 Err(e) if e.contains("protocol version") => {
@@ -325,15 +339,18 @@ async fn redial(shared: &Arc<Shared>) {
     if let Ok(peers) = shared.peers.read() {
         targets.extend(peers.values().map(|p| p.address.clone()));
     }
+    if let Ok(heard_of) = shared.heard_of.read() {
+        targets.extend(heard_of.iter().cloned());
+    }
     targets.sort();
     targets.dedup();
     for target in targets {
         if target == shared.address || up.contains(&target) || connected.contains(&target) {
             continue;
         }
-        let server = shared.node_server.clone();
+        let (server, dialer) = (shared.node_server.clone(), shared.dialer.clone());
         tokio::spawn(async move {
-            if let Err(e) = ractor_cluster::client_connect(&server, target.as_str()).await {
+            if let Err(e) = dialer.dial(&server, target.as_str()).await {
                 tracing::debug!(peer = %target, error = %e, "could not reach a cluster peer yet");
             }
         });

@@ -14,6 +14,7 @@
 
 mod agent;
 pub mod place;
+mod tls;
 mod wire;
 
 use std::collections::BTreeMap;
@@ -129,16 +130,13 @@ impl Cluster {
         let address = settings.reachable_at();
         let host = address.rsplit_once(':').map_or(address.as_str(), |(h, _)| h).to_owned();
         let name = settings.name();
-        let server = NodeServer::new(
-            listen.port(),
-            cookie,
-            name.clone(),
-            host,
-            None,
-            Some(NodeConnectionMode::Transitive),
-        )
-        .with_listen_addr(listen.ip())
-        .with_max_inbound_frame_size(settings.max_message_bytes);
+        let (incoming, dialer) = tls::load(settings)?;
+        // ractor_cluster's own transitive dialling is plain TCP: with TLS, this node's agent
+        // meets the peers it hears of instead (see `agent`).
+        let mode = if settings.tls() { NodeConnectionMode::Isolated } else { NodeConnectionMode::Transitive };
+        let server = NodeServer::new(listen.port(), cookie, name.clone(), host, incoming, Some(mode))
+            .with_listen_addr(listen.ip())
+            .with_max_inbound_frame_size(settings.max_message_bytes);
         let (server, _) =
             Actor::spawn(None, server, ()).await.map_err(|e| ClusterError::Start(e.to_string()))?;
         let (live_tx, live) = tokio::sync::watch::channel(Arc::new(vec![name.clone()]));
@@ -151,13 +149,15 @@ impl Cluster {
             peers: RwLock::new(BTreeMap::new()),
             handlers: RwLock::default(),
             node_server: server.clone(),
+            dialer: dialer.clone(),
+            heard_of: RwLock::default(),
             live: live_tx,
         });
         let (agent, _) = Actor::spawn(None, agent::Agent, Arc::clone(&shared))
             .await
             .map_err(|e| ClusterError::Start(e.to_string()))?;
         for seed in &settings.seeds {
-            if let Err(e) = ractor_cluster::client_connect(&server, seed.as_str()).await {
+            if let Err(e) = dialer.dial(&server, seed.as_str()).await {
                 tracing::warn!(seed = %seed, error = %e, "cluster seed not reachable yet; will retry");
             }
         }

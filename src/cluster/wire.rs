@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 /// refused when they meet (both log the two versions). 2: site handover (`Release`
 /// requests, pages answered `Moved`), which a node of version 1 could not read. 3: team
 /// slots and rates kept by the team's owner, requests passed on to a session's node (a
-/// version-2 node could not answer them, and a team owned by one would get no slots).
+/// version-2 node could not answer them, and a team owned by one would get no slots), and
+/// peers named in hello answers.
 pub const PROTOCOL_VERSION: u32 = 3;
 
 /// What every message between nodes starts with.
@@ -53,6 +54,8 @@ pub(crate) enum Reply {
     Hello {
         /// The answering node's cluster address.
         address: String,
+        /// The cluster addresses of its live peers (for the caller to meet).
+        peers: Vec<String>,
     },
     /// Here.
     Pong,

@@ -230,18 +230,16 @@ async fn a_node_of_another_protocol_version_is_refused() {
 #[tokio::test]
 async fn a_node_needs_a_secret_and_a_valid_address() {
     let data = tempfile::tempdir().expect("tempdir");
-    let out = crate::common::process::run(
-        &[
-            "serve",
-            "--port",
-            "0",
-            "--data",
-            data.path().to_str().expect("utf8"),
-            "--cluster-listen",
-            "127.0.0.1:0",
-        ],
-        &[],
-    );
+    let clustered = [
+        "serve",
+        "--port",
+        "0",
+        "--data",
+        data.path().to_str().expect("utf8"),
+        "--cluster-listen",
+        "127.0.0.1:0",
+    ];
+    let out = crate::common::process::run(&clustered, &[]);
     assert!(!out.status.success());
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("cluster.secret"),
@@ -257,6 +255,26 @@ async fn a_node_needs_a_secret_and_a_valid_address() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // TLS needs its three files, and files that hold what they should.
+    let missing = data.path().join("missing.pem");
+    let missing = missing.to_str().expect("utf8");
+    for (env, named) in [
+        (vec![("FERROCRAWL_CLUSTER__TLS_CERT", missing)], "cluster.tls_key"),
+        (
+            vec![
+                ("FERROCRAWL_CLUSTER__TLS_CERT", missing),
+                ("FERROCRAWL_CLUSTER__TLS_KEY", missing),
+                ("FERROCRAWL_CLUSTER__TLS_CA", missing),
+            ],
+            "cluster.tls_cert",
+        ),
+    ] {
+        let mut env = env;
+        env.push(("FERROCRAWL_CLUSTER__SECRET", SECRET));
+        let out = crate::common::process::run(&clustered, &env);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(named), "{named}: {stderr}");
+    }
 }
 
 /// A job lives on the node that accepted it; any node answers its status, errors and cancel
@@ -598,4 +616,55 @@ async fn a_teams_concurrency_and_rate_hold_for_the_whole_cluster() {
         answers.push(status);
     }
     assert_eq!(answers, [200, 200, 200, 429, 429], "one rate for the team across three nodes");
+}
+
+/// A node's TLS files, made for a test: a self-signed certificate for 127.0.0.1 that is
+/// also the CA file (so only nodes holding this certificate are accepted).
+struct TlsFiles {
+    cert: String,
+    key: String,
+}
+
+impl TlsFiles {
+    fn make(dir: &std::path::Path, name: &str) -> Self {
+        let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).expect("certificate");
+        let (cert, key) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
+        std::fs::write(&cert, made.cert.pem()).expect("write cert");
+        std::fs::write(&key, made.signing_key.serialize_pem()).expect("write key");
+        let path = |p: std::path::PathBuf| p.to_str().expect("utf8").to_owned();
+        Self { cert: path(cert), key: path(key) }
+    }
+
+    fn env(&self) -> [(&str, &str); 3] {
+        [
+            ("FERROCRAWL_CLUSTER__TLS_CERT", self.cert.as_str()),
+            ("FERROCRAWL_CLUSTER__TLS_KEY", self.key.as_str()),
+            ("FERROCRAWL_CLUSTER__TLS_CA", self.cert.as_str()),
+        ]
+    }
+}
+
+/// Nodes with TLS settings talk over TLS: three meet although the third knows only the
+/// second (it dials the nodes its peers name), and neither a node without TLS nor one
+/// whose certificate the cluster's CA did not sign can join.
+#[tokio::test]
+async fn nodes_with_tls_meet_and_refuse_nodes_without_the_clusters_certificate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ours, theirs) = (TlsFiles::make(dir.path(), "cluster"), TlsFiles::make(dir.path(), "other"));
+    let a = Node::start("a", None, &ours.env());
+    let b = Node::start("b", Some(&a.cluster_addr), &ours.env());
+    b.wait_live(&["a", "b"], Duration::from_secs(20)).await;
+    let c = Node::start("c", Some(&b.cluster_addr), &ours.env());
+    for node in [&a, &b, &c] {
+        node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
+    }
+    let plain = Node::start("p", Some(&a.cluster_addr), &[]);
+    let stranger = Node::start("s", Some(&a.cluster_addr), &theirs.env());
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < deadline {
+        assert_eq!(a.live().await, ["a", "b", "c"]);
+        assert_eq!(plain.live().await, ["p"]);
+        assert_eq!(stranger.live().await, ["s"]);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
