@@ -16,6 +16,7 @@
 //! running requests end, and stops. So the site's limits hold across the move.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
@@ -26,7 +27,8 @@ use url::Url;
 use super::Services;
 use crate::crawl::robots::RobotsTxt;
 use crate::model::{Document, ErrorCode, JobId, ScrapeOptions, TeamId};
-use crate::scrape::ScrapeJob;
+use crate::scrape::engine::{FetchError, MAY_CONTINUE};
+use crate::scrape::{ScrapeError, ScrapeJob};
 
 /// One page to fetch for a job.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -684,7 +686,20 @@ async fn fetch_page(
         queued_ms: task.queued_ms,
     };
     let services = slot.services.clone();
-    let page = services.scraper.retrieve(&job).await;
+    let page = match services.cluster.clone() {
+        // A redirect chain under way when the process froze stops instead of going on to a
+        // site that another node may fetch by now; the page goes to the site's owner again.
+        Some(cluster) => {
+            let may: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || cluster.in_touch());
+            MAY_CONTINUE.scope(may, services.scraper.retrieve(&job)).await
+        }
+        None => services.scraper.retrieve(&job).await,
+    };
+    if matches!(page, Err(ScrapeError::Fetch(FetchError::Interrupted))) {
+        slot.free(None);
+        let _ = reply.send(FetchOutcome::Moved);
+        return;
+    }
     let (task, retrieved, reply) = match &page {
         Ok(fetched) if matches!(fetched.status(), 429 | 503) => {
             // Out of attempts, the 429/503 page is the result.

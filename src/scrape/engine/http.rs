@@ -47,6 +47,14 @@ pub struct Fetched {
     pub retry_after: Option<Duration>,
 }
 
+tokio::task_local! {
+    /// Whether the next hop of a redirect chain may still go out. A site's actor in a
+    /// cluster sets it around its fetches: once the node is out of touch with the other
+    /// members (the process was frozen), another node may be fetching the site, so a chain
+    /// under way stops with [`FetchError::Interrupted`] instead of sending its next hop.
+    pub static MAY_CONTINUE: Arc<dyn Fn() -> bool + Send + Sync>;
+}
+
 /// Why a fetch failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -87,6 +95,9 @@ pub enum FetchError {
     /// The enhanced proxy was asked for but none is configured.
     #[error("no enhanced proxy is configured")]
     NoProxy,
+    /// A redirect chain stopped before its next hop (see [`MAY_CONTINUE`]).
+    #[error("the request was stopped mid-redirect: this node lost touch with its cluster")]
+    Interrupted,
 }
 
 impl FetchError {
@@ -198,6 +209,9 @@ impl HttpEngine {
                 hops += 1;
                 if hops > self.max_redirects {
                     return Err(FetchError::TooManyRedirects { max: self.max_redirects });
+                }
+                if MAY_CONTINUE.try_with(|may| may()).is_ok_and(|may| !may) {
+                    return Err(FetchError::Interrupted);
                 }
                 url = next_hop(&url, location)?;
                 continue;
@@ -393,6 +407,53 @@ mod tests {
         let wait = parse_retry_after(&HeaderValue::from_str(&soon).expect("header")).expect("date");
         assert!(wait <= Duration::from_secs(30) && wait >= Duration::from_secs(28), "{wait:?}");
         assert_eq!(parse_retry_after(&HeaderValue::from_static("soon")), None);
+    }
+
+    /// A one-thread server answering `/start` with a redirect to `/next`; counts requests.
+    fn redirecting_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut line = String::new();
+                let _ = BufReader::new(&stream).read_line(&mut line);
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let answer = if line.contains("/start") {
+                    "HTTP/1.1 301 Moved\r\nLocation: /next\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                } else {
+                    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                };
+                let _ = (&stream).write_all(answer.as_bytes());
+            }
+        });
+        (base, seen)
+    }
+
+    #[tokio::test]
+    async fn a_redirect_chain_stops_when_it_may_not_continue() {
+        let mut settings = Settings::defaults_with_data_dir("x");
+        settings.security.allow_private_targets = true;
+        let engine = HttpEngine::new(&settings).expect("engine");
+        let (base, seen) = redirecting_server();
+        let url = Url::parse(&format!("{base}/start")).expect("url");
+        let request = FetchRequest {
+            url: &url,
+            headers: &[],
+            mobile: false,
+            languages: &[],
+            verify_tls: false,
+            via_proxy: false,
+        };
+        let followed = engine.fetch(&request).await.expect("followed");
+        assert_eq!((followed.status, followed.final_url.path()), (200, "/next"));
+        assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 2);
+        let stop: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(|| false);
+        let stopped = MAY_CONTINUE.scope(stop, engine.fetch(&request)).await;
+        assert!(matches!(stopped, Err(FetchError::Interrupted)), "{stopped:?}");
+        assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 3, "the next hop was never sent");
     }
 
     #[test]

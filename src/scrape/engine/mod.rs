@@ -8,4 +8,4 @@ pub mod http;
 pub mod js_shell;
 
 pub use guard::AddressPolicy;
-pub use http::{FetchError, FetchRequest, Fetched, HttpEngine};
+pub use http::{FetchError, FetchRequest, Fetched, HttpEngine, MAY_CONTINUE};
