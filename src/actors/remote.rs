@@ -81,7 +81,7 @@ pub enum Response {
     Counts(NodeCounts),
     /// See [`Request::Fetch`]: the outcome as JSON (a result document is a JSON shape, with
     /// fields left out when empty, which a positional encoding cannot carry).
-    Fetched(Vec<u8>),
+    Fetched(#[serde(with = "serde_bytes")] Vec<u8>),
     /// See [`Request::Sitemaps`].
     Sitemaps(Vec<String>),
     /// See [`Request::Document`].
@@ -93,7 +93,7 @@ pub enum Response {
         /// Its counts.
         counts: Counters,
         /// Documents (JSON).
-        documents: Vec<Vec<u8>>,
+        documents: Vec<serde_bytes::ByteBuf>,
     },
     /// See [`Request::Errors`].
     Errors {

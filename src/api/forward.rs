@@ -38,6 +38,7 @@ struct Passed {
     /// Path and query, e.g. `/v2/live/…/frame`.
     path: String,
     headers: Vec<(String, String)>,
+    #[serde(with = "serde_bytes")]
     body: Vec<u8>,
 }
 
@@ -46,6 +47,7 @@ struct Passed {
 struct Answer {
     status: u16,
     headers: Vec<(String, String)>,
+    #[serde(with = "serde_bytes")]
     body: Vec<u8>,
 }
 

@@ -168,7 +168,7 @@ fn answer(shared: &Arc<Shared>, bytes: Vec<u8>, reply: ractor::RpcReplyPort<Vec<
                     Some(handler) => handler.handle(from, body).await,
                     None => Err(format!("nothing serves channel {channel} on this node yet")),
                 };
-                let _ = reply.send(seal(&shared.name, &Reply::App(result)));
+                let _ = reply.send(seal(&shared.name, &Reply::App(result.map(serde_bytes::ByteBuf::from))));
             });
         }
     }

@@ -302,7 +302,7 @@ impl Cluster {
         match answer {
             Ok((_, wire::Reply::App(Ok(bytes)))) => {
                 self.traffic.bytes_in.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
-                Ok(bytes)
+                Ok(bytes.into_vec())
             }
             Ok((_, wire::Reply::App(Err(reason)))) => Err(failed(reason)),
             Ok(_) => Err(failed("unexpected answer".into())),

@@ -89,7 +89,7 @@ impl RemoteHandler {
             Request::Page { team: t, id, kind, paging: (skip, limit, max_bytes) } => {
                 let JobPage { job, counts, documents } =
                     jobs.local_page(&team(&t)?, id, kind, Paging { skip, limit, max_bytes }).await?;
-                let documents = documents.iter().map(|d| d.as_bytes().to_vec()).collect();
+                let documents = documents.iter().map(|d| serde_bytes::ByteBuf::from(d.as_bytes())).collect();
                 Response::Page { job: Box::new(job), counts, documents }
             }
             Request::Errors { team: t, id, kind } => {
@@ -124,7 +124,7 @@ pub(super) fn page_of(response: Response) -> Result<JobPage, JobError> {
         Response::Page { job, counts, documents } => Ok(JobPage {
             job: *job,
             counts,
-            documents: documents.into_iter().map(StoredDocument::from).collect(),
+            documents: documents.into_iter().map(|d| StoredDocument::from(d.into_vec())).collect(),
         }),
         _ => Err(JobError::Internal("unexpected answer from the owning node".into())),
     }
