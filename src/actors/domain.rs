@@ -77,6 +77,8 @@ pub enum FetchOutcome {
     /// The site's actor on this node let the site go to another node before the page
     /// started: send it again to the site's owner.
     Moved,
+    /// A page from the node of its site, its document already in the stored form.
+    Stored(Box<super::remote::StoredPage>),
 }
 
 /// How a document fetch ended.

@@ -115,6 +115,55 @@ pub enum Response {
         /// Message.
         message: String,
     },
+    /// See [`Request::Fetch`], when the outcome is a page: its document in the stored form,
+    /// which the job's node stores as it is.
+    Stored(Box<StoredPage>),
+}
+
+/// A page fetched on the node of its site, as the job's node needs it: the document
+/// already serialized the way the store keeps it (so the job's node neither reads nor
+/// writes it again), and the few fields settling the page looks at.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredPage {
+    /// The result document, as stored (JSON).
+    #[serde(with = "serde_bytes")]
+    pub document: Vec<u8>,
+    /// Its `metadata.url` (where the page landed).
+    pub url: String,
+    /// Its `metadata.creditsUsed`.
+    pub credits: u32,
+    /// Whether it carries change tracking (which a sitemap-only page hides).
+    pub tracked: bool,
+    /// Absolute links of the page.
+    pub links: Vec<String>,
+}
+
+impl StoredPage {
+    /// The page of `document` and `links`.
+    pub fn of(document: &crate::model::Document, links: Vec<String>) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            document: super::settle::stored_form(document)?,
+            url: document.metadata.url.clone(),
+            credits: document.metadata.credits_used,
+            tracked: document.change_tracking.is_some(),
+            links,
+        })
+    }
+}
+
+impl FetchOutcome {
+    /// This outcome with a stored page read back into its document.
+    pub fn parsed(self) -> Self {
+        match self {
+            Self::Stored(page) => match serde_json::from_slice(&page.document) {
+                Ok(document) => Self::Page { document: Box::new(document), links: page.links },
+                Err(e) => {
+                    Self::Failed { code: "UNKNOWN_ERROR".into(), error: format!("unreadable page: {e}") }
+                }
+            },
+            other => other,
+        }
+    }
 }
 
 /// Encodes a request or an answer.
@@ -150,6 +199,7 @@ pub(crate) async fn fetch_on_owner(
         let owner = cluster.owner_of(site);
         match cluster.call(&owner, Channel::Jobs, request.clone(), FETCH_TIMEOUT).await {
             Ok(bytes) => match decode::<Response>(&bytes) {
+                Ok(Response::Stored(page)) => return Some(FetchOutcome::Stored(page)),
                 Ok(Response::Fetched(json)) => {
                     return Some(serde_json::from_slice(&json).unwrap_or_else(|e| FetchOutcome::Failed {
                         code: "UNKNOWN_ERROR".into(),

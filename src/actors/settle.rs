@@ -134,6 +134,14 @@ pub(super) fn prepare(
         error,
     };
     let pending = |outcome, links| Some(Pending { seq, outcome, links, lands_on: None });
+    // A page from another node is stored as it came, unless it must be changed (a hidden
+    // sitemap-only page's change tracking) or handed to a reader in this process.
+    let outcome = match outcome {
+        FetchOutcome::Stored(page) if rules.tap.is_some() || (page.tracked && sitemap_only(entry.depth)) => {
+            FetchOutcome::Stored(page).parsed()
+        }
+        other => other,
+    };
     Ok(match outcome {
         FetchOutcome::Cancelled => None,
         // Only when a page kept moving between nodes past every resend (see `fetch_via_site`).
@@ -144,47 +152,78 @@ pub(super) fn prepare(
         FetchOutcome::Blocked => pending(Owned::Blocked(entry.url.clone()), Vec::new()),
         FetchOutcome::Failed { code, error } => pending(Owned::Failed(failure(&code, error)), Vec::new()),
         FetchOutcome::Page { mut document, links } => {
-            let options = rules.options;
-            let follow = rules.kind == JobKind::Crawl
-                && options.sitemap != SitemapMode::Only
-                && options.max_discovery_depth.is_none_or(|max| hops(entry.depth) < max);
             if sitemap_only(entry.depth)
                 && let Some(tracked) = &mut document.change_tracking
             {
                 tracked.visibility = Visibility::Hidden;
             }
-            let new: Vec<NewEntry> = if follow {
-                links
-                    .iter()
-                    .filter(|l| memo.first_time(l))
-                    .filter_map(|l| admit(rules, l, entry.depth + 1))
-                    .collect()
-            } else {
-                Vec::new()
+            let url = document.metadata.url.clone();
+            let credits = document.metadata.credits_used;
+            let stored = match rules.tap.is_none_or(Tap::keeps_documents) {
+                true => Some(stored_form(&document)?),
+                false => None,
             };
-            match rules.scope.and_then(|scope| rejection(scope, seq, &entry.url, &document.metadata.url)) {
-                Some(reason) => pending(Owned::Failed(failure("CRAWL_DENIAL", reason)), new),
-                None => {
-                    let credits = u64::from(document.metadata.credits_used);
-                    let lands_on = match rules.kind {
-                        JobKind::Crawl => landing_key(rules.keys, &entry.url, &document.metadata.url),
-                        JobKind::Batch => None,
-                    };
-                    let stored = match rules.tap.is_none_or(Tap::keeps_documents) {
-                        true => Some(to_json(&document)?),
-                        false => None,
-                    };
-                    let tapped = rules.tap.map(|_| document);
-                    Some(Pending {
-                        seq,
-                        outcome: Owned::Page { stored, tapped, credits },
-                        links: new,
-                        lands_on,
-                    })
-                }
-            }
+            let tapped = rules.tap.map(|_| document);
+            let page = Landed { url, credits, stored, tapped, links };
+            landed(rules, memo, seq, entry, page, failure)
+        }
+        FetchOutcome::Stored(page) => {
+            let super::remote::StoredPage { document, url, credits, links, .. } = *page;
+            let page = Landed { url, credits, stored: Some(document), tapped: None, links };
+            landed(rules, memo, seq, entry, page, failure)
         }
     })
+}
+
+/// A page that landed, as settling needs it.
+struct Landed {
+    /// Where it landed (`metadata.url`).
+    url: String,
+    credits: u32,
+    /// Its stored form, when the store keeps it.
+    stored: Option<Vec<u8>>,
+    /// The document, for a reader in this process.
+    tapped: Option<Box<Document>>,
+    links: Vec<String>,
+}
+
+/// The settlement of a landed page: its document and the new entries from its links, or
+/// a denial when it landed outside the crawl's scope.
+fn landed(
+    rules: &Rules<'_>,
+    memo: &mut LinkMemo,
+    seq: u64,
+    entry: &QueueEntry,
+    page: Landed,
+    failure: impl Fn(&str, String) -> ErrorEntry,
+) -> Option<Pending> {
+    let options = rules.options;
+    let follow = rules.kind == JobKind::Crawl
+        && options.sitemap != SitemapMode::Only
+        && options.max_discovery_depth.is_none_or(|max| hops(entry.depth) < max);
+    let new: Vec<NewEntry> = if follow {
+        page.links
+            .iter()
+            .filter(|l| memo.first_time(l))
+            .filter_map(|l| admit(rules, l, entry.depth + 1))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if let Some(reason) = rules.scope.and_then(|scope| rejection(scope, seq, &entry.url, &page.url)) {
+        return Some(Pending {
+            seq,
+            outcome: Owned::Failed(failure("CRAWL_DENIAL", reason)),
+            links: new,
+            lands_on: None,
+        });
+    }
+    let lands_on = match rules.kind {
+        JobKind::Crawl => landing_key(rules.keys, &entry.url, &page.url),
+        JobKind::Batch => None,
+    };
+    let outcome = Owned::Page { stored: page.stored, tapped: page.tapped, credits: u64::from(page.credits) };
+    Some(Pending { seq, outcome, links: new, lands_on })
 }
 
 /// The seen-set key of `landed` when a page requested as `requested` ended up there after
@@ -197,7 +236,7 @@ fn landing_key(rules: KeyRules, requested: &str, landed: &str) -> Option<String>
 
 /// The stored form of a result document, written into a buffer sized for its Markdown so
 /// the serializer does not keep growing it.
-fn to_json(document: &Document) -> Result<Vec<u8>, serde_json::Error> {
+pub(crate) fn stored_form(document: &Document) -> Result<Vec<u8>, serde_json::Error> {
     let size = [&document.markdown, &document.html, &document.raw_html]
         .iter()
         .map(|s| s.as_ref().map_or(0, String::len))
@@ -237,7 +276,7 @@ pub(super) fn commit(
             Owned::Page { stored: Some(json), .. } => PageReport::Done(json),
             // A page that only went to the tap is serialized for its event alone.
             Owned::Page { tapped: Some(document), .. } if page_events => {
-                unstored = to_json(document)?;
+                unstored = stored_form(document)?;
                 PageReport::Done(&unstored)
             }
             Owned::Page { .. } | Owned::Blocked(_) => {
@@ -352,6 +391,7 @@ mod tests {
 
     /// A page reached only through the sitemap is `hidden` and hands the mark on to the
     /// pages it links; its depth counts hops from the sitemap for `maxDiscoveryDepth`.
+    /// Pages from this node (a document) and from another (its stored form) settle alike.
     #[test]
     fn sitemap_only_pages_are_hidden_and_mark_their_links() {
         use crate::crawl::scope::{Scope, ScopeOptions};
@@ -367,33 +407,42 @@ mod tests {
             kind: JobKind::Crawl,
             tap: None,
         };
-        let settled = |depth: u32| {
-            let mut document = Document { markdown: Some("words".into()), ..Document::default() };
-            document.metadata.url = "http://a.test/page".into();
-            document.change_tracking = Some(ChangeTracking {
-                previous_scrape_at: None,
-                change_status: ChangeStatus::New,
-                visibility: Visibility::Visible,
-                diff: None,
-            });
-            let links = vec!["http://a.test/next".to_owned()];
-            let outcome = FetchOutcome::Page { document: Box::new(document), links };
-            let entry = QueueEntry { url: "http://a.test/page".into(), depth };
-            prepare(&rules, &mut LinkMemo::default(), 5, &entry, outcome).expect("prepare").expect("settled")
-        };
-        let stored = |p: &Pending| match &p.outcome {
-            Owned::Page { stored: Some(json), .. } => String::from_utf8(json.clone()).expect("utf-8"),
-            other => panic!("not a stored page: {other:?}"),
-        };
+        for remote in [false, true] {
+            let settled = |depth: u32| {
+                let mut document = Document { markdown: Some("words".into()), ..Document::default() };
+                document.metadata.url = "http://a.test/page".into();
+                document.change_tracking = Some(ChangeTracking {
+                    previous_scrape_at: None,
+                    change_status: ChangeStatus::New,
+                    visibility: Visibility::Visible,
+                    diff: None,
+                });
+                let links = vec!["http://a.test/next".to_owned()];
+                let outcome = match remote {
+                    true => FetchOutcome::Stored(Box::new(
+                        crate::actors::remote::StoredPage::of(&document, links).expect("stored form"),
+                    )),
+                    false => FetchOutcome::Page { document: Box::new(document), links },
+                };
+                let entry = QueueEntry { url: "http://a.test/page".into(), depth };
+                prepare(&rules, &mut LinkMemo::default(), 5, &entry, outcome)
+                    .expect("prepare")
+                    .expect("settled")
+            };
+            let stored = |p: &Pending| match &p.outcome {
+                Owned::Page { stored: Some(json), .. } => String::from_utf8(json.clone()).expect("utf-8"),
+                other => panic!("not a stored page: {other:?}"),
+            };
 
-        let linked = settled(1);
-        assert!(stored(&linked).contains(r#""visibility":"visible""#), "{}", stored(&linked));
-        assert_eq!(linked.links[0].entry.depth, 2);
+            let linked = settled(1);
+            assert!(stored(&linked).contains(r#""visibility":"visible""#), "{}", stored(&linked));
+            assert_eq!(linked.links[0].entry.depth, 2);
 
-        let only = settled(SITEMAP_ONLY | 1);
-        assert!(stored(&only).contains(r#""visibility":"hidden""#), "{}", stored(&only));
-        assert_eq!(only.links[0].entry.depth, SITEMAP_ONLY | 2, "its links are marked too");
-        assert!(settled(SITEMAP_ONLY | 2).links.is_empty(), "maxDiscoveryDepth counts hops only");
-        assert_eq!((hops(SITEMAP_ONLY | 7), sitemap_only(7)), (7, false));
+            let only = settled(SITEMAP_ONLY | 1);
+            assert!(stored(&only).contains(r#""visibility":"hidden""#), "{}", stored(&only));
+            assert_eq!(only.links[0].entry.depth, SITEMAP_ONLY | 2, "its links are marked too");
+            assert!(settled(SITEMAP_ONLY | 2).links.is_empty(), "maxDiscoveryDepth counts hops only");
+            assert_eq!((hops(SITEMAP_ONLY | 7), sitemap_only(7)), (7, false));
+        }
     }
 }

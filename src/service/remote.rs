@@ -8,7 +8,8 @@ use futures::future::BoxFuture;
 
 use super::read::StoredDocument;
 use super::{ActiveJob, JobError, JobErrors, JobPage, JobService, Paging};
-use crate::actors::remote::{Request, Response, decode, encode};
+use crate::actors::domain::FetchOutcome;
+use crate::actors::remote::{Request, Response, StoredPage, decode, encode};
 use crate::model::{Code, ErrorCode, TeamId};
 
 /// An error from another node, as it answered.
@@ -69,10 +70,13 @@ impl RemoteHandler {
         Ok(match request {
             Request::Counts => Response::Counts(jobs.runtime().counts().await),
             Request::Fetch(task) => {
-                let outcome = jobs.runtime().fetch_here(*task).await;
-                Response::Fetched(
-                    serde_json::to_vec(&outcome).map_err(|e| JobError::Internal(e.to_string()))?,
-                )
+                let internal = |e: serde_json::Error| JobError::Internal(e.to_string());
+                match jobs.runtime().fetch_here(*task).await {
+                    FetchOutcome::Page { document, links } => {
+                        Response::Stored(Box::new(StoredPage::of(&document, links).map_err(internal)?))
+                    }
+                    outcome => Response::Fetched(serde_json::to_vec(&outcome).map_err(internal)?),
+                }
             }
             Request::Sitemaps(origin) => Response::Sitemaps(jobs.runtime().sitemaps_here(&origin).await),
             Request::Document { job, url } => {
