@@ -278,7 +278,8 @@ async fn a_node_needs_a_secret_and_a_valid_address() {
 }
 
 /// A job lives on the node that accepted it; any node answers its status, errors and cancel
-/// by asking that node, and says which node is missing when it is down.
+/// by asking that node, and says which node is missing when it is down; killed with
+/// SIGKILL mid-job, the owner finishes the job when it comes back, every page once.
 #[tokio::test]
 async fn any_node_answers_for_a_job_and_names_a_missing_owner() {
     let site = crate::common::CrawlSite::start(100);
@@ -289,7 +290,7 @@ async fn any_node_answers_for_a_job_and_names_a_missing_owner() {
     }
     let key = &a.key;
     let urls: Vec<String> = (0..30).map(|n| site.url(&format!("/chain/{n}"))).collect();
-    let body = serde_json::json!({"urls": urls, "maxConcurrency": 1});
+    let body = serde_json::json!({"urls": urls.clone(), "maxConcurrency": 1});
     let (status, started) = call(b.base(), key, reqwest::Method::POST, "/v2/batch/scrape", Some(&body)).await;
     assert_eq!(status, 200, "{started}");
     let id = started["id"].as_str().expect("id").to_owned();
@@ -327,9 +328,18 @@ async fn any_node_answers_for_a_job_and_names_a_missing_owner() {
     assert_eq!((status, unavailable["code"].as_str()), (503, Some("NODE_UNAVAILABLE")), "{unavailable}");
     assert!(unavailable["error"].as_str().expect("error").contains("`b`"), "{unavailable}");
 
-    // Back with its data directory: the job resumes, and a cancel through a reaches it.
+    // Back with its data directory: the job resumes where it stopped and ends with every
+    // page exactly once, read through a.
     b.restart(&a.cluster_addr);
     a.wait_live(&["a", "b"], Duration::from_secs(20)).await;
+    let landed = finished_crawl(a.base(), key, &path).await;
+    assert_eq!(landed, urls.iter().cloned().collect::<std::collections::BTreeSet<_>>(), "every page, once");
+
+    // A cancel through a reaches a job of b.
+    let body = serde_json::json!({"urls": urls, "maxConcurrency": 1, "maxAge": 0});
+    let (status, started) = call(b.base(), key, reqwest::Method::POST, "/v2/batch/scrape", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let path = format!("/v2/batch/scrape/{}", started["id"].as_str().expect("id"));
     let (status, cancelled) = call(a.base(), key, reqwest::Method::DELETE, &path, None).await;
     assert_eq!(status, 200, "{cancelled}");
     let (_, after) = call(b.base(), key, reqwest::Method::GET, &path, None).await;
