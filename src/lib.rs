@@ -108,6 +108,7 @@ pub async fn serve(
         let cluster = cluster::Cluster::start(&settings.cluster).await?;
         // Before any job resumes: the team limits it passes are the cluster's.
         services.teams.join_cluster(cluster.clone());
+        scraper.keep_profiles_with(Arc::new(teams::Profiles(Arc::clone(&services.teams))));
         services.cluster = Some(cluster);
     }
     let runtime = actors::Runtime::start(services).await?;

@@ -10,6 +10,7 @@ pub mod document;
 pub mod engine;
 pub mod links;
 mod pool;
+pub mod profiles;
 mod rendering;
 pub mod upload;
 
@@ -125,6 +126,8 @@ pub struct Scraper {
     public_base: Arc<str>,
     unreplayable: Arc<UnreplayableIds>,
     links: links::FileLinks,
+    /// Where profiles live when not in this node's store (a cluster).
+    profiles: Arc<std::sync::OnceLock<Arc<dyn profiles::ProfileKeeper>>>,
 }
 
 /// Where an interact session can find a scrape's page state.
@@ -197,7 +200,16 @@ impl Scraper {
         };
         let key = store.secret(links::KEY_NAME).map_err(|e| format!("file link key: {e}"))?;
         let links = links::FileLinks::new(key);
-        Ok(Self { engine, browser, store, settings, public_base, unreplayable: Arc::default(), links })
+        Ok(Self {
+            engine,
+            browser,
+            store,
+            settings,
+            public_base,
+            unreplayable: Arc::default(),
+            links,
+            profiles: Arc::default(),
+        })
     }
 
     /// Links stored files under `base` (the address the server listens on), unless a

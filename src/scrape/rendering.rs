@@ -109,7 +109,7 @@ impl Scraper {
     async fn render(&self, job: &ScrapeJob, warnings: &mut Vec<String>) -> Result<FetchedPage, ScrapeError> {
         let options = &job.options;
         let profile = match &options.profile {
-            Some(p) => self.store.profiles.get(&job.team, &p.name)?,
+            Some(p) => self.load_profile(&job.team, &p.name, warnings).await?,
             None => None,
         };
         if options.proxy == ProxyMode::Enhanced && self.engine.has_proxy() {
@@ -124,7 +124,7 @@ impl Scraper {
             if options.zero_data_retention {
                 warnings.push("Profiles are not saved for zero-data-retention requests.".to_owned());
             } else {
-                self.store.profiles.put(&job.team, &p.name, state)?;
+                self.save_profile(&job.team, &p.name, state, warnings).await?;
             }
         }
         let output = BrowserOutput {
@@ -182,7 +182,7 @@ impl Scraper {
             .map_err(|e| ScrapeError::Browser(BrowserError::Navigation(format!("stored URL: {e}"))))?;
         let options = &replay.options;
         let profile = match &options.profile {
-            Some(p) => self.store.profiles.get(team, &p.name)?,
+            Some(p) => self.load_profile(team, &p.name, &mut Vec::new()).await?,
             None => None,
         };
         let budget = Duration::from_millis(options.timeout_ms).saturating_sub(DEADLINE_MARGIN);

@@ -14,6 +14,8 @@
 //! - **request rate**: a POST counts against the limiter of the team's owner, asked for each
 //!   request; while the owner does not answer, this node's own limiter decides (so a team
 //!   may briefly have the rate on each node).
+//! - **browser profiles**: each profile is kept by one node (rendezvous hashing of the team
+//!   and profile name), which every node reads it from and saves it to ([`Profiles`]).
 //!
 //! Requests travel on the cluster's `Teams` channel, postcard-encoded.
 
@@ -28,7 +30,9 @@ use super::Teams;
 use super::slots::{Grant, SYNC};
 use crate::cluster::{Channel, Cluster};
 use crate::model::TeamId;
+use crate::scrape::profiles::ProfileKeeper;
 use crate::store::ledger::Month;
+use crate::store::profiles::ProfileState;
 
 /// How long a call to a peer about a team may take.
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -56,6 +60,22 @@ enum Request {
     },
     /// Count one POST request of the team (to the team's owner).
     Rate(String),
+    /// The team's saved profile (to the profile's keeper).
+    Profile {
+        /// The team.
+        team: String,
+        /// The profile's name.
+        name: String,
+    },
+    /// Save the team's profile (to the profile's keeper).
+    SaveProfile {
+        /// The team.
+        team: String,
+        /// The profile's name.
+        name: String,
+        /// What it holds now.
+        state: ProfileState,
+    },
 }
 
 /// The answers.
@@ -69,6 +89,10 @@ enum Response {
     Slots(Grant),
     /// See [`Request::Rate`]: `None` when allowed, else how long to wait (ms).
     Rate(Option<u64>),
+    /// See [`Request::Profile`].
+    Profile(Option<ProfileState>),
+    /// See [`Request::SaveProfile`].
+    Saved,
 }
 
 /// Keys looked up on peers: found (the team) or not found (when).
@@ -257,6 +281,15 @@ impl crate::cluster::Handler for TeamsHandler {
                     let live = teams.cluster.get().map(Cluster::live).unwrap_or_default();
                     Response::Slots(teams.pools.report(&team, limit, &live, &from, held, want))
                 }
+                Request::Profile { team, name } => {
+                    let team = TeamId::parse(&team).map_err(|e| e.clone())?;
+                    Response::Profile(teams.store.profiles.get(&team, &name).map_err(|e| e.to_string())?)
+                }
+                Request::SaveProfile { team, name, state } => {
+                    let team = TeamId::parse(&team).map_err(|e| e.clone())?;
+                    teams.store.profiles.put(&team, &name, &state).map_err(|e| e.to_string())?;
+                    Response::Saved
+                }
                 Request::Rate(team) => {
                     let team = TeamId::parse(&team).map_err(|e| e.clone())?;
                     let wait = teams.check_rate(&team).err();
@@ -264,6 +297,57 @@ impl crate::cluster::Handler for TeamsHandler {
                 }
             };
             postcard::to_allocvec(&response).map_err(|e| e.to_string())
+        })
+    }
+}
+
+/// Browser profiles kept across the cluster: each by the node rendezvous hashing picks for
+/// its team and name, read from and saved to there (here when that is this node).
+#[derive(Debug)]
+pub struct Profiles(pub Arc<Teams>);
+
+impl Profiles {
+    /// The keeper of the team's profile `name`, when that is another node.
+    fn keeper(&self, team: &TeamId, name: &str) -> Option<(&Cluster, String)> {
+        let cluster = self.0.cluster.get()?;
+        let owner = cluster.owner_of(&format!("profile:{}/{name}", team.as_str()));
+        (owner != cluster.name()).then_some((cluster, owner))
+    }
+}
+
+impl ProfileKeeper for Profiles {
+    fn get<'a>(
+        &'a self,
+        team: &'a TeamId,
+        name: &'a str,
+    ) -> BoxFuture<'a, Result<Option<ProfileState>, String>> {
+        Box::pin(async move {
+            let Some((cluster, node)) = self.keeper(team, name) else {
+                return self.0.store.profiles.get(team, name).map_err(|e| e.to_string());
+            };
+            let request = Request::Profile { team: team.as_str().to_owned(), name: name.to_owned() };
+            match ask(cluster, &node, &request).await {
+                Some(Response::Profile(state)) => Ok(state),
+                _ => Err(format!("node `{node}`")),
+            }
+        })
+    }
+
+    fn put<'a>(
+        &'a self,
+        team: &'a TeamId,
+        name: &'a str,
+        state: &'a ProfileState,
+    ) -> BoxFuture<'a, Result<(), String>> {
+        Box::pin(async move {
+            let Some((cluster, node)) = self.keeper(team, name) else {
+                return self.0.store.profiles.put(team, name, state).map_err(|e| e.to_string());
+            };
+            let (team, name, state) = (team.as_str().to_owned(), name.to_owned(), state.clone());
+            match ask(cluster, &node, &Request::SaveProfile { team, name, state }).await {
+                Some(Response::Saved) => Ok(()),
+                _ => Err(format!("node `{node}`")),
+            }
         })
     }
 }

@@ -6,6 +6,7 @@
 //! for the cluster as a whole ([`cluster`], [`slots`]).
 
 mod cluster;
+pub use cluster::Profiles;
 mod slots;
 
 use std::collections::HashMap;

@@ -678,3 +678,28 @@ async fn nodes_with_tls_meet_and_refuse_nodes_without_the_clusters_certificate()
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// A browser profile is kept by one node of the cluster: saved through one node, it is the
+/// one a scrape through any other node starts from.
+#[tokio::test]
+async fn a_profile_saved_through_one_node_is_used_by_every_node() {
+    let site = crate::common::FixtureSite::start();
+    let a = Node::start("a", None, &[]);
+    let b = Node::start("b", Some(&a.cluster_addr), &[]);
+    let c = Node::start("c", Some(&a.cluster_addr), &[]);
+    for node in [&a, &b, &c] {
+        node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
+    }
+    let visit = |save: bool| serde_json::json!({"url": site.url("/js/memory"), "profile": {"name": "shop", "saveChanges": save}});
+    let markdown = |body: &Value| body["data"]["markdown"].as_str().unwrap_or_default().to_owned();
+    let (status, first) =
+        call(a.base(), &a.key, reqwest::Method::POST, "/v2/scrape", Some(&visit(true))).await;
+    assert_eq!(status, 200, "{first}");
+    assert!(markdown(&first).contains("first visit"), "{first}");
+    for node in [&b, &c, &a] {
+        let (status, again) =
+            call(node.base(), &a.key, reqwest::Method::POST, "/v2/scrape", Some(&visit(false))).await;
+        assert_eq!(status, 200, "{again}");
+        assert!(markdown(&again).contains("returning visitor, theme dark"), "through {}: {again}", node.name);
+    }
+}
