@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 /// Version of the node-to-node protocol this build speaks. Nodes of another version are
 /// refused when they meet (both log the two versions). 2: site handover (`Release`
 /// requests, pages answered `Moved`), which a node of version 1 could not read. 3: team
-/// slots and rates kept by the team's owner, requests passed on to a session's node (a
-/// version-2 node could not answer them, and a team owned by one would get no slots), and
-/// peers named in hello answers.
+/// slots, rates and browser profiles kept by one node each, requests passed on to a
+/// session's node, pages sent in their stored form, and peers named in hello answers (a
+/// version-2 node could not answer them, and a team owned by one would get no slots).
 pub const PROTOCOL_VERSION: u32 = 3;
 
 // Byte fields are written as bytes (`serde_bytes`), not as sequences of numbers: the same
