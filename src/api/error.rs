@@ -31,6 +31,9 @@ pub struct ErrorBody {
     pub error: String,
     /// Machine-readable code.
     pub code: String,
+    /// The request's id (its `X-Request-Id`), to find it in the server's log.
+    #[serde(rename = "requestId", skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
 }
 
 impl ApiError {
@@ -105,6 +108,7 @@ impl ResponseError for ApiError {
             success: false,
             error: self.message.clone(),
             code: self.code.as_str().to_owned(),
+            request_id: super::observe::current_request_id(),
         })
     }
 }
@@ -136,7 +140,10 @@ pub fn envelope_errors<B: MessageBody + 'static>(
         s if s.is_client_error() => (Code::BadRequest, extractor_message(&res)),
         _ => (Code::Unknown, "Internal server error".to_owned()),
     };
-    let body = ErrorBody { success: false, error: message, code: code.as_str().to_owned() };
+    let request_id = actix_web::HttpMessage::extensions(res.request())
+        .get::<super::observe::RequestId>()
+        .map(|id| id.0.to_string());
+    let body = ErrorBody { success: false, error: message, code: code.as_str().to_owned(), request_id };
     let (req, _) = res.into_parts();
     let response = HttpResponse::build(status).json(body).map_into_right_body::<B>();
     let response: HttpResponse<EitherBody<B>> = response;

@@ -20,6 +20,7 @@ pub mod health;
 pub mod interact;
 pub mod job_view;
 pub mod map;
+pub mod observe;
 pub mod openapi;
 pub mod options;
 pub mod parse;
@@ -65,6 +66,8 @@ impl AppState {
         &self,
         work: impl std::future::Future<Output = Result<T, ApiError>> + Send + 'static,
     ) -> Result<T, ApiError> {
+        // The request's span (its id) goes along, so the work's log lines carry it too.
+        let work = tracing::Instrument::in_current_span(work);
         self.services_runtime.spawn(work).await.map_err(|e| ApiError::new(Code::Unknown, e.to_string()))?
     }
 }
@@ -83,13 +86,17 @@ pub fn create_app(
     >,
 > {
     let max_body = state.settings.server.max_request_bytes;
+    // Metrics recorded from the first request on.
+    let _ = observe::recorder();
     App::new()
         .app_data(state)
         .app_data(openapi)
         .configure(|cfg| configure_data(cfg, max_body))
         .wrap(ErrorHandlers::new().default_handler(error::envelope_errors))
         .wrap(Logger::new("%r %s %Dms").exclude("/health"))
+        .wrap(actix_web::middleware::from_fn(observe::observe))
         .configure(health::configure)
+        .configure(observe::configure)
         .configure(openapi::configure)
         .configure(scrape::configure)
         .configure(crawl::configure)

@@ -20,6 +20,7 @@ mod engine;
 mod hostile;
 mod interact;
 mod map;
+mod observe;
 mod openapi;
 mod parse;
 mod scrape;

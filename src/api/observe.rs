@@ -1,0 +1,109 @@
+//! What an operator watches a running server with.
+//!
+//! - **Request ids**: every request gets one: its `X-Request-Id` when the client sent a
+//!   usable one (1 to 128 visible ASCII characters), else a new UUID. It is returned on every
+//!   response, errors included (also as `requestId` in the JSON error envelope), and every log
+//!   line of the request carries it (a tracing span around the handler).
+//! - **Metrics**: `GET /metrics` serves the Prometheus text format, recorded through the
+//!   `metrics` facade and rendered by `metrics-exporter-prometheus`. Requests are counted by
+//!   route template (never the raw path: no id, URL or key becomes a label), method and
+//!   status, with a latency histogram.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::{HttpMessage, HttpResponse, web};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use tracing::Instrument;
+
+/// The request id header.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Latency buckets (seconds) of the request histogram: a cached scrape answers in
+/// milliseconds, a crawl page or a browser scrape in seconds.
+const BUCKETS: [f64; 14] =
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
+
+tokio::task_local! {
+    /// The id of the request being answered (for error envelopes built inside handlers).
+    static REQUEST_ID: Arc<str>;
+}
+
+/// A request's id, kept in its extensions.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub Arc<str>);
+
+/// The id of the request this task is answering, if any.
+pub fn current_request_id() -> Option<String> {
+    REQUEST_ID.try_with(|id| id.to_string()).ok()
+}
+
+/// The process's metrics recorder, installed on first use (`None` when another recorder
+/// was installed first).
+pub fn recorder() -> Option<&'static PrometheusHandle> {
+    static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &BUCKETS)
+                .ok()?
+                .build_recorder();
+            let handle = recorder.handle();
+            metrics::set_global_recorder(recorder).ok()?;
+            Some(handle)
+        })
+        .as_ref()
+}
+
+/// The client's id when usable, else a new one.
+fn id_of(request: &ServiceRequest) -> Arc<str> {
+    let given = request
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| (1..=128).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_graphic()));
+    match given {
+        Some(id) => Arc::from(id),
+        None => Arc::from(uuid::Uuid::now_v7().to_string()),
+    }
+}
+
+/// Middleware: gives the request its id, answers within its span, records its metrics.
+pub async fn observe(
+    request: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let id = id_of(&request);
+    request.extensions_mut().insert(RequestId(Arc::clone(&id)));
+    let method = request.method().to_string();
+    let span = tracing::info_span!("request", request_id = %id, method = %method, path = %request.path());
+    let started = Instant::now();
+    let answered = REQUEST_ID.scope(Arc::clone(&id), next.call(request).instrument(span)).await;
+    let mut response = answered?;
+    let route = response.request().match_pattern().unwrap_or_else(|| "unmatched".to_owned());
+    let status = response.status().as_u16().to_string();
+    let seconds = started.elapsed().as_secs_f64();
+    metrics::counter!("http_requests_total", "route" => route.clone(), "method" => method.clone(), "status" => status)
+        .increment(1);
+    metrics::histogram!("http_request_duration_seconds", "route" => route, "method" => method)
+        .record(seconds);
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert(HeaderName::from_static(REQUEST_ID_HEADER), value);
+    }
+    Ok(response)
+}
+
+/// `GET /metrics`: the Prometheus text format.
+async fn metrics_text() -> HttpResponse {
+    let text = recorder().map(PrometheusHandle::render).unwrap_or_default();
+    HttpResponse::Ok().content_type("text/plain; version=0.0.4; charset=utf-8").body(text)
+}
+
+/// Registers `/metrics`.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/metrics").route(web::get().to(metrics_text)));
+}
