@@ -118,8 +118,32 @@ pub(super) fn admit(rules: &Rules<'_>, raw: &str, depth: u32) -> Option<NewEntry
     Some(NewEntry { key: keys::key(&url, rules.keys), entry: QueueEntry { url: url.to_string(), depth } })
 }
 
-/// The settlement of queue entry `seq` (`None` for a cancelled fetch: it stays queued).
+/// The settlement of queue entry `seq` (`None` for a cancelled fetch: it stays queued),
+/// counted in the `pages_settled_total` metric by job kind and outcome.
 pub(super) fn prepare(
+    rules: &Rules<'_>,
+    memo: &mut LinkMemo,
+    seq: u64,
+    entry: &QueueEntry,
+    outcome: FetchOutcome,
+) -> Result<Option<Pending>, serde_json::Error> {
+    let pending = settlement(rules, memo, seq, entry, outcome)?;
+    if let Some(pending) = &pending {
+        let outcome = match &pending.outcome {
+            Owned::Page { .. } => "page",
+            Owned::Failed(_) => "failed",
+            Owned::Blocked(_) => "robots_blocked",
+        };
+        let kind = match rules.kind {
+            JobKind::Crawl => "crawl",
+            JobKind::Batch => "batch",
+        };
+        metrics::counter!("pages_settled_total", "kind" => kind, "outcome" => outcome).increment(1);
+    }
+    Ok(pending)
+}
+
+fn settlement(
     rules: &Rules<'_>,
     memo: &mut LinkMemo,
     seq: u64,

@@ -7,7 +7,10 @@
 //! - **Metrics**: `GET /metrics` serves the Prometheus text format, recorded through the
 //!   `metrics` facade and rendered by `metrics-exporter-prometheus`. Requests are counted by
 //!   route template (never the raw path: no id, URL or key becomes a label), method and
-//!   status, with a latency histogram.
+//!   status, with a latency histogram; pages settled by job kind and outcome; credits
+//!   charged; and, read when scraped, live site actors, running jobs, browser sessions,
+//!   cluster members, pages cut short by their deadline, the store's bytes on disk, the
+//!   process's resident memory and open file descriptors.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -19,6 +22,8 @@ use actix_web::middleware::Next;
 use actix_web::{HttpMessage, HttpResponse, web};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tracing::Instrument;
+
+use super::AppState;
 
 /// The request id header.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
@@ -97,10 +102,36 @@ pub async fn observe(
     Ok(response)
 }
 
-/// `GET /metrics`: the Prometheus text format.
-async fn metrics_text() -> HttpResponse {
+/// `GET /metrics`: the Prometheus text format, with the gauges read now.
+async fn metrics_text(state: web::Data<AppState>) -> HttpResponse {
+    let counts = state.runtime.counts().await;
+    metrics::gauge!("domain_actors").set(counts.domains as f64);
+    metrics::gauge!("jobs_running").set(counts.jobs as f64);
+    metrics::gauge!("browser_sessions").set(counts.sessions as f64);
+    if let Some(cluster) = &state.runtime.services().cluster {
+        metrics::gauge!("cluster_members_live").set(cluster.live().len() as f64);
+    }
+    metrics::counter!("pages_cut_short_total").absolute(crate::cancel::cut_short_total());
+    let store = state.runtime.services().store.clone();
+    if let Ok(Ok(bytes)) = tokio::task::spawn_blocking(move || store.size_on_disk()).await {
+        metrics::gauge!("store_disk_bytes").set(bytes as f64);
+    }
+    if let Some(rss) = process_rss_bytes() {
+        metrics::gauge!("process_resident_memory_bytes").set(rss as f64);
+    }
+    if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
+        metrics::gauge!("process_open_fds").set(fds.count() as f64);
+    }
     let text = recorder().map(PrometheusHandle::render).unwrap_or_default();
     HttpResponse::Ok().content_type("text/plain; version=0.0.4; charset=utf-8").body(text)
+}
+
+/// This process's resident memory, from `/proc/self/status`.
+fn process_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Registers `/metrics`.

@@ -245,6 +245,11 @@ impl Store {
         self.db.flush()?;
         Ok(())
     }
+
+    /// Bytes the database takes on disk.
+    pub fn size_on_disk(&self) -> Result<u64> {
+        Ok(self.db.size_on_disk()?)
+    }
 }
 
 /// A job store in memory only (zero-data-retention jobs): nothing of it reaches the disk,

@@ -180,6 +180,7 @@ impl Teams {
     /// Records `credits` used now (work that cost credits succeeded).
     pub fn charge(&self, team: &TeamId, credits: u64) -> Result<(), StoreError> {
         if credits > 0 {
+            metrics::counter!("credits_charged_total").increment(credits);
             let mut last = self.last_success.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             last.insert(team.as_str().to_owned(), time::now_ms());
         }

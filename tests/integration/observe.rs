@@ -61,4 +61,26 @@ async fn every_response_carries_a_request_id_and_metrics_count_routes() {
     );
     assert!(text.contains("http_request_duration_seconds_bucket"), "{text}");
     assert!(!text.contains(&missing.to_string()), "no id as a label");
+
+    // A batch's pages are counted as they settle; the gauges are read when scraped.
+    let body = serde_json::json!({"urls": [site.url("/article"), site.url("/missing")]});
+    let (status, started) = app.request(reqwest::Method::POST, "/v2/batch/scrape", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let path = format!("/v2/batch/scrape/{}", started["id"].as_str().expect("id"));
+    let done = app.wait_job(&path, std::time::Duration::from_secs(60)).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let text = client.get(format!("{}/metrics", app.base)).send().await.expect("metrics");
+    let text = text.text().await.expect("text");
+    let value = |series: &str| -> f64 {
+        let line = text.lines().find(|l| l.starts_with(series)).unwrap_or_else(|| panic!("{series}: {text}"));
+        line.rsplit(' ').next().and_then(|v| v.parse().ok()).expect("a number")
+    };
+    assert!(value(r#"pages_settled_total{kind="batch",outcome="page"}"#) >= 2.0, "{text}");
+    assert!(value("credits_charged_total") >= 3.0, "{text}");
+    assert!(value("process_resident_memory_bytes") > 1e6, "{text}");
+    assert!(value("process_open_fds") > 3.0, "{text}");
+    assert!(value("store_disk_bytes") > 0.0, "{text}");
+    for gauge in ["domain_actors", "jobs_running", "browser_sessions", "pages_cut_short_total"] {
+        value(gauge);
+    }
 }
