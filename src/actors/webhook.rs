@@ -160,7 +160,16 @@ impl WebhookState {
         let (acknowledged, detail, refused) = outcome;
         self.in_flight.remove(&delivery.job);
         let Some(store) = self.outboxes().into_iter().nth(outbox) else { return Ok(()) };
+        let lag = time::now_ms().saturating_sub(delivery.created_ms) as f64 / 1000.0;
+        let result = match (acknowledged, refused) {
+            (true, _) => "delivered",
+            (false, true) => "refused",
+            (false, false) => "failed",
+        };
+        metrics::counter!("webhook_deliveries_total", "result" => result).increment(1);
         if acknowledged {
+            // From the event to its acknowledged delivery.
+            metrics::histogram!("webhook_delivery_lag_seconds").record(lag);
             return store.remove(key);
         }
         if refused {

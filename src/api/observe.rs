@@ -7,8 +7,10 @@
 //! - **Metrics**: `GET /metrics` serves the Prometheus text format, recorded through the
 //!   `metrics` facade and rendered by `metrics-exporter-prometheus`. Requests are counted by
 //!   route template (never the raw path: no id, URL or key becomes a label), method and
-//!   status, with a latency histogram; pages settled by job kind and outcome; credits
-//!   charged; and, read when scraped, live site actors, running jobs, browser sessions,
+//!   status, with a latency histogram; scrapes by engine, cache state and outcome, with their
+//!   retrieval time; pages settled by job kind and outcome; credits charged; webhook
+//!   deliveries by result and their lag; and, read when scraped, the webhook outbox's
+//!   events, live site actors, running jobs, browser sessions,
 //!   cluster members, pages cut short by their deadline, the store's bytes on disk, the
 //!   process's resident memory and open file descriptors.
 
@@ -112,6 +114,7 @@ async fn metrics_text(state: web::Data<AppState>) -> HttpResponse {
         metrics::gauge!("cluster_members_live").set(cluster.live().len() as f64);
     }
     metrics::counter!("pages_cut_short_total").absolute(crate::cancel::cut_short_total());
+    metrics::gauge!("webhook_outbox_events").set(state.runtime.services().store.outbox.len() as f64);
     let store = state.runtime.services().store.clone();
     if let Ok(Ok(bytes)) = tokio::task::spawn_blocking(move || store.size_on_disk()).await {
         metrics::gauge!("store_disk_bytes").set(bytes as f64);

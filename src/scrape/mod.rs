@@ -304,14 +304,31 @@ impl Scraper {
     /// The first half of [`Scraper::scrape_page`]: the page from the cache or the target,
     /// not yet converted, so a crawl can free the site's slot before the CPU work starts.
     /// The time budget starts here and covers [`Scraper::convert`] too.
+    ///
+    /// Counted in the `scrapes_total` metric (engine, cache state, outcome code) and timed in
+    /// `scrape_retrieve_seconds` (engine, cache state).
     pub async fn retrieve(&self, job: &ScrapeJob) -> Result<Retrieved, ScrapeError> {
         let ms = job.options.timeout_ms;
-        let deadline = tokio::time::Instant::now() + Duration::from_millis(ms);
+        let started = tokio::time::Instant::now();
+        let deadline = started + Duration::from_millis(ms);
         let mut warnings = Vec::new();
         let sourced = tokio::time::timeout_at(deadline, self.source(job, &mut warnings))
             .await
-            .map_err(|_| ScrapeError::Timeout { ms })??;
-        Ok(Retrieved { sourced, warnings, deadline })
+            .map_err(|_| ScrapeError::Timeout { ms })
+            .and_then(|sourced| sourced);
+        let (engine, cache, outcome) = match &sourced {
+            Ok(s) => (
+                if s.page.rendered { "chromium" } else { "http" },
+                if matches!(s.cache_state, Some(CacheState::Hit)) { "hit" } else { "miss" },
+                "ok",
+            ),
+            Err(e) => ("none", "miss", e.code().as_str()),
+        };
+        metrics::counter!("scrapes_total", "engine" => engine, "cache" => cache, "outcome" => outcome)
+            .increment(1);
+        metrics::histogram!("scrape_retrieve_seconds", "engine" => engine, "cache" => cache)
+            .record(started.elapsed().as_secs_f64());
+        Ok(Retrieved { sourced: sourced?, warnings, deadline })
     }
 
     /// The second half of [`Scraper::scrape_page`]: extraction and formats.

@@ -80,7 +80,20 @@ async fn every_response_carries_a_request_id_and_metrics_count_routes() {
     assert!(value("process_resident_memory_bytes") > 1e6, "{text}");
     assert!(value("process_open_fds") > 3.0, "{text}");
     assert!(value("store_disk_bytes") > 0.0, "{text}");
-    for gauge in ["domain_actors", "jobs_running", "browser_sessions", "pages_cut_short_total"] {
+    assert!(
+        text.lines().any(|l| l.starts_with("scrapes_total{")
+            && l.contains(r#"engine="http""#)
+            && l.contains(r#"outcome="ok""#)),
+        "{text}"
+    );
+    assert!(text.contains("scrape_retrieve_seconds_bucket"), "{text}");
+    for gauge in [
+        "domain_actors",
+        "jobs_running",
+        "browser_sessions",
+        "pages_cut_short_total",
+        "webhook_outbox_events",
+    ] {
         value(gauge);
     }
 }
