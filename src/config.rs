@@ -44,6 +44,9 @@ pub struct Settings {
     pub documents: DocumentSettings,
     /// Logging.
     pub log: LogSettings,
+    /// `GET /metrics`.
+    #[serde(default)]
+    pub metrics: MetricsSettings,
     /// Joining other nodes into one service (off unless `listen` is set).
     pub cluster: ClusterSettings,
     /// Plan flags per team name.
@@ -326,6 +329,16 @@ pub struct LimitSettings {
 pub struct ProxySettings {
     /// The enhanced proxy URL; empty when none.
     pub enhanced_url: String,
+}
+
+/// `[metrics]`
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSettings {
+    /// Answer `GET /metrics` only with a valid API key (by default it needs none, like a
+    /// scrape target behind the operator's network).
+    #[serde(default)]
+    pub require_key: bool,
 }
 
 /// `[log]`

@@ -104,8 +104,18 @@ pub async fn observe(
     Ok(response)
 }
 
-/// `GET /metrics`: the Prometheus text format, with the gauges read now.
-async fn metrics_text(state: web::Data<AppState>) -> HttpResponse {
+/// `GET /metrics`: the Prometheus text format, with the gauges read now; with
+/// `metrics.require_key`, only for a valid API key.
+async fn metrics_text(
+    state: web::Data<AppState>,
+    auth: Option<super::Authenticated>,
+) -> Result<HttpResponse, super::error::ApiError> {
+    if state.settings.metrics.require_key && auth.is_none() {
+        return Err(super::error::ApiError::new(
+            crate::model::Code::Unauthorized,
+            "Unauthorized: /metrics needs an API key on this server (metrics.require_key)",
+        ));
+    }
     let counts = state.runtime.counts().await;
     metrics::gauge!("domain_actors").set(counts.domains as f64);
     metrics::gauge!("jobs_running").set(counts.jobs as f64);
@@ -126,7 +136,7 @@ async fn metrics_text(state: web::Data<AppState>) -> HttpResponse {
         metrics::gauge!("process_open_fds").set(fds.count() as f64);
     }
     let text = recorder().map(PrometheusHandle::render).unwrap_or_default();
-    HttpResponse::Ok().content_type("text/plain; version=0.0.4; charset=utf-8").body(text)
+    Ok(HttpResponse::Ok().content_type("text/plain; version=0.0.4; charset=utf-8").body(text))
 }
 
 /// This process's resident memory, from `/proc/self/status`.

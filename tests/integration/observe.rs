@@ -1,6 +1,6 @@
 //! What an operator watches: every response (errors too) carries a request id, the one the
 //! client sent or a new one, also in the JSON error; `GET /metrics` counts requests by route
-//! template, never by raw path.
+//! template, never by raw path, and can be kept to API keys.
 
 use crate::common::{FixtureSite, KEY, TestServer};
 
@@ -96,4 +96,17 @@ async fn every_response_carries_a_request_id_and_metrics_count_routes() {
     ] {
         value(gauge);
     }
+}
+
+#[tokio::test]
+async fn metrics_can_require_a_key() {
+    let app = TestServer::builder().settings(|s| s.metrics.require_key = true).start().await;
+    let url = format!("{}/metrics", app.base);
+    let refused = app.client().get(&url).send().await.expect("metrics");
+    assert_eq!(refused.status(), 401);
+    let envelope: serde_json::Value = refused.json().await.expect("json");
+    assert_eq!(envelope["code"], "UNAUTHORIZED", "{envelope}");
+    let served = app.client().get(&url).bearer_auth(KEY).send().await.expect("metrics");
+    assert_eq!(served.status(), 200);
+    assert!(served.text().await.expect("text").contains("http_requests_total"));
 }
