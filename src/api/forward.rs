@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::error::ApiError;
-use crate::cluster::{Channel, ClusterError};
+use crate::cluster::{Channel, ClusterError, Holder};
 use crate::model::Code;
 
 /// Marks a request another node passed on.
@@ -74,11 +74,10 @@ pub async fn to_node_of(
         return None;
     }
     let cluster = state.runtime.services().cluster.as_ref()?;
-    let node = match cluster.node_of_tag(tag) {
-        Some((node, _)) if node == cluster.name() => return None,
-        Some((node, true)) => node,
-        Some((node, false)) => return Some(Err(unavailable(&node))),
-        None => return None,
+    let node = match cluster.holder_of_tag(tag) {
+        Holder::Here => return None,
+        Holder::There(node) => node,
+        Holder::Down(node) => return Some(Err(unavailable(&node))),
     };
     let headers =
         kept(&REQUEST_HEADERS, |name| request.headers().get(name)?.to_str().ok().map(str::to_owned));
@@ -90,9 +89,7 @@ pub async fn to_node_of(
     };
     let answer = match cluster.call(&node, Channel::Http, bytes, TIMEOUT).await {
         Ok(answer) => answer,
-        Err(ClusterError::Call { reason, .. })
-            if !reason.contains("unreachable") && !reason.contains("no answer") =>
-        {
+        Err(ClusterError::Call { reason, .. }) => {
             return Some(Err(ApiError::new(Code::Unknown, format!("node `{node}`: {reason}"))));
         }
         Err(_) => return Some(Err(unavailable(&node))),

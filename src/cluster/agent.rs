@@ -149,11 +149,7 @@ fn answer(shared: &Arc<Shared>, bytes: Vec<u8>, reply: ractor::RpcReplyPort<Vec<
     };
     match frame {
         Frame::Hello { .. } => {
-            let peers = shared
-                .peers
-                .read()
-                .map(|p| p.values().filter(|p| p.up).map(|p| p.address.clone()).collect())
-                .unwrap_or_default();
+            let peers = live_addresses(shared).into_iter().collect();
             let _ = reply.send(seal(&shared.name, &Reply::Hello { address: shared.address.clone(), peers }));
         }
         Frame::Ping => {
@@ -323,6 +319,12 @@ async fn disconnect(shared: &Shared, node_id: u64) {
     }
 }
 
+/// The cluster addresses of the peers that are live members now.
+fn live_addresses(shared: &Shared) -> HashSet<String> {
+    let Ok(peers) = shared.peers.read() else { return HashSet::new() };
+    peers.values().filter(|p| p.up).map(|p| p.address.clone()).collect()
+}
+
 /// Dials the seeds and known peers that are not connected now.
 async fn redial(shared: &Arc<Shared>) {
     let connected: HashSet<String> =
@@ -330,11 +332,7 @@ async fn redial(shared: &Arc<Shared>) {
             Ok(CallResult::Success(sessions)) => sessions.values().map(|s| s.peer_addr.clone()).collect(),
             _ => return,
         };
-    let up: HashSet<String> = shared
-        .peers
-        .read()
-        .map(|p| p.values().filter(|p| p.up).map(|p| p.address.clone()).collect())
-        .unwrap_or_default();
+    let up = live_addresses(shared);
     let mut targets: Vec<String> = shared.seeds.clone();
     if let Ok(peers) = shared.peers.read() {
         targets.extend(peers.values().map(|p| p.address.clone()));

@@ -64,7 +64,15 @@ pub enum ClusterError {
     /// The node is not a live member.
     #[error("node `{0}` is not available")]
     Unavailable(String),
-    /// The call failed on the way or on the other node.
+    /// The node did not answer the call (it may be down, frozen or cut off).
+    #[error("node `{node}` did not answer: {reason}")]
+    Unreachable {
+        /// The node.
+        node: String,
+        /// What happened.
+        reason: String,
+    },
+    /// The call failed on the other node, or could not be sent.
     #[error("call to node `{node}` failed: {reason}")]
     Call {
         /// The node.
@@ -72,6 +80,22 @@ pub enum ClusterError {
         /// What happened.
         reason: String,
     },
+}
+
+/// The host part of a `host:port` address.
+fn host_of(address: &str) -> &str {
+    address.rsplit_once(':').map_or(address, |(host, _)| host)
+}
+
+/// Where what a tagged id names lives (see [`Cluster::holder_of_tag`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Holder {
+    /// This node.
+    Here,
+    /// Another live member.
+    There(String),
+    /// A member that is down now.
+    Down(String),
 }
 
 /// A member as `GET /v2/cluster` shows it.
@@ -128,7 +152,7 @@ impl Cluster {
             .parse()
             .map_err(|e| ClusterError::Settings(format!("cluster.listen: {e}")))?;
         let address = settings.reachable_at();
-        let host = address.rsplit_once(':').map_or(address.as_str(), |(h, _)| h).to_owned();
+        let host = host_of(&address).to_owned();
         let name = settings.name();
         let (incoming, dialer) = tls::load(settings)?;
         // ractor_cluster's own transitive dialling is plain TCP: with TLS, this node's agent
@@ -219,14 +243,19 @@ impl Cluster {
         place::tag_of(self.name())
     }
 
-    /// The node whose tag is `tag`, among this node and the peers it knows, and whether it
-    /// is live now (`None`: no known node has that tag).
-    pub fn node_of_tag(&self, tag: u32) -> Option<(String, bool)> {
+    /// Which node holds what an id carrying `tag` names (a job, a scrape, a browser
+    /// session): this one, another live member, or a member that is down. An id no known
+    /// node tagged (made before clustering, or by no node at all) is looked up here.
+    pub fn holder_of_tag(&self, tag: u32) -> Holder {
         if tag == self.tag() {
-            return Some((self.shared.name.clone(), true));
+            return Holder::Here;
         }
-        let peers = self.shared.peers.read().ok()?;
-        peers.iter().find(|(name, _)| place::tag_of(name) == tag).map(|(name, p)| (name.clone(), p.up))
+        let Ok(peers) = self.shared.peers.read() else { return Holder::Here };
+        match peers.iter().find(|(name, _)| place::tag_of(name) == tag) {
+            Some((name, peer)) if peer.up => Holder::There(name.clone()),
+            Some((name, _)) => Holder::Down(name.clone()),
+            None => Holder::Here,
+        }
     }
 
     /// Every node this one knows, with its state.
@@ -306,7 +335,7 @@ impl Cluster {
             }
             Ok((_, wire::Reply::App(Err(reason)))) => Err(failed(reason)),
             Ok(_) => Err(failed("unexpected answer".into())),
-            Err(reason) => Err(failed(reason)),
+            Err(reason) => Err(ClusterError::Unreachable { node: node.to_owned(), reason }),
         }
     }
 

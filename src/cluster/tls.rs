@@ -44,8 +44,7 @@ impl Dialer {
         match self {
             Self::Plain => ractor_cluster::client_connect(server, address).await.map_err(|e| e.to_string()),
             Self::Tls(connector) => {
-                let host = address.rsplit_once(':').map_or(address, |(host, _)| host);
-                let host = host.trim_start_matches('[').trim_end_matches(']');
+                let host = super::host_of(address).trim_start_matches('[').trim_end_matches(']');
                 let name = ServerName::try_from(host.to_owned()).map_err(|e| format!("`{host}`: {e}"))?;
                 ractor_cluster::client_connect_enc(server, address, connector.clone(), name)
                     .await

@@ -9,7 +9,7 @@ use std::time::Duration;
 use super::remote;
 use super::{ActiveJob, JobError, JobErrors, JobPage, JobService, Paging};
 use crate::actors::remote::{Request, Response, decode, encode};
-use crate::cluster::{Channel, ClusterError};
+use crate::cluster::{Channel, ClusterError, Holder};
 use crate::model::{JobId, JobKind, TeamId};
 
 /// How long a request to another node may take.
@@ -28,12 +28,10 @@ impl JobService {
 
     fn route(&self, id: JobId) -> Result<Route, JobError> {
         let Some(cluster) = &self.runtime.services().cluster else { return Ok(Route::Here) };
-        match cluster.node_of_tag(id.tag()) {
-            Some((node, _)) if node == cluster.name() => Ok(Route::Here),
-            Some((node, true)) => Ok(Route::There(node)),
-            Some((node, false)) => Err(JobError::NodeUnavailable(node)),
-            // No known node has that tag: a job from before clustering, or none at all.
-            None => Ok(Route::Here),
+        match cluster.holder_of_tag(id.tag()) {
+            Holder::Here => Ok(Route::Here),
+            Holder::There(node) => Ok(Route::There(node)),
+            Holder::Down(node) => Err(JobError::NodeUnavailable(node)),
         }
     }
 
@@ -43,11 +41,7 @@ impl JobService {
         };
         let answer = cluster.call(node, Channel::Jobs, encode(request), REMOTE_TIMEOUT).await.map_err(
             |e| match e {
-                ClusterError::Call { reason, .. }
-                    if !reason.contains("unreachable") && !reason.contains("no answer") =>
-                {
-                    JobError::Internal(format!("node `{node}`: {reason}"))
-                }
+                ClusterError::Call { reason, .. } => JobError::Internal(format!("node `{node}`: {reason}")),
                 _ => JobError::NodeUnavailable(node.to_owned()),
             },
         )?;

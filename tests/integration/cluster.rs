@@ -200,31 +200,39 @@ async fn a_node_with_another_secret_never_joins() {
     }
 }
 
-/// A node of another protocol version (a build that cannot talk to this one) is refused
-/// at join; each side's log names both versions.
+/// A node of another protocol version (a build that cannot talk to this one: the previous
+/// release, or a newer one) is refused at join; each side's log names both versions.
 #[tokio::test]
 async fn a_node_of_another_protocol_version_is_refused() {
-    let (ours, theirs) = (ferrocrawl::cluster::PROTOCOL_VERSION, ferrocrawl::cluster::PROTOCOL_VERSION + 1);
+    let ours = ferrocrawl::cluster::PROTOCOL_VERSION;
     let a = Node::start("a", None, &[]);
-    let other = theirs.to_string();
-    let newer = Node::start("n", Some(&a.cluster_addr), &[("TEST_FERROCRAWL_PROTOCOL_VERSION", &other)]);
+    let outsiders: Vec<(u32, Node)> = [(ours - 1, "p"), (ours + 1, "n")]
+        .into_iter()
+        .map(|(theirs, name)| {
+            let version = theirs.to_string();
+            let env = [("TEST_FERROCRAWL_PROTOCOL_VERSION", version.as_str())];
+            (theirs, Node::start(name, Some(&a.cluster_addr), &env))
+        })
+        .collect();
     let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let a_log = a.process.as_ref().expect("a").stderr();
-        let n_log = newer.process.as_ref().expect("n").stderr();
-        let names_both = |log: &str| {
-            log.contains(&format!("protocol version {theirs}")) && log.contains(&format!("speaks {ours}"))
-                || log.contains(&format!("protocol version {ours}"))
-                    && log.contains(&format!("speaks {theirs}"))
-        };
-        if names_both(&a_log) && names_both(&n_log) {
-            break;
+    for (theirs, outsider) in &outsiders {
+        loop {
+            let a_log = a.process.as_ref().expect("a").stderr();
+            let o_log = outsider.process.as_ref().expect("outsider").stderr();
+            let names_both = |log: &str| {
+                log.contains(&format!("protocol version {theirs}")) && log.contains(&format!("speaks {ours}"))
+                    || log.contains(&format!("protocol version {ours}"))
+                        && log.contains(&format!("speaks {theirs}"))
+            };
+            if names_both(&a_log) && names_both(&o_log) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "no refusal naming both versions:\n{a_log}\n---\n{o_log}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        assert!(Instant::now() < deadline, "no refusal naming both versions:\n{a_log}\n---\n{n_log}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(outsider.live().await, vec![outsider.name.clone()]);
     }
     assert_eq!(a.live().await, vec!["a".to_owned()]);
-    assert_eq!(newer.live().await, vec!["n".to_owned()]);
 }
 
 #[tokio::test]
