@@ -179,6 +179,9 @@ pub struct StorageSettings {
     pub result_ttl_secs: u64,
     /// sled's page cache, MiB.
     pub cache_mb: u64,
+    /// Free space the data directory's disk keeps, MiB: below it nothing new is stored
+    /// (`store::space`). 0 turns the check off.
+    pub min_free_mb: u64,
     /// The store lives only as long as one command (a command-line crawl without
     /// `--data`): it is written but never synced, and deleted when closed. Not a file setting.
     #[serde(skip)]
@@ -189,6 +192,11 @@ impl StorageSettings {
     /// sled's page cache in bytes.
     pub fn cache_bytes(&self) -> u64 {
         self.cache_mb.saturating_mul(1 << 20)
+    }
+
+    /// The free-space floor in bytes.
+    pub fn min_free_bytes(&self) -> u64 {
+        self.min_free_mb.saturating_mul(1 << 20)
     }
 }
 

@@ -298,6 +298,9 @@ fn start_delay(state: &mut CrawlJobState) {
     }
 }
 
+/// How often a job paused for want of disk space looks again.
+const SPACE_RECHECK: Duration = Duration::from_secs(1);
+
 /// Pages that may be started now: requests in flight stay within `maxConcurrency`, and
 /// pages being converted within as many again, so a site that answers faster than pages
 /// convert does not pile up responses in memory.
@@ -312,6 +315,15 @@ fn room_for(in_flight: usize, converting: usize, max: usize) -> usize {
 
 /// Starts pages up to the concurrency limit; completes the job when nothing is left.
 async fn pump(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState) -> Result<(), ActorProcessingErr> {
+    if state.services.store.space.is_short() {
+        // The data disk is short of space: no new page until it is freed (`store::space`).
+        if !state.pump_scheduled {
+            state.pump_scheduled = true;
+            tracing::warn!(job = %state.id, "job paused: the data directory's disk is short of space");
+            myself.send_after(SPACE_RECHECK, || CrawlJobMsg::Pump);
+        }
+        return Ok(());
+    }
     while room(state) > 0 {
         let now = Instant::now();
         if state.delay.is_some() && now < state.next_dispatch {

@@ -11,7 +11,8 @@
 //!   retrieval time; pages settled by job kind and outcome; credits charged; webhook
 //!   deliveries by result and their lag; and, read when scraped, the webhook outbox's
 //!   events, live site actors, running jobs, browser sessions,
-//!   cluster members, pages cut short by their deadline, the store's bytes on disk, the
+//!   cluster members, pages cut short by their deadline, the store's bytes on disk and the
+//!   disk's free space (and whether it is below its floor), the
 //!   process's resident memory and open file descriptors.
 
 use std::sync::{Arc, OnceLock};
@@ -129,6 +130,9 @@ async fn metrics_text(
     if let Ok(Ok(bytes)) = tokio::task::spawn_blocking(move || store.size_on_disk()).await {
         metrics::gauge!("store_disk_bytes").set(bytes as f64);
     }
+    let space = &state.runtime.services().store.space;
+    metrics::gauge!("store_disk_free_bytes").set(space.free_bytes() as f64);
+    metrics::gauge!("store_short_of_space").set(if space.is_short() { 1.0 } else { 0.0 });
     if let Some(rss) = process_rss_bytes() {
         metrics::gauge!("process_resident_memory_bytes").set(rss as f64);
     }

@@ -87,6 +87,8 @@ codes! {
     ScrapeSslError => (502, "SCRAPE_SSL_ERROR"),
     /// The server is shutting down or a dependency is unavailable.
     Unavailable => (503, "SERVICE_UNAVAILABLE"),
+    /// The data directory's disk is (nearly) full: nothing new can be stored.
+    StorageUnavailable => (503, "STORAGE_UNAVAILABLE"),
     /// A page action failed (no such element, script error); the message names the action.
     ScrapeActionError => (400, "SCRAPE_ACTION_ERROR"),
     /// The request needs a browser and this server has no Chromium.
@@ -121,6 +123,7 @@ mod tests {
                     | Code::ScrapeSiteError
                     | Code::ScrapeSslError
                     | Code::Unavailable
+                    | Code::StorageUnavailable
                     | Code::BrowserUnavailable
                     | Code::BrowserFailed
                     | Code::AgentUnavailable

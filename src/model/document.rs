@@ -51,6 +51,16 @@ pub struct Document {
     pub metadata: Metadata,
 }
 
+impl Document {
+    /// Adds `text` to the result's warning.
+    pub fn add_warning(&mut self, text: &str) {
+        self.warning = Some(match self.warning.take() {
+            Some(before) => format!("{before} {text}"),
+            None => text.to_owned(),
+        });
+    }
+}
+
 /// What page actions produced, in action order within each list.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -234,15 +234,28 @@ impl Scraper {
 
     /// Scrapes one page within its time budget and stores the result.
     pub async fn scrape(&self, job: &ScrapeJob) -> Result<Document, ScrapeError> {
-        let document = self.scrape_page(job, false).await?.document;
+        let mut document = self.scrape_page(job, false).await?.document;
         if job.options.zero_data_retention {
             self.unreplayable.remember(job.id, &job.team);
-        } else {
+        } else if self.keep(job.id, &job.team, &mut document)? {
             let ttl_ms = self.settings.storage.result_ttl_secs.saturating_mul(1000);
-            self.store.scrapes.put(job.id, &job.team, &document, ttl_ms)?;
             self.store.replays.put(job.id, &job.team, job.url.as_str(), &job.options, ttl_ms)?;
         }
         Ok(document)
+    }
+
+    /// Keeps a scrape's result for `GET /v2/scrape/{id}`, unless the data disk is short of
+    /// space: then the caller still gets it, told that it was not kept. Whether it was kept.
+    pub(crate) fn keep(&self, id: JobId, team: &TeamId, document: &mut Document) -> Result<bool, StoreError> {
+        if let Err(full) = self.store.space.ensure() {
+            document.add_warning(&format!(
+                "This result was not stored ({full}); GET /v2/scrape/{id} will not find it."
+            ));
+            return Ok(false);
+        }
+        let ttl_ms = self.settings.storage.result_ttl_secs.saturating_mul(1000);
+        self.store.scrapes.put(id, team, document, ttl_ms)?;
+        Ok(true)
     }
 
     /// The replay context of scrape `id`, for an interact session.
@@ -465,7 +478,8 @@ impl Scraper {
             via_proxy: fetched.via_proxy,
             rendered: engine == Engine::Chromium,
         };
-        if job.options.may_write_cache() && (200..300).contains(&page.status) {
+        if job.options.may_write_cache() && (200..300).contains(&page.status) && !self.store.space.is_short()
+        {
             let key = cache::key(&job.url, &job.options);
             let put = move |cache: &crate::store::PageCache, page: &CachedPage| {
                 if let Err(e) = cache.put(key, page) {

@@ -229,9 +229,9 @@ impl Scraper {
     }
 
     /// A URL for `bytes`: a signed link to a file of ours, or a `data:` URL when nothing
-    /// may be stored.
+    /// may be stored (zero data retention, or the data disk short of space).
     fn file_url(&self, job: &ScrapeJob, mime: &str, bytes: Vec<u8>) -> Result<String, ScrapeError> {
-        if job.options.zero_data_retention {
+        if job.options.zero_data_retention || self.store.space.is_short() {
             let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
             return Ok(format!("data:{mime};base64,{encoded}"));
         }

@@ -72,8 +72,7 @@ impl Scraper {
         meta.concurrency_limited = queued_ms.is_some();
         meta.concurrency_queue_duration_ms = queued_ms;
         if !options.zero_data_retention {
-            let ttl_ms = self.settings.storage.result_ttl_secs.saturating_mul(1000);
-            self.store.scrapes.put(id, &team, &doc, ttl_ms)?;
+            self.keep(id, &team, &mut doc)?;
         }
         Ok(doc)
     }

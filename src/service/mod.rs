@@ -189,6 +189,8 @@ impl JobService {
     pub async fn start_crawl_as(&self, id: JobId, request: NewCrawl) -> Result<Started, JobError> {
         let NewCrawl { team, url, mut options, idempotency_key } = request;
         let services = self.runtime.services();
+        // A job that could not be stored is refused, not half-started.
+        services.store.space.ensure()?;
         // Out of credits: refused before any work; fewer credits than the limit: the limit shrinks.
         services.teams.require(&team, 1).await?;
         if let Some(remaining) = services.teams.remaining(&team).await? {
@@ -228,6 +230,7 @@ impl JobService {
     pub async fn start_batch(&self, request: NewBatch) -> Result<Started, JobError> {
         let NewBatch { team, urls, count, first_url, scrape, webhook, max_concurrency, append_to } = request;
         let services = self.runtime.services();
+        services.store.space.ensure()?;
         services.teams.require(&team, count as u64).await?;
         if let Some(existing) = append_to {
             self.find(&team, existing, JobKind::Batch).await?;

@@ -28,6 +28,7 @@ pub mod quarantine;
 pub mod replays;
 pub mod scrapes;
 mod secrets;
+pub mod space;
 pub mod teams;
 
 use std::path::Path;
@@ -105,12 +106,27 @@ pub enum StoreError {
     /// The data directory is already open in another process.
     #[error("the data directory is in use by another ferrocrawl process (stop it first): {0}")]
     Locked(String),
+    /// The data directory's disk is below its free-space floor (`space`).
+    #[error(
+        "the data directory's disk has {} MiB free, below storage.min_free_mb ({} MiB): \
+         nothing new is stored until space is freed",
+        free / (1 << 20),
+        min_free / (1 << 20)
+    )]
+    Full {
+        /// Bytes free.
+        free: u64,
+        /// The floor, bytes.
+        min_free: u64,
+    },
 }
 
 impl crate::model::ErrorCode for StoreError {
     fn code(&self) -> crate::model::Code {
         match self {
             Self::Locked(_) => crate::model::Code::Unavailable,
+            Self::Full { .. } => crate::model::Code::StorageUnavailable,
+            Self::Db(db) if space::is_disk_full(db) => crate::model::Code::StorageUnavailable,
             _ => crate::model::Code::Unknown,
         }
     }
@@ -151,6 +167,8 @@ pub struct Store {
     pub replays: replays::ReplayStore,
     /// Records that did not decode.
     pub quarantine: quarantine::Quarantine,
+    /// Free space on the disk, against `storage.min_free_mb`.
+    pub space: space::Space,
     meta: sled::Tree,
 }
 
@@ -185,7 +203,7 @@ pub(super) fn open_db(config: &sled::Config) -> Result<sled::Db> {
 impl Store {
     /// Opens (creating if needed) the database under `data_dir/db`.
     pub fn open(data_dir: &Path) -> Result<Self> {
-        Self::open_at(data_dir, DEFAULT_CACHE_BYTES, false)
+        Self::open_at(data_dir, DEFAULT_CACHE_BYTES, false, 0)
     }
 
     /// Opens the store the `[storage]` settings describe, with `cache_mb` of sled page
@@ -194,10 +212,11 @@ impl Store {
     /// to disk (there is nothing to recover it for), and sled deletes it when the last
     /// handle drops.
     pub fn open_with(storage: &crate::config::StorageSettings) -> Result<Self> {
-        Self::open_at(&storage.data_dir, storage.cache_bytes(), storage.scratch)
+        let min_free = if storage.scratch { 0 } else { storage.min_free_bytes() };
+        Self::open_at(&storage.data_dir, storage.cache_bytes(), storage.scratch, min_free)
     }
 
-    fn open_at(data_dir: &Path, cache_bytes: u64, scratch: bool) -> Result<Self> {
+    fn open_at(data_dir: &Path, cache_bytes: u64, scratch: bool, min_free: u64) -> Result<Self> {
         std::fs::create_dir_all(data_dir).map_err(sled::Error::Io)?;
         let config = sled::Config::new()
             .path(data_dir.join("db"))
@@ -229,6 +248,7 @@ impl Store {
             profiles: profiles::ProfileStore::new(db.open_tree(trees::PROFILES)?, q.clone()),
             replays: replays::ReplayStore::new(db.open_tree(trees::REPLAYS)?, q.clone()),
             quarantine: q,
+            space: space::Space::new(data_dir.to_path_buf(), min_free),
             meta: db.open_tree(trees::META)?,
             db,
         })

@@ -17,6 +17,7 @@ mod discovery;
 mod documents;
 mod durability;
 mod engine;
+mod faults;
 mod hostile;
 mod interact;
 mod map;
