@@ -4,12 +4,21 @@
 //! reaches the Markdown, and prints milliseconds per page and per thousand levels, which
 //! stays flat when the pipeline is linear in depth.
 //!
+//! Then the pathological pages of the tests (`tests/pathological`): 200 000 nested
+//! elements, a 30 MB text node, 500 000 siblings, an element with 100 000 attributes,
+//! through the whole page pipeline with every format, timed against the 1 s bar.
+//!
 //! `cargo bench --bench deep` runs every depth; under `cargo test` (no `--bench`) only the
 //! smallest depths run, as a smoke test of the harness.
 
 use std::time::Instant;
 
 use ferrocrawl::extract::{ExtractOptions, Wanted, extract};
+use ferrocrawl::model::ScrapeOptions;
+use ferrocrawl::scrape::document::{PageInput, build};
+
+#[path = "../tests/pathological/pages.rs"]
+mod pages;
 
 /// One page of `depth` levels of the given shape, each level holding the word `wN`.
 fn page(kind: &str, depth: usize) -> String {
@@ -86,5 +95,44 @@ fn main() {
                 "{kind} at depth {depth}: every level's word reaches the Markdown"
             );
         }
+    }
+    if full {
+        pathological();
+    }
+}
+
+/// Median milliseconds of the whole pipeline (every format) over each pathological page.
+fn pathological() {
+    let mut options = ScrapeOptions::default();
+    options.only_main_content = false;
+    let formats = &mut options.formats;
+    (formats.markdown, formats.html, formats.raw_html, formats.links, formats.images) =
+        (true, true, true, true, true);
+    let url = url::Url::parse("https://example.com/page").expect("url");
+    let limits = ferrocrawl::documents::Limits::default();
+    println!("\n{:<12} {:>10} {:>10}", "page", "bytes", "median ms");
+    let cases = [
+        ("nested", pages::nested(200_000)),
+        ("text node", pages::text_node(30 << 20)),
+        ("siblings", pages::siblings(500_000)),
+        ("attributes", pages::attributes(100_000)),
+    ];
+    for (name, html) in &cases {
+        let page = PageInput {
+            source_url: url.as_str(),
+            final_url: &url,
+            status: 200,
+            content_type: Some("text/html"),
+            body: html.as_bytes(),
+        };
+        let mut times: Vec<f64> = (0..3)
+            .map(|_| {
+                let start = Instant::now();
+                build(&page, &options, true, &limits).expect("document");
+                start.elapsed().as_secs_f64() * 1000.0
+            })
+            .collect();
+        times.sort_by(f64::total_cmp);
+        println!("{name:<12} {:>10} {:>10.0}", html.len(), times[1]);
     }
 }

@@ -144,8 +144,18 @@ pub fn envelope_errors<B: MessageBody + 'static>(
         .get::<super::observe::RequestId>()
         .map(|id| id.0.to_string());
     let body = ErrorBody { success: false, error: message, code: code.as_str().to_owned(), request_id };
+    let allow = (status == StatusCode::METHOD_NOT_ALLOWED)
+        .then(|| {
+            let doc = res.request().app_data::<actix_web::web::Data<super::openapi::OpenApiJson>>()?;
+            Some(doc.allowed(&res.request().match_pattern()?)?.to_owned())
+        })
+        .flatten();
     let (req, _) = res.into_parts();
-    let response = HttpResponse::build(status).json(body).map_into_right_body::<B>();
+    let mut response = HttpResponse::build(status);
+    if let Some(allow) = allow {
+        response.insert_header((header::ALLOW, allow));
+    }
+    let response = response.json(body).map_into_right_body::<B>();
     let response: HttpResponse<EitherBody<B>> = response;
     Ok(ErrorHandlerResponse::Response(ServiceResponse::new(req, response)))
 }

@@ -33,7 +33,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     );
     for base in ["/v2/browser", "/v2/interact"] {
         cfg.service(web::resource(base).route(web::delete().to(delete_by_body)))
-            .service(web::resource(format!("{base}/{{session}}")).route(web::delete().to(delete_session)));
+            .service(web::resource(format!("{base}/{{sessionId}}")).route(web::delete().to(delete_session)));
     }
     cfg.service(web::resource("/v2/live/{token}").route(web::get().to(live_page)))
         .service(web::resource("/v2/live/{token}/frame").route(web::get().to(live_frame)))

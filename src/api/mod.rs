@@ -22,6 +22,7 @@ pub mod job_view;
 pub mod map;
 pub mod observe;
 pub mod openapi;
+pub mod openapi_routes;
 pub mod options;
 pub mod parse;
 pub mod scrape;

@@ -61,6 +61,12 @@ pub fn document() -> Value {
     );
     request_schema(&mut doc, "MapOptions", "MapRequest", "/v2/map", "The site to map (http or https).");
     batch_schema(&mut doc);
+    // A target whose name does not resolve is reported with 200 and the error envelope,
+    // as Firecrawl does.
+    let ok =
+        &mut doc["paths"]["/v2/scrape"]["post"]["responses"]["200"]["content"]["application/json"]["schema"];
+    *ok = json!({"oneOf": [ok.take(), {"$ref": "#/components/schemas/ErrorBody"}]});
+    super::openapi_routes::add(&mut doc);
     doc["components"]["securitySchemes"] = json!({
         "bearer": {"type": "http", "scheme": "bearer", "description": "An API key: `ferrocrawl keys create`"}
     });
@@ -111,14 +117,21 @@ async fn serve(doc: web::Data<OpenApiJson>) -> HttpResponse {
     HttpResponse::Ok().content_type("application/json").body(doc.0.clone())
 }
 
-/// The serialized document, built once at start-up.
+/// The serialized document, built once at start-up, and the methods of each route.
 #[derive(Debug, Clone)]
-pub struct OpenApiJson(pub String);
+pub struct OpenApiJson(pub String, std::collections::HashMap<String, String>);
 
 impl OpenApiJson {
     /// Builds and serializes the document.
     pub fn build() -> Self {
-        Self(document().to_string())
+        let doc = document();
+        let methods = super::openapi_routes::methods(&doc);
+        Self(doc.to_string(), methods)
+    }
+
+    /// The methods the route `template` (as matched, e.g. `/v2/crawl/{id}`) allows.
+    pub fn allowed(&self, template: &str) -> Option<&str> {
+        self.1.get(template).map(String::as_str)
     }
 }
 

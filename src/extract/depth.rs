@@ -1,4 +1,5 @@
-//! A bound on how deeply elements nest, applied to the markup before it is parsed.
+//! Bounds on the shape of the markup, applied before it is parsed: how deeply elements
+//! nest, and how many attributes one element has.
 //!
 //! html5ever's tree builder looks through the stack of open elements for every tag (its
 //! "in scope" checks), so a page of tens of thousands of nested or unclosed elements costs
@@ -13,11 +14,22 @@
 //! `option`, `dt`, `dd`) does so here too, raw text (`script`, `style`, `textarea`,
 //! `title`) and comments are skipped whole. The model only decides what happens past the
 //! bound; a page that stays within it passes through untouched and uncopied.
+//!
+//! html5ever's tokenizer also compares each attribute of a tag with every earlier one (to
+//! drop duplicates), so one element of 100 000 attributes took over a second. A start tag
+//! keeps its first [`MAX_ATTRIBUTES`] attributes here; the rest are cut, as no page needs
+//! more (and an attribute holds no text a reader sees).
 
 use std::borrow::Cow;
 
 /// Elements nest at most this deep (as in Chromium's parser).
 pub(crate) const MAX_DEPTH: usize = 512;
+
+/// A start tag keeps at most this many attributes.
+pub(crate) const MAX_ATTRIBUTES: usize = 100;
+/// A tag shorter than this cannot hold more than [`MAX_ATTRIBUTES`] attributes (each takes
+/// at least a name character and a separator), so only longer ones are counted.
+const LONG_TAG: usize = 2 * MAX_ATTRIBUTES;
 
 /// What the model needs to know of an element by its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,15 +121,70 @@ fn raw_text_end(html: &str, from: usize, name: &str) -> usize {
     bytes.len()
 }
 
-/// `html` with no element nested deeper than [`MAX_DEPTH`] (borrowed when already so).
+/// Where the first [`MAX_ATTRIBUTES`] attributes of the start tag ending at `end` (whose
+/// name ends at `name_end`) end, when it has more; `None` when it has no more.
+/// Attributes are read as the tokenizer reads them: a name up to a space, `/`, `>` or `=`,
+/// then an optional `=` and a quoted or bare value.
+fn attributes_cut(html: &str, name_end: usize, end: usize) -> Option<usize> {
+    let bytes = &html.as_bytes()[..end];
+    let mut i = name_end;
+    let mut count = 0;
+    loop {
+        let after_last = i;
+        while i < bytes.len() && (bytes[i].is_ascii_whitespace() || bytes[i] == b'/') {
+            i += 1;
+        }
+        if i >= bytes.len() || bytes[i] == b'>' {
+            return None;
+        }
+        if count == MAX_ATTRIBUTES {
+            return Some(after_last);
+        }
+        count += 1;
+        // The name (a leading '=' belongs to it).
+        i += 1;
+        while i < bytes.len()
+            && !matches!(bytes[i], b'\t' | b'\n' | b'\x0c' | b'\r' | b' ' | b'/' | b'>' | b'=')
+        {
+            i += 1;
+        }
+        let after_name = i;
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if bytes.get(i) != Some(&b'=') {
+            i = after_name;
+            continue;
+        }
+        i += 1;
+        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        match bytes.get(i) {
+            Some(&quote @ (b'"' | b'\'')) => {
+                i = memchr::memchr(quote, &bytes[i + 1..]).map_or(bytes.len(), |close| i + 1 + close + 1);
+            }
+            _ => {
+                while i < bytes.len() && !bytes[i].is_ascii_whitespace() && bytes[i] != b'>' {
+                    i += 1;
+                }
+            }
+        }
+    }
+}
+
+/// `html` with no element nested deeper than [`MAX_DEPTH`] and no start tag of more than
+/// [`MAX_ATTRIBUTES`] attributes (borrowed when already so).
 pub(crate) fn bound(html: &str) -> Cow<'_, str> {
     bound_at(html, MAX_DEPTH)
 }
 
 fn bound_at(html: &str, max: usize) -> Cow<'_, str> {
     let bytes = html.as_bytes();
-    // A page with fewer tags than the bound cannot nest past it.
-    if memchr::memchr_iter(b'<', bytes).count() <= max {
+    // A page with fewer tags than the bound cannot nest past it; its tags are still read
+    // for their attributes when one of them could hold too many.
+    let nesting = memchr::memchr_iter(b'<', bytes).count() > max;
+    if !nesting && bytes.len() < LONG_TAG {
         return Cow::Borrowed(html);
     }
     // Open elements (names as written, up to the bound), and how many deeper start tags of
@@ -148,7 +215,9 @@ fn bound_at(html: &str, max: usize) -> Cow<'_, str> {
         let kind = class(name);
         let same = |o: &&str| o.eq_ignore_ascii_case(name);
         let mut drop_tag = false;
-        if tag.closing {
+        if !nesting {
+            // Only the attributes were to be bounded.
+        } else if tag.closing {
             let deeper_one = if deeper > 0 {
                 dropped.get_mut(&name.to_ascii_lowercase()).filter(|n| **n > 0)
             } else {
@@ -171,6 +240,15 @@ fn bound_at(html: &str, max: usize) -> Cow<'_, str> {
                 *dropped.entry(name.to_ascii_lowercase()).or_insert(0) += 1;
             } else {
                 open.push(name);
+            }
+        }
+        if !drop_tag && !tag.closing && tag.end - at > LONG_TAG {
+            let name_end = at + 1 + name.len();
+            if let Some(cut) = attributes_cut(html, name_end, tag.end) {
+                let buffer = out.get_or_insert_with(|| String::with_capacity(html.len()));
+                buffer.push_str(&html[copied..cut]);
+                buffer.push_str(if tag.self_closing { "/>" } else { ">" });
+                copied = tag.end;
             }
         }
         if drop_tag {
@@ -228,6 +306,28 @@ mod tests {
         assert_eq!(bounded.matches("a>b").count(), 4);
         let unterminated = format!("{}<div class=\"open", "<div>".repeat(10));
         assert_eq!(bound_at(&unterminated, 4).matches("<div>").count(), 4);
+    }
+
+    #[test]
+    fn a_start_tag_keeps_its_first_attributes_only() {
+        let many: String = (0..MAX_ATTRIBUTES + 50).map(|i| format!(" data-a{i}=\"v>{i}\"")).collect();
+        let html = format!("<p>before</p><a href=\"/x\"{many}>text</a><img src=\"/i.png\"{many}/>after");
+        let bounded = bound(&html);
+        // `href` and `src` are the first of each tag's attributes.
+        assert_eq!(bounded.matches("data-a").count(), 2 * (MAX_ATTRIBUTES - 1), "{bounded}");
+        assert!(bounded.contains(&format!("data-a{}=\"v>{0}\">text</a>", MAX_ATTRIBUTES - 2)), "{bounded}");
+        assert!(bounded.contains(&format!("data-a{}=\"v>{0}\"/>after", MAX_ATTRIBUTES - 2)), "{bounded}");
+        assert!(bounded.starts_with("<p>before</p><a href=\"/x\" data-a0="));
+        // Bare values, names without values, and exactly the bound: untouched.
+        let bare: String = (0..MAX_ATTRIBUTES).map(|i| format!(" b{i}=v{i} c{i}")).collect();
+        let cut = bound(&format!("<div{bare}>x</div>")).into_owned();
+        assert_eq!(
+            cut,
+            format!("<div{}>x</div>", &bare[..bare.find(&format!(" b{}", MAX_ATTRIBUTES / 2)).unwrap()])
+        );
+        let exact: String = (0..MAX_ATTRIBUTES).map(|i| format!(" d{i}")).collect();
+        let html = format!("<div{exact}>x</div>");
+        assert!(matches!(bound(&html), Cow::Borrowed(_)));
     }
 
     #[test]

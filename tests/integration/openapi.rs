@@ -69,3 +69,93 @@ async fn document_matches_the_scrape_endpoint() {
         assert_error(&got, 200, "SCRAPE_DNS_RESOLUTION_ERROR");
     }
 }
+
+/// Every route the server serves, as its path template (kept with the `configure`
+/// functions of `src/api`).
+const SERVED: &[&str] = &[
+    "/",
+    "/health",
+    "/metrics",
+    "/v2/openapi.json",
+    "/v2/scrape",
+    "/v2/scrape/{id}",
+    "/v2/scrape/{id}/interact",
+    "/v2/browser",
+    "/v2/browser/{sessionId}",
+    "/v2/interact",
+    "/v2/interact/{sessionId}",
+    "/v2/live/{token}",
+    "/v2/live/{token}/frame",
+    "/v2/live/{token}/input",
+    "/v2/crawl",
+    "/v2/crawl/active",
+    "/v2/crawl/ongoing",
+    "/v2/crawl/{id}",
+    "/v2/crawl/{id}/errors",
+    "/v2/batch/scrape",
+    "/v2/batch/scrape/{id}",
+    "/v2/batch/scrape/{id}/errors",
+    "/v2/map",
+    "/v2/parse",
+    "/v2/parse/formats",
+    "/v2/team/credit-usage",
+    "/v2/team/credit-usage/historical",
+    "/v2/team/token-usage",
+    "/v2/team/token-usage/historical",
+    "/v2/team/queue-status",
+    "/v2/concurrency-check",
+    "/v2/team/activity",
+    "/v2/files/{name}",
+    "/v2/cluster",
+];
+
+#[tokio::test]
+async fn every_served_route_is_documented_with_its_methods_and_error_envelope() {
+    let app = TestServer::start().await;
+    let doc: Value = app
+        .client()
+        .get(format!("{}/v2/openapi.json", app.base))
+        .send()
+        .await
+        .expect("get")
+        .json()
+        .await
+        .expect("json");
+    let paths = doc["paths"].as_object().expect("paths");
+    let mut documented: Vec<&str> = paths.keys().map(String::as_str).collect();
+    documented.sort_unstable();
+    let mut served = SERVED.to_vec();
+    served.sort_unstable();
+    assert_eq!(documented, served, "the document lists exactly the served routes");
+    for (template, item) in paths {
+        let ops = item.as_object().expect("operations");
+        for (method, op) in ops {
+            assert_eq!(
+                op["responses"]["default"]["content"]["application/json"]["schema"]["$ref"],
+                "#/components/schemas/ErrorBody",
+                "{method} {template} describes its errors"
+            );
+            assert!(op["responses"]["200"].is_object(), "{method} {template} describes its success");
+        }
+        // A method the route does not take: 405 naming the ones it does, which proves the
+        // template is served as documented (an unserved one would be a 404).
+        let concrete = template
+            .replace("{id}", "0194f3a0-0000-7000-8000-000000000000")
+            .replace("{sessionId}", "s")
+            .replace("{token}", "t")
+            .replace("{name}", "n");
+        let resp = app
+            .client()
+            .request(reqwest::Method::PATCH, format!("{}{concrete}", app.base))
+            .send()
+            .await
+            .expect("patch");
+        assert_eq!(resp.status(), 405, "PATCH {template}");
+        let allow = resp.headers().get("allow").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+        let mut allowed: Vec<String> = allow.split(", ").map(str::to_owned).collect();
+        allowed.sort_unstable();
+        let mut expected: Vec<String> = ops.keys().map(|m| m.to_ascii_uppercase()).collect();
+        expected.sort_unstable();
+        assert_eq!(allowed, expected, "Allow of {template}");
+    }
+}
