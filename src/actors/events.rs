@@ -117,7 +117,10 @@ pub fn end(
         return Ok(Some(record));
     }
     let event = ended(jobs, id, &record, error.filter(|_| status == crate::model::JobStatus::Failed))?;
-    jobs.finish(id, status, time::now_ms(), error, event.as_ref())
+    let ended = jobs.finish(id, status, time::now_ms(), error, event.as_ref())?;
+    metrics::counter!("jobs_finished_total", "kind" => record.kind.label(), "status" => status.as_str())
+        .increment(1);
+    Ok(ended)
 }
 
 /// Whether the job's webhook wants an event per page.

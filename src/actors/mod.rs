@@ -336,6 +336,22 @@ impl Runtime {
         }
     }
 
+    /// Pages waiting or in flight in the jobs running on this node (their frontiers).
+    pub async fn frontier(&self) -> u64 {
+        let Ok(supervisors) = self.supervisors().await else { return 0 };
+        let timeout = Some(std::time::Duration::from_secs(2));
+        let Ok(CallResult::Success(ids)) = supervisors.jobs.call(jobs::JobsMsg::Running, timeout).await
+        else {
+            return 0;
+        };
+        let store = self.services().store.jobs.clone();
+        tokio::task::spawn_blocking(move || {
+            ids.into_iter().filter_map(|id| store.counters(id).ok()).map(|c| c.pending()).sum()
+        })
+        .await
+        .unwrap_or(0)
+    }
+
     /// Fetches a page through this node's actor of its site (a request of another node of
     /// the cluster, for a site this node owns).
     pub async fn fetch_here(&self, task: domain::FetchTask) -> domain::FetchOutcome {

@@ -134,11 +134,8 @@ pub(super) fn prepare(
             Owned::Failed(_) => "failed",
             Owned::Blocked(_) => "robots_blocked",
         };
-        let kind = match rules.kind {
-            JobKind::Crawl => "crawl",
-            JobKind::Batch => "batch",
-        };
-        metrics::counter!("pages_settled_total", "kind" => kind, "outcome" => outcome).increment(1);
+        metrics::counter!("pages_settled_total", "kind" => rules.kind.label(), "outcome" => outcome)
+            .increment(1);
     }
     Ok(pending)
 }

@@ -10,7 +10,9 @@
 //!   status, with a latency histogram; scrapes by engine, cache state and outcome, with their
 //!   retrieval time; pages settled by job kind and outcome; credits charged; webhook
 //!   deliveries by result and their lag; and, read when scraped, the webhook outbox's
-//!   events, live site actors, running jobs, browser sessions,
+//!   events, live site actors, running jobs and their frontiers (pages waiting or in
+//!   flight), jobs finished by kind and status, browser sessions, the browser pool (processes,
+//!   tabs it holds, tabs open, callers waiting),
 //!   cluster members, pages cut short by their deadline, the store's bytes on disk and the
 //!   disk's free space (and whether it is below its floor), the
 //!   process's resident memory and open file descriptors.
@@ -120,10 +122,16 @@ async fn metrics_text(
     let counts = state.runtime.counts().await;
     metrics::gauge!("domain_actors").set(counts.domains as f64);
     metrics::gauge!("jobs_running").set(counts.jobs as f64);
+    metrics::gauge!("frontier_pages").set(state.runtime.frontier().await as f64);
     metrics::gauge!("browser_sessions").set(counts.sessions as f64);
     if let Some(cluster) = &state.runtime.services().cluster {
         metrics::gauge!("cluster_members_live").set(cluster.live().len() as f64);
     }
+    let browser = state.scraper.browser().load().await;
+    metrics::gauge!("browser_processes").set(browser.browsers as f64);
+    metrics::gauge!("browser_tabs_capacity").set(browser.capacity as f64);
+    metrics::gauge!("browser_tabs_busy").set(browser.busy as f64);
+    metrics::gauge!("browser_tabs_waiting").set(browser.waiting as f64);
     metrics::counter!("pages_cut_short_total").absolute(crate::cancel::cut_short_total());
     metrics::gauge!("webhook_outbox_events").set(state.runtime.services().store.outbox.len() as f64);
     let store = state.runtime.services().store.clone();

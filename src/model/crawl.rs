@@ -98,6 +98,16 @@ pub enum JobKind {
     Batch,
 }
 
+impl JobKind {
+    /// `crawl` or `batch`: the kind as metrics and logs name it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Crawl => "crawl",
+            Self::Batch => "batch",
+        }
+    }
+}
+
 /// Where an asynchronous job is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum JobStatus {

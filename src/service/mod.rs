@@ -218,6 +218,7 @@ impl JobService {
         let record = self.record(JobKind::Crawl, &team, start.to_string(), options);
         self.runtime.submit(id, &record, Box::new(first), volatile).await?;
         self.note(&team, "crawl", id, (!volatile).then_some(record.url.as_str()))?;
+        metrics::counter!("jobs_started_total", "kind" => JobKind::Crawl.label()).increment(1);
         if volatile {
             tracing::info!(job = %id, "crawl started (zero data retention)");
         } else {
@@ -250,6 +251,7 @@ impl JobService {
         let id = self.new_id();
         self.runtime.submit(id, &record, urls, volatile).await?;
         self.note(&team, "batch_scrape", id, (!volatile).then_some(record.url.as_str()))?;
+        metrics::counter!("jobs_started_total", "kind" => JobKind::Batch.label()).increment(1);
         tracing::info!(job = %id, urls = count, "batch scrape started");
         Ok(Started { id, url: record.url })
     }

@@ -80,6 +80,11 @@ async fn every_response_carries_a_request_id_and_metrics_count_routes() {
     assert!(value("process_resident_memory_bytes") > 1e6, "{text}");
     assert!(value("process_open_fds") > 3.0, "{text}");
     assert!(value("store_disk_bytes") > 0.0, "{text}");
+    assert!(value("store_disk_free_bytes") > 0.0, "{text}");
+    assert_eq!(value("store_short_of_space"), 0.0, "{text}");
+    assert!(value(r#"jobs_started_total{kind="batch"}"#) >= 1.0, "{text}");
+    assert!(value(r#"jobs_finished_total{kind="batch",status="completed"}"#) >= 1.0, "{text}");
+    assert!(value("browser_tabs_capacity") >= 1.0, "{text}");
     assert!(
         text.lines().any(|l| l.starts_with("scrapes_total{")
             && l.contains(r#"engine="http""#)
@@ -93,6 +98,10 @@ async fn every_response_carries_a_request_id_and_metrics_count_routes() {
         "browser_sessions",
         "pages_cut_short_total",
         "webhook_outbox_events",
+        "frontier_pages",
+        "browser_processes",
+        "browser_tabs_busy",
+        "browser_tabs_waiting",
     ] {
         value(gauge);
     }

@@ -84,7 +84,24 @@ struct Inner {
     proxy: OnceCell<GuardProxy>,
     slots: Vec<Mutex<Option<Arc<Instance>>>>,
     permits: Arc<Semaphore>,
+    /// Tabs the pool holds at most.
+    capacity: usize,
+    /// Callers waiting for a tab.
+    waiting: std::sync::atomic::AtomicUsize,
     launches: AtomicU64,
+}
+
+/// How busy the pool is now (for metrics).
+#[derive(Debug, Clone, Copy)]
+pub struct PoolLoad {
+    /// Live Chromium processes.
+    pub browsers: usize,
+    /// Tabs the pool holds at most.
+    pub capacity: usize,
+    /// Tabs open now.
+    pub busy: usize,
+    /// Callers waiting for a tab.
+    pub waiting: usize,
 }
 
 impl BrowserPool {
@@ -101,6 +118,8 @@ impl BrowserPool {
             proxy: OnceCell::new(),
             slots: (0..b.pool_size).map(|_| Mutex::new(None)).collect(),
             permits: Arc::new(Semaphore::new(b.pool_size * b.tabs_per_browser)),
+            capacity: b.pool_size * b.tabs_per_browser,
+            waiting: std::sync::atomic::AtomicUsize::new(0),
             launches: AtomicU64::new(0),
         };
         Self { inner: Arc::new(inner) }
@@ -119,10 +138,10 @@ impl BrowserPool {
     /// Opens a tab in a fresh incognito context, waiting for a free place in the pool.
     pub async fn open_tab(&self) -> Result<Tab, BrowserError> {
         let executable = self.inner.executable.as_ref().map_err(|e| BrowserError::Unavailable(e.clone()))?;
-        let permit = Arc::clone(&self.inner.permits)
-            .acquire_owned()
-            .await
-            .map_err(|_| BrowserError::Failed("the browser pool is closed".into()))?;
+        self.inner.waiting.fetch_add(1, Ordering::Relaxed);
+        let permit = Arc::clone(&self.inner.permits).acquire_owned().await;
+        self.inner.waiting.fetch_sub(1, Ordering::Relaxed);
+        let permit = permit.map_err(|_| BrowserError::Failed("the browser pool is closed".into()))?;
         let instance = self.instance(executable).await?;
         let proxy = self
             .inner
@@ -181,6 +200,17 @@ impl BrowserPool {
             }
         }
         pids
+    }
+
+    /// How busy the pool is now.
+    pub async fn load(&self) -> PoolLoad {
+        let inner = &self.inner;
+        PoolLoad {
+            browsers: self.pids().await.len(),
+            capacity: inner.capacity,
+            busy: inner.capacity.saturating_sub(inner.permits.available_permits()),
+            waiting: inner.waiting.load(Ordering::Relaxed),
+        }
     }
 
     /// How many Chromium processes were started so far.

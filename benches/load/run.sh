@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Load test, loopback only, bounded in time: CLIENTS concurrent clients scrape for SECONDS
+# (7 in 10 ask for one of 20 hot pages, cache hits once fetched; the rest for a URL never
+# asked before, fetched from a local nginx) while 3 crawls (one site each) and a batch of
+# 200 pages run. Prints requests/s, p50/p99 latency per kind, outcomes by status, the
+# server's resident memory and open fds at start, peak and end, and whether every job
+# finished with each page once.
+#
+#   benches/load/run.sh [CLIENTS] [SECONDS]     (default 200 clients, 180 s)
+#
+# Needs nginx-light (the echo module for the sites' 20 ms latency) and the crawl
+# benchmark's site generator (../shared/bench/crawl). The team limit is raised to 1 000
+# pages in flight so the server, not the team's queue, is what is measured.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+clients=${1:-200}; seconds=${2:-180}; pages=${PAGES:-300}; latency=${LATENCY_MS:-20}
+bench=../shared/bench/crawl
+work=$(mktemp -d)
+chmod 755 "$work"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+# Sites 127.0.0.2-4 are crawled; 127.0.0.5 serves the scrapes and the batch.
+for s in 2 3 4 5; do
+  python3 "$bench/site/gen_site.py" "$work/site$s" -n "$pages" --base-url "http://127.0.0.$s:8095" >/dev/null
+  BIND=127.0.0.$s "$bench/site/serve.sh" "$work/site$s" 8095 "$latency" >"$work/nginx$s.out" 2>&1 &
+  pids+=($!)
+done
+for s in 2 3 4 5; do
+  for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.$s:8095/robots.txt" && break; sleep 0.1; done
+done
+reachable=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['reachable_pages'])" "$work/site2/manifest.json")
+
+cargo build --release --quiet
+cargo bench --bench load --no-run --quiet 2>/dev/null
+FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS=true FERROCRAWL_LOG__LEVEL=warn \
+FERROCRAWL_LIMITS__TEAM_CONCURRENCY=1000 \
+  target/release/ferrocrawl serve --port 3450 --data "$work/data" >"$work/server.log" 2>&1 &
+server=$!
+pids+=($server)
+for _ in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:3450/health && break; sleep 0.1; done
+key=$(cat "$work/data/api-key")
+
+echo "# load: $clients clients, ${seconds}s, build $(git rev-parse --short HEAD), $(date -u +%F)"
+cargo bench --bench load --quiet -- --base http://127.0.0.1:3450 --key "$key" --pid "$server" \
+  --crawl http://127.0.0.2:8095/ --crawl http://127.0.0.3:8095/ --crawl http://127.0.0.4:8095/ \
+  --batch-site http://127.0.0.5:8095 --scrape-site http://127.0.0.5:8095 \
+  --clients "$clients" --seconds "$seconds" --pages "$reachable"
+echo "server log lines at warn or above: $(wc -l <"$work/server.log")"
+grep -m5 -E "panicked|ERROR" "$work/server.log" || true
