@@ -347,6 +347,10 @@ pub struct MetricsSettings {
     /// scrape target behind the operator's network).
     #[serde(default)]
     pub require_key: bool,
+    /// Serve `GET /metrics` on this address of its own (e.g. `127.0.0.1:9464`) instead of
+    /// the API's port; empty keeps it on the API's port.
+    #[serde(default)]
+    pub listen: String,
 }
 
 /// `[log]`

@@ -131,6 +131,7 @@ pub async fn serve(
         0 => std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
         n => n,
     };
+    let state_for_metrics = state.clone();
     let server = HttpServer::new(move || api::create_app(state.clone(), openapi.clone()))
         .workers(workers)
         .disable_signals()
@@ -138,6 +139,23 @@ pub async fn serve(
         .listen(listener)?
         .run();
     tracing::info!(%address, workers, "ferrocrawl is listening");
+    let metrics_server = match settings.metrics.listen.as_str() {
+        "" => None,
+        addr => {
+            let state = state_for_metrics;
+            let server = HttpServer::new(move || api::metrics_app(state.clone()))
+                .workers(1)
+                .disable_signals()
+                .bind(addr)?
+                .run();
+            tracing::info!(address = addr, "metrics are served on their own address");
+            Some(server)
+        }
+    };
+    let metrics_handle = metrics_server.as_ref().map(actix_web::dev::Server::handle);
+    if let Some(server) = metrics_server {
+        tokio::spawn(server);
+    }
     let handle = server.handle();
     let watched = runtime.clone();
     let stopper = async move {
@@ -149,6 +167,9 @@ pub async fn serve(
             tracing::error!("the actor tree stopped; shutting the server down");
         } else {
             tracing::info!("shutting down: finishing running requests");
+        }
+        if let Some(metrics) = metrics_handle {
+            metrics.stop(true).await;
         }
         handle.stop(true).await;
         failed

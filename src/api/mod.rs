@@ -87,6 +87,7 @@ pub fn create_app(
     >,
 > {
     let max_body = state.settings.server.max_request_bytes;
+    let metrics_here = state.settings.metrics.listen.is_empty();
     // Metrics recorded from the first request on.
     let _ = observe::recorder();
     App::new()
@@ -97,7 +98,11 @@ pub fn create_app(
         .wrap(Logger::new("%r %s %Dms").exclude("/health"))
         .wrap(actix_web::middleware::from_fn(observe::observe))
         .configure(health::configure)
-        .configure(observe::configure)
+        .configure(|cfg| {
+            if metrics_here {
+                observe::configure(cfg);
+            }
+        })
         .configure(openapi::configure)
         .configure(scrape::configure)
         .configure(crawl::configure)
@@ -127,6 +132,27 @@ fn configure_data(cfg: &mut web::ServiceConfig, max_body: usize) {
         .app_data(web::JsonConfig::default().limit(max_body).error_handler(|err, _| {
             ApiError::new(Code::InvalidJson, format!("Bad request, malformed JSON: {err}")).into()
         }));
+}
+
+/// The app of `metrics.listen`: `/metrics` alone, with the request ids and the error
+/// envelope of the API.
+pub fn metrics_app(
+    state: web::Data<AppState>,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    App::new()
+        .app_data(state)
+        .wrap(ErrorHandlers::new().default_handler(error::envelope_errors))
+        .wrap(actix_web::middleware::from_fn(observe::observe))
+        .configure(observe::configure)
+        .default_service(web::to(not_found))
 }
 
 async fn not_found(req: HttpRequest) -> HttpResponse {

@@ -119,3 +119,24 @@ async fn metrics_can_require_a_key() {
     assert_eq!(served.status(), 200);
     assert!(served.text().await.expect("text").contains("http_requests_total"));
 }
+
+#[tokio::test]
+async fn metrics_can_move_to_an_address_of_their_own() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = free.local_addr().expect("addr").to_string();
+    drop(free);
+    let listen = address.clone();
+    let app = TestServer::builder().settings(move |s| s.metrics.listen = listen).start().await;
+    let on_api = app.client().get(format!("{}/metrics", app.base)).send().await.expect("metrics");
+    assert_eq!(on_api.status(), 404, "no longer on the API's port");
+    let (status, _) = app.request(reqwest::Method::GET, "/v2/team/credit-usage", None).await;
+    assert_eq!(status, 200);
+    let own = app.client().get(format!("http://{address}/metrics")).send().await.expect("metrics");
+    assert_eq!(own.status(), 200);
+    assert!(own.headers().contains_key("x-request-id"));
+    let text = own.text().await.expect("text");
+    assert!(text.contains(r#"route="/v2/team/credit-usage""#), "{text}");
+    let elsewhere =
+        app.client().get(format!("http://{address}/v2/team/credit-usage")).send().await.expect("get");
+    assert_eq!(elsewhere.status(), 404, "only /metrics there");
+}
