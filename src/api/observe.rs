@@ -8,14 +8,14 @@
 //!   `metrics` facade and rendered by `metrics-exporter-prometheus`. Requests are counted by
 //!   route template (never the raw path: no id, URL or key becomes a label), method and
 //!   status, with a latency histogram; scrapes by engine, cache state and outcome, with their
-//!   retrieval time; pages settled by job kind and outcome; credits charged; webhook
-//!   deliveries by result and their lag; and, read when scraped, the webhook outbox's
-//!   events, live site actors, running jobs and their frontiers (pages waiting or in
-//!   flight), jobs finished by kind and status, browser sessions, the browser pool (processes,
-//!   tabs it holds, tabs open, callers waiting),
-//!   cluster members, pages cut short by their deadline, the store's bytes on disk and the
-//!   disk's free space (and whether it is below its floor), the
-//!   process's resident memory and open file descriptors.
+//!   retrieval time; pages settled by job kind and outcome; jobs started and finished by
+//!   kind and status; credits charged; webhook deliveries by result and their lag. Read when
+//!   scraped: the webhook outbox's events, live site actors, running jobs and their
+//!   frontiers (pages waiting or in flight), browser sessions, the browser pool (processes,
+//!   tabs it holds, tabs open, callers waiting), cluster members and the calls and bytes
+//!   sent to other nodes, pages cut short by their deadline, the store's bytes on disk, the
+//!   disk's free space (and whether it is below its floor), the process's resident memory
+//!   and open file descriptors.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
@@ -126,6 +126,10 @@ async fn metrics_text(
     metrics::gauge!("browser_sessions").set(counts.sessions as f64);
     if let Some(cluster) = &state.runtime.services().cluster {
         metrics::gauge!("cluster_members_live").set(cluster.live().len() as f64);
+        let traffic = cluster.traffic();
+        metrics::counter!("cluster_calls_total").absolute(traffic.calls);
+        metrics::counter!("cluster_bytes_total", "direction" => "out").absolute(traffic.bytes_out);
+        metrics::counter!("cluster_bytes_total", "direction" => "in").absolute(traffic.bytes_in);
     }
     let browser = state.scraper.browser().load().await;
     metrics::gauge!("browser_processes").set(browser.browsers as f64);

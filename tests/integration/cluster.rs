@@ -390,6 +390,13 @@ async fn a_crawl_is_fetched_by_its_sites_node_and_survives_losing_it() {
     };
     assert_eq!(domains(&owner), Some(1), "the owner runs the site's actor: {view}");
     assert_eq!(domains(names[accepting]), Some(0), "the crawl's node does not: {view}");
+    // The pages crossed the cluster, as the crawl's node counts.
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let text =
+        client.get(format!("{entry}/metrics")).send().await.expect("metrics").text().await.expect("text");
+    let calls =
+        text.lines().find_map(|l| l.strip_prefix("cluster_calls_total ")).and_then(|v| v.parse::<f64>().ok());
+    assert!(calls.is_some_and(|c| c >= 6.0), "{text}");
 
     // Kill the site's node mid-crawl.
     nodes[owner_index].process.take().expect("owner").kill9();
