@@ -14,8 +14,6 @@
 use std::time::Instant;
 
 use ferrocrawl::extract::{ExtractOptions, Wanted, extract};
-use ferrocrawl::model::ScrapeOptions;
-use ferrocrawl::scrape::document::{PageInput, build};
 
 #[path = "../tests/pathological/pages.rs"]
 mod pages;
@@ -103,13 +101,7 @@ fn main() {
 
 /// Median milliseconds of the whole pipeline (every format) over each pathological page.
 fn pathological() {
-    let mut options = ScrapeOptions::default();
-    options.only_main_content = false;
-    let formats = &mut options.formats;
-    (formats.markdown, formats.html, formats.raw_html, formats.links, formats.images) =
-        (true, true, true, true, true);
-    let url = url::Url::parse("https://example.com/page").expect("url");
-    let limits = ferrocrawl::documents::Limits::default();
+    let options = pages::every_format();
     println!("\n{:<12} {:>10} {:>10}", "page", "bytes", "median ms");
     let cases = [
         ("nested", pages::nested(200_000)),
@@ -118,17 +110,10 @@ fn pathological() {
         ("attributes", pages::attributes(100_000)),
     ];
     for (name, html) in &cases {
-        let page = PageInput {
-            source_url: url.as_str(),
-            final_url: &url,
-            status: 200,
-            content_type: Some("text/html"),
-            body: html.as_bytes(),
-        };
         let mut times: Vec<f64> = (0..3)
             .map(|_| {
                 let start = Instant::now();
-                build(&page, &options, true, &limits).expect("document");
+                pages::build_page(html.as_bytes(), Some("text/html"), &options).expect("document");
                 start.elapsed().as_secs_f64() * 1000.0
             })
             .collect();

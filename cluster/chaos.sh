@@ -13,6 +13,8 @@
 # PAGES pages (default 300) each, on 127.0.0.2.. port 8090, answering after LATENCY_MS (20).
 # Env: NODE_BIN (target/release/ferrocrawl), DOMAIN_CONCURRENCY (2), INTERVAL_MS (10), FAULTS
 # (1; 0 runs the rounds without faults, as a reference), NODES (3; the faults need 3).
+# NGINX_CPUS / NODE_CPUS (taskset lists, e.g. 1 and 0) pin the sites and the nodes to
+# cores of their own, so a site's clock is not held up by the nodes sharing its core.
 # The politeness benchmark of many sites is the same script without faults:
 #   SITES=30 LATENCY_MS=50 FAULTS=0 NODES=1 cluster/chaos.sh 3   (and NODES=3)
 set -euo pipefail
@@ -41,6 +43,11 @@ for s in $(seq 2 $((sites + 1))); do
 done
 
 api="http://127.0.0.1:$API_PORT"
+# Runs a command on the cores given by the variable named first, or anywhere when unset.
+pinned() { local cpus=${!1:-}; shift; if [[ -n $cpus ]]; then taskset -c "$cpus" "$@"; else "$@"; fi; }
+nginx_pin=()
+[[ -z ${NGINX_CPUS:-} ]] || nginx_pin=(taskset -c "$NGINX_CPUS")
+
 node_api() { echo "http://127.0.0.1:$((API_PORT + $1 - 1))"; }
 
 for round in $(seq 1 "$rounds"); do
@@ -48,7 +55,7 @@ for round in $(seq 1 "$rounds"); do
   nginx_pids=()
   for s in $(seq 2 $((sites + 1))); do
     rm -f "$work/access$s.log"
-    BIND=127.0.0.$s "$bench/site/serve.sh" "$work/site$s" 8090 "$latency" "$work/access$s.log" >"$work/nginx$s.out" 2>&1 &
+    BIND=127.0.0.$s "${nginx_pin[@]}" "$bench/site/serve.sh" "$work/site$s" 8090 "$latency" "$work/access$s.log" >"$work/nginx$s.out" 2>&1 &
     nginx_pids+=($!)
   done
   for s in $(seq 2 $((sites + 1))); do
@@ -57,7 +64,7 @@ for round in $(seq 1 "$rounds"); do
   done
   # The check requests above are not the crawl's.
   for s in $(seq 2 $((sites + 1))); do : >"$work/access$s.log"; done
-  cluster/local.sh "$nodes" >/dev/null
+  pinned NODE_CPUS cluster/local.sh "$nodes" >/dev/null
   key=$(cat "$CLUSTER_DIR/api-key")
   auth=(-H "Authorization: Bearer $key")
   # The crawls start once every node sees all the others (the cluster's start is not a fault).
@@ -104,7 +111,7 @@ for round in $(seq 1 "$rounds"); do
   sleep 10
   kill -CONT "$(cat "$CLUSTER_DIR/n3/pid")"
   rm -f "$CLUSTER_DIR/n2/pid"
-  cluster/local.sh 3 >/dev/null 2>&1   # starts n2 again (n1 and n3 are running)
+  pinned NODE_CPUS cluster/local.sh 3 >/dev/null 2>&1   # starts n2 again (n1 and n3 are running)
   fi
 
   # Every job finishes; each page once.

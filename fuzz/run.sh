@@ -32,7 +32,11 @@ seed() {
 for target in "${targets[@]}"; do
   seed "$target"
   echo "== $target: ${seconds}s" >&2
-  cargo +nightly fuzz run --fuzz-dir . --sanitizer none -O "$target" "corpus/$target" -- \
+  cargo +nightly fuzz build --fuzz-dir . --sanitizer none -O "$target" 2>/dev/null
+  # CPU time of the run (user + system), which is what the bar counts.
+  /usr/bin/time -f "cpu seconds: %U user + %S system" \
+    cargo +nightly fuzz run --fuzz-dir . --sanitizer none -O "$target" "corpus/$target" -- \
     -max_total_time="$seconds" -timeout=1 -rss_limit_mb=512 -print_final_stats=1 2>&1 |
-    tee "fuzz-$target.log" | grep -E "^(#[0-9]+ +DONE|Done|stat::|==[0-9]+==|SUMMARY|artifact_prefix|Test unit)" || true
+    tee "fuzz-$target.log" |
+    grep -E "^(#[0-9]+ +DONE|Done|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==|SUMMARY|artifact_prefix|Test unit|cpu seconds)" || true
 done

@@ -15,6 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 clients=${1:-200}; seconds=${2:-180}; pages=${PAGES:-300}; latency=${LATENCY_MS:-20}
 bench=../shared/bench/crawl
+command -v nginx >/dev/null || { echo "the sites need nginx: apt-get install nginx-light" >&2; exit 2; }
 work=$(mktemp -d)
 chmod 755 "$work"
 pids=()
@@ -29,6 +30,7 @@ for s in 2 3 4 5; do
 done
 for s in 2 3 4 5; do
   for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.$s:8095/robots.txt" && break; sleep 0.1; done
+  curl -sf -o /dev/null "http://127.0.0.$s:8095/robots.txt" || { cat "$work/nginx$s.out" >&2; exit 1; }
 done
 reachable=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['reachable_pages'])" "$work/site2/manifest.json")
 
@@ -47,5 +49,6 @@ cargo bench --bench load --quiet -- --base http://127.0.0.1:3450 --key "$key" --
   --crawl http://127.0.0.2:8095/ --crawl http://127.0.0.3:8095/ --crawl http://127.0.0.4:8095/ \
   --batch-site http://127.0.0.5:8095 --scrape-site http://127.0.0.5:8095 \
   --clients "$clients" --seconds "$seconds" --pages "$reachable"
+echo "data directory after the run: $(du -sh "$work/data" | cut -f1)"
 echo "server log lines at warn or above: $(wc -l <"$work/server.log")"
 grep -m5 -E "panicked|ERROR" "$work/server.log" || true

@@ -44,7 +44,7 @@ fn operation(summary: &str, params: Vec<Value>, ok: Value, secured: bool) -> Val
 }
 
 /// Adds the routes above to `doc`, then the error envelope as every operation's
-/// `default` response.
+/// `default` response (and UUID ids).
 pub fn add(doc: &mut Value) {
     let id = || path_param("id", "Job id");
     let list = |item: Value| json!({"type": "array", "items": item});
@@ -193,7 +193,8 @@ pub fn add(doc: &mut Value) {
     add_default_errors(doc);
 }
 
-/// Every operation's `default` response: the error envelope.
+/// Every operation's `default` response: the error envelope; and job and scrape ids (the
+/// `id` path parameters) are UUIDs.
 fn add_default_errors(doc: &mut Value) {
     let envelope = json_response("An error", json!({"$ref": "#/components/schemas/ErrorBody"}));
     let Some(paths) = doc["paths"].as_object_mut() else { return };
@@ -202,6 +203,12 @@ fn add_default_errors(doc: &mut Value) {
         for op in ops.values_mut() {
             if let Some(responses) = op.get_mut("responses").and_then(Value::as_object_mut) {
                 responses.entry("default").or_insert_with(|| envelope.clone());
+            }
+            let params = op.get_mut("parameters").and_then(Value::as_array_mut);
+            for param in params.into_iter().flatten() {
+                if param["in"] == "path" && param["name"] == "id" {
+                    param["schema"] = json!({"type": "string", "format": "uuid"});
+                }
             }
         }
     }

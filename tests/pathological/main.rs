@@ -12,8 +12,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use ferrocrawl::model::ScrapeOptions;
-use ferrocrawl::scrape::document::{PageInput, build};
 
 /// Counts live heap bytes and their peak.
 struct Counting;
@@ -66,27 +64,11 @@ const TIME_BOUND: Duration = Duration::from_secs(120);
 /// number of links, after checking the time and memory bounds.
 fn through_pipeline(name: &str, html: &str) -> (String, usize) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let mut options = ScrapeOptions::default();
-    options.only_main_content = false;
-    let formats = &mut options.formats;
-    formats.markdown = true;
-    formats.html = true;
-    formats.raw_html = true;
-    formats.links = true;
-    formats.images = true;
-    formats.attributes = vec![("a".into(), "href".into())];
-    let url = url::Url::parse("https://example.com/page").expect("url");
-    let page = PageInput {
-        source_url: url.as_str(),
-        final_url: &url,
-        status: 200,
-        content_type: Some("text/html"),
-        body: html.as_bytes(),
-    };
+    let options = pages::every_format();
     let before = LIVE.load(Ordering::Relaxed);
     PEAK.store(before, Ordering::Relaxed);
     let started = Instant::now();
-    let built = build(&page, &options, true, &ferrocrawl::documents::Limits::default()).expect("a document");
+    let built = pages::build_page(html.as_bytes(), Some("text/html"), &options).expect("a document");
     let took = started.elapsed();
     let grew = PEAK.load(Ordering::Relaxed) - before;
     eprintln!("{name}: {} bytes in, {took:?}, heap grew by {} MiB at most", html.len(), grew >> 20);
