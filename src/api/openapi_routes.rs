@@ -78,6 +78,25 @@ pub fn add(doc: &mut Value) {
         )
     };
     let history = json_response("Usage per period", success_with(json!({"periods": list(object.clone())})));
+    // A webhook: its URL, or the object with its URL.
+    let strings = json!({"type": "object", "additionalProperties": {"type": "string"}});
+    doc["components"]["schemas"]["Webhook"] = json!({"oneOf": [
+        {"type": "string", "format": "uri"},
+        {"type": "object", "required": ["url"], "additionalProperties": false, "properties": {
+            "url": {"type": "string", "format": "uri"},
+            "headers": strings,
+            "metadata": strings,
+            "events": {"type": "array", "items": {"type": "string", "enum": ["started", "page", "completed", "failed"]}},
+        }},
+    ]});
+    for request in ["CrawlRequest", "BatchScrapeRequest"] {
+        doc["components"]["schemas"][request]["properties"]["webhook"] = json!({"$ref": "#/components/schemas/Webhook"});
+    }
+    for param in doc["paths"]["/v2/crawl/{id}"]["get"]["parameters"].as_array_mut().into_iter().flatten() {
+        if param["name"] == "limit" {
+            param["schema"] = json!({"type": "integer", "minimum": 1, "maximum": 1000});
+        }
+    }
     let paths = &mut doc["paths"];
     paths["/v2/crawl/{id}"]["delete"] = operation("Cancel a crawl", vec![id()], cancelled.clone(), true);
     paths["/v2/crawl/{id}/errors"]["get"] = operation("A crawl's errors", vec![id()], errors.clone(), true);
