@@ -216,7 +216,7 @@ async fn main() {
         let (rss, fds) = sample(a.pid);
         rss_peak = rss_peak.max(rss);
         fds_peak = fds_peak.max(fds);
-        if tick % 30 == 0 {
+        if tick.is_multiple_of(30) {
             timeline.push(format!("{tick} s: {} MiB", rss >> 20));
         }
     }

@@ -90,7 +90,8 @@ pub fn add(doc: &mut Value) {
         }},
     ]});
     for request in ["CrawlRequest", "BatchScrapeRequest"] {
-        doc["components"]["schemas"][request]["properties"]["webhook"] = json!({"$ref": "#/components/schemas/Webhook"});
+        doc["components"]["schemas"][request]["properties"]["webhook"] =
+            json!({"$ref": "#/components/schemas/Webhook"});
     }
     for param in doc["paths"]["/v2/crawl/{id}"]["get"]["parameters"].as_array_mut().into_iter().flatten() {
         if param["name"] == "limit" {

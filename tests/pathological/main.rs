@@ -12,7 +12,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-
 /// Counts live heap bytes and their peak.
 struct Counting;
 

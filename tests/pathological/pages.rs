@@ -10,17 +10,21 @@ use ferrocrawl::scrape::document::{BuildError, Built, PageInput, build};
 /// Scrape options asking for every page format: Markdown, cleaned and raw HTML, links,
 /// images and an attribute, of the whole page.
 pub fn every_format() -> ScrapeOptions {
-    let mut options = ScrapeOptions::default();
-    options.only_main_content = false;
+    let mut options = ScrapeOptions { only_main_content: false, ..ScrapeOptions::default() };
     let formats = &mut options.formats;
-    (formats.markdown, formats.html, formats.raw_html, formats.links, formats.images) = (true, true, true, true, true);
+    (formats.markdown, formats.html, formats.raw_html, formats.links, formats.images) =
+        (true, true, true, true, true);
     formats.attributes = vec![("a".into(), "href".into())];
     options
 }
 
 /// Builds `body`, answered with status 200 and `content_type` at a fixed URL, into a
 /// document as a scrape with `options` would (page links discovered too).
-pub fn build_page(body: &[u8], content_type: Option<&str>, options: &ScrapeOptions) -> Result<Built, BuildError> {
+pub fn build_page(
+    body: &[u8],
+    content_type: Option<&str>,
+    options: &ScrapeOptions,
+) -> Result<Built, BuildError> {
     let url = url::Url::parse("https://example.com/docs/page.html").expect("url");
     let page = PageInput { source_url: url.as_str(), final_url: &url, status: 200, content_type, body };
     build(&page, options, true, &ferrocrawl::documents::Limits::default())
