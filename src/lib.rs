@@ -131,8 +131,8 @@ pub async fn serve(
         0 => std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
         n => n,
     };
-    let state_for_metrics = state.clone();
-    let server = HttpServer::new(move || api::create_app(state.clone(), openapi.clone()))
+    let state_for_metrics = (state.clone(), openapi.clone());
+    let server = HttpServer::new(move || api::create_app(state.clone(), openapi.clone(), api::Surface::Api))
         .workers(workers)
         .disable_signals()
         .shutdown_timeout(30)
@@ -142,12 +142,14 @@ pub async fn serve(
     let metrics_server = match settings.metrics.listen.as_str() {
         "" => None,
         addr => {
-            let state = state_for_metrics;
-            let server = HttpServer::new(move || api::metrics_app(state.clone()))
-                .workers(1)
-                .disable_signals()
-                .bind(addr)?
-                .run();
+            let (state, openapi) = state_for_metrics;
+            let server = HttpServer::new(move || {
+                api::create_app(state.clone(), openapi.clone(), api::Surface::Metrics)
+            })
+            .workers(1)
+            .disable_signals()
+            .bind(addr)?
+            .run();
             tracing::info!(address = addr, "metrics are served on their own address");
             Some(server)
         }

@@ -73,10 +73,20 @@ impl AppState {
     }
 }
 
+/// What an application built by [`create_app`] serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Surface {
+    /// The API (and `/metrics`, unless `metrics.listen` moves it).
+    Api,
+    /// `/metrics` alone, for the address of `metrics.listen`.
+    Metrics,
+}
+
 /// Builds the application; used by `serve` and by the tests.
 pub fn create_app(
     state: web::Data<AppState>,
     openapi: web::Data<openapi::OpenApiJson>,
+    surface: Surface,
 ) -> App<
     impl ServiceFactory<
         ServiceRequest,
@@ -87,7 +97,24 @@ pub fn create_app(
     >,
 > {
     let max_body = state.settings.server.max_request_bytes;
-    let metrics_here = state.settings.metrics.listen.is_empty();
+    let metrics_here = match surface {
+        Surface::Api => state.settings.metrics.listen.is_empty(),
+        Surface::Metrics => true,
+    };
+    let api = surface == Surface::Api;
+    let routes: [fn(&mut web::ServiceConfig); 11] = [
+        health::configure,
+        openapi::configure,
+        scrape::configure,
+        crawl::configure,
+        batch::configure,
+        map::configure,
+        parse::configure,
+        team::configure,
+        files::configure,
+        interact::configure,
+        cluster::configure,
+    ];
     // Metrics recorded from the first request on.
     let _ = observe::recorder();
     App::new()
@@ -97,22 +124,14 @@ pub fn create_app(
         .wrap(ErrorHandlers::new().default_handler(error::envelope_errors))
         .wrap(Logger::new("%r %s %Dms").exclude("/health"))
         .wrap(actix_web::middleware::from_fn(observe::observe))
-        .configure(health::configure)
         .configure(|cfg| {
             if metrics_here {
                 observe::configure(cfg);
             }
+            for configure in routes.into_iter().filter(|_| api) {
+                configure(cfg);
+            }
         })
-        .configure(openapi::configure)
-        .configure(scrape::configure)
-        .configure(crawl::configure)
-        .configure(batch::configure)
-        .configure(map::configure)
-        .configure(parse::configure)
-        .configure(team::configure)
-        .configure(files::configure)
-        .configure(interact::configure)
-        .configure(cluster::configure)
         .default_service(web::to(not_found))
 }
 
@@ -132,27 +151,6 @@ fn configure_data(cfg: &mut web::ServiceConfig, max_body: usize) {
         .app_data(web::JsonConfig::default().limit(max_body).error_handler(|err, _| {
             ApiError::new(Code::InvalidJson, format!("Bad request, malformed JSON: {err}")).into()
         }));
-}
-
-/// The app of `metrics.listen`: `/metrics` alone, with the request ids and the error
-/// envelope of the API.
-pub fn metrics_app(
-    state: web::Data<AppState>,
-) -> App<
-    impl ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<impl MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
-    App::new()
-        .app_data(state)
-        .wrap(ErrorHandlers::new().default_handler(error::envelope_errors))
-        .wrap(actix_web::middleware::from_fn(observe::observe))
-        .configure(observe::configure)
-        .default_service(web::to(not_found))
 }
 
 async fn not_found(req: HttpRequest) -> HttpResponse {
