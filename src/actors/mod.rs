@@ -336,20 +336,20 @@ impl Runtime {
         }
     }
 
-    /// Pages waiting or in flight in the jobs running on this node (their frontiers).
-    pub async fn frontier(&self) -> u64 {
-        let Ok(supervisors) = self.supervisors().await else { return 0 };
+    /// The jobs running on this node, and the pages waiting or in flight in them (their
+    /// frontiers).
+    pub async fn jobs_and_frontier(&self) -> (usize, u64) {
+        let Ok(supervisors) = self.supervisors().await else { return (0, 0) };
         let timeout = Some(std::time::Duration::from_secs(2));
         let Ok(CallResult::Success(ids)) = supervisors.jobs.call(jobs::JobsMsg::Running, timeout).await
         else {
-            return 0;
+            return (0, 0);
         };
-        let store = self.services().store.jobs.clone();
-        tokio::task::spawn_blocking(move || {
+        let (running, store) = (ids.len(), self.services().store.jobs.clone());
+        let pending = tokio::task::spawn_blocking(move || {
             ids.into_iter().filter_map(|id| store.counters(id).ok()).map(|c| c.pending()).sum()
-        })
-        .await
-        .unwrap_or(0)
+        });
+        (running, pending.await.unwrap_or(0))
     }
 
     /// Fetches a page through this node's actor of its site (a request of another node of

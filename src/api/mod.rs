@@ -128,8 +128,8 @@ pub fn create_app(
             if metrics_here {
                 observe::configure(cfg);
             }
-            for configure in routes.into_iter().filter(|_| api) {
-                configure(cfg);
+            if api {
+                routes.iter().for_each(|configure| configure(cfg));
             }
         })
         .default_service(web::to(not_found))

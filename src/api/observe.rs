@@ -120,9 +120,10 @@ async fn metrics_text(
         ));
     }
     let counts = state.runtime.counts().await;
+    let (running, frontier) = state.runtime.jobs_and_frontier().await;
     metrics::gauge!("domain_actors").set(counts.domains as f64);
-    metrics::gauge!("jobs_running").set(counts.jobs as f64);
-    metrics::gauge!("frontier_pages").set(state.runtime.frontier().await as f64);
+    metrics::gauge!("jobs_running").set(running as f64);
+    metrics::gauge!("frontier_pages").set(frontier as f64);
     metrics::gauge!("browser_sessions").set(counts.sessions as f64);
     if let Some(cluster) = &state.runtime.services().cluster {
         metrics::gauge!("cluster_members_live").set(cluster.live().len() as f64);

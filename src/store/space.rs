@@ -1,8 +1,8 @@
 //! Free space on the data directory's disk. sled cannot take back a write the disk refused
 //! (the database stops answering until it is reopened), so the store never lets it get
 //! there: below `storage.min_free_mb` of free space the store is *short of space*, and
-//! what would add data refuses with `STORAGE_UNAVAILABLE` (503) instead: new jobs, new
-//! keys, cached pages, stored scrape results. Jobs already running pause their next pages;
+//! what would add data refuses with `STORAGE_UNAVAILABLE` (503) or is skipped instead: new
+//! jobs are refused, pages are not cached, scrape results are not kept. Jobs already running pause their next pages;
 //! scrapes still answer (their result is not kept). Once space is back, everything goes on
 //! by itself. The free space is read with `statvfs` at most every [`RECHECK`].
 
@@ -78,7 +78,7 @@ impl Space {
 /// Whether a database error is the disk refusing a write for want of space.
 pub fn is_disk_full(error: &sled::Error) -> bool {
     matches!(error, sled::Error::Io(io)
-        if io.kind() == std::io::ErrorKind::StorageFull || io.raw_os_error() == Some(28))
+        if io.kind() == std::io::ErrorKind::StorageFull || io.raw_os_error() == Some(libc::ENOSPC))
 }
 
 #[cfg(test)]
@@ -100,7 +100,7 @@ mod tests {
 
     #[test]
     fn a_write_refused_for_space_is_told_apart() {
-        let full = sled::Error::Io(std::io::Error::from_raw_os_error(28));
+        let full = sled::Error::Io(std::io::Error::from_raw_os_error(libc::ENOSPC));
         assert!(is_disk_full(&full));
         assert!(!is_disk_full(&sled::Error::Io(std::io::Error::other("lock"))));
     }
