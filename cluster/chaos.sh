@@ -15,6 +15,9 @@
 # (1; 0 runs the rounds without faults, as a reference), NODES (3; the faults need 3).
 # NGINX_CPUS / NODE_CPUS (taskset lists, e.g. 1 and 0) pin the sites and the nodes to
 # cores of their own, so a site's clock is not held up by the nodes sharing its core.
+# CAPTURE=1 also records every request as it crosses loopback (tcpdump, root) and adds the
+# spacing seen there, in microseconds, free of nginx's millisecond stamps and event loop:
+# wire_min_gap_ms and wire_gaps_under_interval.
 # The politeness benchmark of many sites is the same script without faults:
 #   SITES=30 LATENCY_MS=50 FAULTS=0 NODES=1 cluster/chaos.sh 3   (and NODES=3)
 set -euo pipefail
@@ -64,6 +67,14 @@ for round in $(seq 1 "$rounds"); do
   done
   # The check requests above are not the crawl's.
   for s in $(seq 2 $((sites + 1))); do : >"$work/access$s.log"; done
+  capture_pid=""
+  if [[ ${CAPTURE:-0} == 1 ]]; then
+    # Requests only: packets to the sites' port whose payload starts with "GET ".
+    tcpdump -i lo -n -s 400 -w "$work/wire.pcap" \
+      'tcp dst port 8090 and (tcp[((tcp[12:1] & 0xf0) >> 2):4] = 0x47455420)' 2>/dev/null &
+    capture_pid=$!
+    sleep 0.5
+  fi
   pinned NODE_CPUS cluster/local.sh "$nodes" >/dev/null
   key=$(cat "$CLUSTER_DIR/api-key")
   auth=(-H "Authorization: Bearer $key")
@@ -190,19 +201,8 @@ for s in range(2, sites + 2):
     for _, d in events:
         now += d
         worst_conc_1ms = max(worst_conc_1ms, now)
-    # The site actor spaces its fetches by the interval (the log has millisecond times). A
-    # request that follows a redirect belongs to the same fetch: it is the redirect's target
-    # (the site's redirects.map) asked for within 30 ms of the redirect's end.
-    targets = {}
-    for line in open(f"{work}/site{s}/redirects.map"):
-        source, target = line.split()
-        targets[source] = target.rstrip(";")
-    redirected = {}
-    for a, b, status, raw in spans:
-        if status in ("301", "302", "303", "307", "308"):
-            redirected.setdefault(targets.get(raw.split()[1]), []).append(b)
-    starts = [(a, raw) for a, _, _, raw in spans
-              if not any(0 <= a - end <= 30 for end in redirected.get(raw.split()[1], []))]
+    # Every request counts, redirect hops too: the site's pace spaces each as it leaves.
+    starts = [(a, raw) for a, _, _, raw in spans]
     for (a, raw_a), (b, raw_b) in zip(starts, starts[1:]):
         if (b - a) / 1000 < worst_gap:
             closest = (s, a, b, raw_a, raw_b)
@@ -219,7 +219,25 @@ print(f"lost={lost} duplicated={dup} robots_violations={robots} max_site_concurr
       f"pages_per_s={pages / finished:.0f}")
 PY
 )
-  echo "round=$round detect_s=${detect:-none} $result"
+  wire=""
+  if [[ -n $capture_pid ]]; then
+    sleep 0.5; kill -INT "$capture_pid"; wait "$capture_pid" 2>/dev/null || true
+    wire=$(tcpdump -r "$work/wire.pcap" -tt -n -A 2>/dev/null | python3 -c '
+import collections, re, sys
+interval = float(sys.argv[1])
+sent, head = collections.defaultdict(list), None
+for line in sys.stdin:
+    m = re.match(r"^(\d+\.\d+) IP \S+ > (127\.0\.0\.\d+)\.8090", line)
+    if m:
+        head = (float(m.group(1)) * 1000, m.group(2))
+    elif head and "GET " in line:
+        sent[head[1]].append(head[0])
+        head = None
+gaps = [b - a for times in sent.values() for a, b in zip(sorted(times), sorted(times)[1:])]
+print(f"wire_min_gap_ms={min(gaps, default=0):.2f} wire_gaps_under_interval={sum(g < interval for g in gaps)}/{len(gaps)}")
+' "$interval")
+  fi
+  echo "round=$round detect_s=${detect:-none} $result${wire:+ $wire}"
   cluster/local.sh stop >/dev/null
   for p in "${nginx_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   sleep 1

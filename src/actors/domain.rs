@@ -2,7 +2,8 @@
 //! site, and the only way a job requests anything of it: pages, and documents read as they
 //! are (sitemaps). It reads robots.txt once, keeps at most `crawl.domain_concurrency`
 //! requests in flight, spaces requests by the larger of the configured interval and
-//! robots.txt's Crawl-delay, backs off when the site answers 429/503 (honouring Retry-After
+//! robots.txt's Crawl-delay (as they start, and again as each request and redirect hop
+//! leaves: [`crate::scrape::engine::pace`]), backs off when the site answers 429/503 (honouring Retry-After
 //! and retrying the request), and exits after a while without work. A cancelled job's
 //! waiting requests are dropped, its running ones stopped, and requests it sends after the
 //! cancel are refused. Fetches run in tasks that report back by message, so the actor never
@@ -27,7 +28,7 @@ use url::Url;
 use super::Services;
 use crate::crawl::robots::RobotsTxt;
 use crate::model::{Document, ErrorCode, JobId, ScrapeOptions, TeamId};
-use crate::scrape::engine::{FetchError, MAY_CONTINUE};
+use crate::scrape::engine::{FetchError, MAY_CONTINUE, PACE, Pace};
 use crate::scrape::{ScrapeError, ScrapeJob};
 
 /// One page to fetch for a job.
@@ -231,6 +232,8 @@ pub struct DomainState {
     next_token: u64,
     next_slot: Instant,
     interval: Duration,
+    /// The spacing checked again as each request leaves (redirect hops too).
+    pace: Arc<Pace>,
     wake_at: Option<Instant>,
     last_active: Instant,
     backoff_streak: u32,
@@ -270,6 +273,7 @@ impl Actor for Domain {
         args: DomainArgs,
     ) -> Result<DomainState, ActorProcessingErr> {
         let interval = Duration::from_millis(args.services.settings.crawl.domain_min_interval_ms);
+        let pace = Pace::new(args.origin.host_str().unwrap_or_default(), interval);
         let cluster = args.services.cluster.clone();
         if let Some(cluster) = &cluster {
             claim(&myself, cluster, &args.origin);
@@ -285,6 +289,7 @@ impl Actor for Domain {
             next_token: 0,
             next_slot: Instant::now(),
             interval,
+            pace,
             wake_at: None,
             last_active: Instant::now(),
             backoff_streak: 0,
@@ -326,6 +331,7 @@ impl Actor for Domain {
                 let mut robots = RobotsTxt::from_response(status, body);
                 if let Some(delay) = robots.crawl_delay(&state.services.settings.crawl.robots_agent) {
                     state.interval = state.interval.max(delay);
+                    state.pace.widen(delay);
                 }
                 for waiter in state.sitemap_waiters.drain(..) {
                     let _ = waiter.send(robots.sitemaps());
@@ -534,7 +540,17 @@ fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
         let token = state.next_token;
         state.next_token += 1;
         let job = waiting.job;
-        let handle = tokio::spawn(fetch(myself.clone(), state.services.clone(), token, waiting));
+        let fetch = PACE.scope(Arc::clone(&state.pace), fetch(myself.clone(), state.services.clone(), token, waiting));
+        let handle = match state.services.cluster.clone() {
+            // A process frozen (SIGSTOP, starved) mid-fetch wakes while the other nodes may
+            // have taken the site: each request, first or redirect hop, goes out only while
+            // this node is in touch with the members (checked as it leaves).
+            Some(cluster) => {
+                let may: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || cluster.in_touch());
+                tokio::spawn(MAY_CONTINUE.scope(may, fetch))
+            }
+            None => tokio::spawn(fetch),
+        };
         state.running.insert(token, (job, handle));
     }
     if state.waiting.is_empty() && state.running.is_empty() {
@@ -558,7 +574,7 @@ fn load_robots(myself: &ActorRef<DomainMsg>, state: &DomainState) {
     };
     let scraper = state.services.scraper.clone();
     let myself = myself.clone();
-    tokio::spawn(async move {
+    tokio::spawn(PACE.scope(Arc::clone(&state.pace), async move {
         let (status, body) = match scraper.fetch_raw(&url, Duration::from_secs(8)).await {
             Ok(fetched) => (fetched.status, fetched.body),
             Err(e) => {
@@ -567,7 +583,7 @@ fn load_robots(myself: &ActorRef<DomainMsg>, state: &DomainState) {
             }
         };
         let _ = myself.cast(DomainMsg::RobotsLoaded { status, body });
-    });
+    }));
 }
 
 /// Exponential pause when a 429/503 came without Retry-After: 1 s, 2 s, 4 s … 60 s.
@@ -588,6 +604,12 @@ impl Slot {
     /// Frees the slot, asking the site to slow down for `backoff`.
     fn free(&self, backoff: Option<Duration>) {
         let _ = self.myself.cast(DomainMsg::Finished { token: self.token, backoff, retry: None });
+    }
+
+    /// Frees the slot and hands `work` back to the actor as it was, to be started again.
+    fn give_back(self, work: Work) {
+        let retry = Waiting { job: self.job, work, attempts: self.attempts };
+        let _ = self.myself.cast(DomainMsg::Finished { token: self.token, backoff: None, retry: Some(retry) });
     }
 
     /// Frees the slot after a 429/503 and hands `work` back to be tried again, unless it
@@ -637,7 +659,15 @@ async fn abandoned<T>(reply: &RpcReplyPort<T>) {
 
 async fn fetch_document(slot: Slot, url: String, timeout: Duration, reply: RpcReplyPort<DocumentOutcome>) {
     let fetched = match Url::parse(&url) {
-        Ok(parsed) => slot.services.scraper.fetch_raw(&parsed, timeout).await.map_err(|e| e.to_string()),
+        Ok(parsed) => match slot.services.scraper.fetch_raw(&parsed, timeout).await {
+            // Out of touch before the request went out (see `fetch_page`): back to the
+            // actor, which claims the site again or hands the document on.
+            Err(ScrapeError::Fetch(FetchError::Interrupted)) => {
+                slot.give_back(Work::Document { url, timeout, reply });
+                return;
+            }
+            fetched => fetched.map_err(|e| e.to_string()),
+        },
         Err(e) => Err(format!("invalid URL: {e}")),
     };
     let outcome = match fetched {
@@ -688,15 +718,9 @@ async fn fetch_page(
         queued_ms: task.queued_ms,
     };
     let services = slot.services.clone();
-    let page = match services.cluster.clone() {
-        // A redirect chain under way when the process froze stops instead of going on to a
-        // site that another node may fetch by now; the page goes to the site's owner again.
-        Some(cluster) => {
-            let may: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || cluster.in_touch());
-            MAY_CONTINUE.scope(may, services.scraper.retrieve(&job)).await
-        }
-        None => services.scraper.retrieve(&job).await,
-    };
+    let page = services.scraper.retrieve(&job).await;
+    // The node lost touch with the members before the request (or a redirect hop) went
+    // out: another node may fetch the site by now, so the page goes to the site's owner.
     if matches!(page, Err(ScrapeError::Fetch(FetchError::Interrupted))) {
         slot.free(None);
         let _ = reply.send(FetchOutcome::Moved);

@@ -1,6 +1,7 @@
-//! Sitemap discovery goes through the site's actor like every page, measured at the
-//! fixture site's access log: sitemap requests keep the site's spacing (the configured
-//! interval and robots.txt's Crawl-delay), and a cancelled crawl makes no more of them.
+//! Requests no crawl schedule lists keep the site's spacing like every page, measured at
+//! the fixture site's access log: sitemap requests (the configured interval and robots.txt's
+//! Crawl-delay), and a cancelled crawl makes no more of them; redirect hops, which go out
+//! when the redirect's answer comes.
 
 use std::time::{Duration, Instant};
 
@@ -73,4 +74,25 @@ async fn a_cancelled_crawl_reads_no_more_sitemaps() {
     assert_eq!(late, Vec::<String>::new(), "requests after the cancel");
     assert!(parts_read() < MANY_MAPS_PARTS, "discovery stopped part-way");
     assert_spaced(&site, "manymaps.localhost", Duration::from_millis(250));
+}
+
+#[tokio::test]
+async fn redirect_hops_keep_the_site_spacing() {
+    let site = CrawlSite::start(0);
+    let app = TestServer::builder()
+        .settings(|s| {
+            s.crawl.domain_min_interval_ms = 150;
+            s.crawl.domain_concurrency = 2;
+        })
+        .start()
+        .await;
+    let body = json!({"url": site.url("/hub/0"), "limit": 10, "crawlEntireDomain": true, "includePaths": ["^/(hub|go)/"]});
+    let id = app.start_crawl(body).await;
+    let done = app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let requests = site.requests_to("site.localhost");
+    // Each /go/ answer is a redirect whose hop goes out when it comes: at once, were it not
+    // for the site's pace.
+    assert!(requests.iter().any(|(p, _)| p.starts_with("/go/")), "the crawl met redirects: {requests:?}");
+    assert_spaced(&site, "site.localhost", Duration::from_millis(140));
 }

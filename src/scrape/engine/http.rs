@@ -48,10 +48,11 @@ pub struct Fetched {
 }
 
 tokio::task_local! {
-    /// Whether the next hop of a redirect chain may still go out. A site's actor in a
-    /// cluster sets it around its fetches: once the node is out of touch with the other
-    /// members (the process was frozen), another node may be fetching the site, so a chain
-    /// under way stops with [`FetchError::Interrupted`] instead of sending its next hop.
+    /// Whether a request may still go out. A site's actor in a cluster sets it around its
+    /// fetches: once the node is out of touch with the other members (the process was
+    /// frozen), another node may be fetching the site, so a fetch stops with
+    /// [`FetchError::Interrupted`] instead of sending its request or its next redirect hop.
+    /// Checked as each request leaves, after the site's pace.
     pub static MAY_CONTINUE: Arc<dyn Fn() -> bool + Send + Sync>;
 }
 
@@ -201,6 +202,10 @@ impl HttpEngine {
         let mut hops = 0;
         loop {
             self.check_target(&url, req.via_proxy).await?;
+            super::pace::before_request(&url).await;
+            if MAY_CONTINUE.try_with(|may| may()).is_ok_and(|may| !may) {
+                return Err(FetchError::Interrupted);
+            }
             let response = client.get(url.clone()).headers(headers.clone()).send().await.map_err(classify)?;
             let status = response.status();
             if let Some(location) =
@@ -209,9 +214,6 @@ impl HttpEngine {
                 hops += 1;
                 if hops > self.max_redirects {
                     return Err(FetchError::TooManyRedirects { max: self.max_redirects });
-                }
-                if MAY_CONTINUE.try_with(|may| may()).is_ok_and(|may| !may) {
-                    return Err(FetchError::Interrupted);
                 }
                 url = next_hop(&url, location)?;
                 continue;
@@ -450,10 +452,19 @@ mod tests {
         let followed = engine.fetch(&request).await.expect("followed");
         assert_eq!((followed.status, followed.final_url.path()), (200, "/next"));
         assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 2);
-        let stop: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(|| false);
-        let stopped = MAY_CONTINUE.scope(stop, engine.fetch(&request)).await;
+        // In touch for the first request, out of touch by the time of the hop.
+        let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let first_only: Arc<dyn Fn() -> bool + Send + Sync> = {
+            let asked = Arc::clone(&asked);
+            Arc::new(move || asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0)
+        };
+        let stopped = MAY_CONTINUE.scope(first_only, engine.fetch(&request)).await;
         assert!(matches!(stopped, Err(FetchError::Interrupted)), "{stopped:?}");
         assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 3, "the next hop was never sent");
+        let never: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(|| false);
+        let stopped = MAY_CONTINUE.scope(never, engine.fetch(&request)).await;
+        assert!(matches!(stopped, Err(FetchError::Interrupted)), "{stopped:?}");
+        assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 3, "not even the first request went out");
     }
 
     #[test]

@@ -6,6 +6,8 @@ pub mod charset;
 pub mod guard;
 pub mod http;
 pub mod js_shell;
+pub mod pace;
 
 pub use guard::AddressPolicy;
 pub use http::{FetchError, FetchRequest, Fetched, HttpEngine, MAY_CONTINUE};
+pub use pace::{PACE, Pace};

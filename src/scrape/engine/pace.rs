@@ -1,0 +1,117 @@
+//! Spacing of a site's requests at the moment they leave: the last gate before the socket.
+//!
+//! A site's actor spaces the fetches it starts by `crawl.domain_min_interval_ms` (or the
+//! robots.txt crawl-delay), but a fetch starts a little before its request is written, and
+//! that little varies: a task waits for a worker, the page cache is read first. Two fetches
+//! started an interval apart could reach the site closer together. And a fetch that meets a
+//! redirect sends its next hop when the answer comes, which no dispatch schedule sees. So the
+//! HTTP engine asks the site's [`Pace`] right before each request it writes to that site,
+//! first or hop, and waits there until the interval since the site's previous request has
+//! passed. The actor sets the pace around its fetches ([`PACE`]); fetches outside a site's
+//! actor (a robots.txt read, a webhook) have none.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+use url::Url;
+
+tokio::task_local! {
+    /// The pace of the site whose actor runs this fetch.
+    pub static PACE: Arc<Pace>;
+}
+
+/// One site's spacing between requests, shared by its actor and the fetches it runs.
+#[derive(Debug)]
+pub struct Pace {
+    host: String,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    interval: Duration,
+    /// When the site's latest request went out (none yet: `None`).
+    last: Option<Instant>,
+}
+
+impl Pace {
+    /// The pace of the site on `host`, `interval` apart.
+    pub fn new(host: &str, interval: Duration) -> Arc<Self> {
+        Arc::new(Self { host: host.to_owned(), state: Mutex::new(State { interval, last: None }) })
+    }
+
+    /// Widens the interval (a robots.txt crawl-delay); it never narrows.
+    pub fn widen(&self, interval: Duration) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.interval = state.interval.max(interval);
+    }
+
+    /// Waits until a request to `url` may go out, and counts it as gone. Requests to other
+    /// hosts (a redirect off the site) pass at once.
+    pub async fn before_request(&self, url: &Url) {
+        if url.host_str() != Some(self.host.as_str()) {
+            return;
+        }
+        loop {
+            let at = {
+                let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+                let now = Instant::now();
+                match state.last.map(|last| last + state.interval) {
+                    Some(at) if at > now => at,
+                    _ => {
+                        state.last = Some(now);
+                        return;
+                    }
+                }
+            };
+            // Another request may take the turn meanwhile; then this one waits again.
+            tokio::time::sleep_until(at).await;
+        }
+    }
+}
+
+/// Waits for the current site's pace before a request to `url`, when a site's actor runs
+/// this fetch.
+pub async fn before_request(url: &Url) {
+    if let Ok(pace) = PACE.try_with(Arc::clone) {
+        pace.before_request(url).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    fn page(host: &str) -> Url {
+        Url::parse(&format!("http://{host}/a")).unwrap()
+    }
+
+    #[tokio::test]
+    async fn requests_to_the_site_go_an_interval_apart() {
+        let pace = Pace::new("site.test", Duration::from_millis(60));
+        let site = page("site.test");
+        let start = Instant::now();
+        pace.before_request(&site).await;
+        pace.before_request(&site).await;
+        assert!(start.elapsed() >= Duration::from_millis(60), "{:?}", start.elapsed());
+        // Two waiting at once take turns.
+        tokio::join!(pace.before_request(&site), pace.before_request(&site));
+        assert!(start.elapsed() >= Duration::from_millis(180), "{:?}", start.elapsed());
+    }
+
+    #[tokio::test]
+    async fn other_hosts_pass_and_a_crawl_delay_widens_the_interval() {
+        let pace = Pace::new("site.test", Duration::ZERO);
+        let (site, other) = (page("site.test"), page("other.test"));
+        let soon = |request| tokio::time::timeout(Duration::from_secs(10), request);
+        soon(pace.before_request(&site)).await.expect("no interval, no wait");
+        soon(pace.before_request(&site)).await.expect("no interval, no wait");
+        pace.widen(HOUR);
+        soon(pace.before_request(&other)).await.expect("another host does not wait");
+        let waited = tokio::time::timeout(Duration::from_millis(300), pace.before_request(&site)).await;
+        assert!(waited.is_err(), "the site's next request waits for the widened interval");
+    }
+}
