@@ -540,7 +540,8 @@ fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
         let token = state.next_token;
         state.next_token += 1;
         let job = waiting.job;
-        let fetch = PACE.scope(Arc::clone(&state.pace), fetch(myself.clone(), state.services.clone(), token, waiting));
+        let fetch = PACE
+            .scope(Arc::clone(&state.pace), fetch(myself.clone(), state.services.clone(), token, waiting));
         let handle = match state.services.cluster.clone() {
             // A process frozen (SIGSTOP, starved) mid-fetch wakes while the other nodes may
             // have taken the site: each request, first or redirect hop, goes out only while
@@ -609,7 +610,8 @@ impl Slot {
     /// Frees the slot and hands `work` back to the actor as it was, to be started again.
     fn give_back(self, work: Work) {
         let retry = Waiting { job: self.job, work, attempts: self.attempts };
-        let _ = self.myself.cast(DomainMsg::Finished { token: self.token, backoff: None, retry: Some(retry) });
+        let _ =
+            self.myself.cast(DomainMsg::Finished { token: self.token, backoff: None, retry: Some(retry) });
     }
 
     /// Frees the slot after a 429/503 and hands `work` back to be tried again, unless it

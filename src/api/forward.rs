@@ -7,7 +7,10 @@
 //! passed on once is never passed on again, so two nodes with different views of the
 //! members cannot bounce it between them, and is not counted twice against the team's
 //! request rate: it carries `x-ferrocrawl-forwarded` with a secret of the answering process
-//! (random at start, never leaves it), which no client can forge.
+//! (random at start, never leaves it), which no client can forge. One exception: a call
+//! about a scrape of one node in a browser session of another (`existingSessionId`) goes
+//! to the scrape's node, which checks the scrape, then on to the session's node, marked
+//! as checked ([`vouched_to_node_of`]); that node holds the session and passes it no further.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +27,9 @@ use crate::model::Code;
 
 /// Marks a request another node passed on.
 pub const FORWARDED: &str = "x-ferrocrawl-forwarded";
+/// On a passed-on request: the scrape whose owner node checked the caller's right to it
+/// (its id), for a request that runs on another node than the scrape's ([`vouched_for`]).
+const VOUCHED: &str = "x-ferrocrawl-vouched-scrape";
 /// Request headers passed on with the request.
 const REQUEST_HEADERS: [&str; 4] = ["authorization", "content-type", "accept", "x-request-id"];
 /// Answer headers passed back.
@@ -62,6 +68,11 @@ pub fn passed_on(request: &HttpRequest) -> bool {
     request.headers().get(FORWARDED).is_some_and(|v| v.as_bytes() == secret().as_bytes())
 }
 
+/// The scrape id a passed-on `request` carries as checked by the scrape's own node.
+pub fn vouched_for(request: &HttpRequest) -> Option<&str> {
+    passed_on(request).then(|| request.headers().get(VOUCHED)?.to_str().ok()).flatten()
+}
+
 /// Answers `request` on the node whose ids carry `tag` when that is another node: `None`
 /// when it is this one (or this node is alone, or the request was passed on already).
 pub async fn to_node_of(
@@ -73,14 +84,42 @@ pub async fn to_node_of(
     if passed_on(request) {
         return None;
     }
+    pass(state, request, body, tag, None).await
+}
+
+/// Like [`to_node_of`], from the node of scrape `scrape`, which has checked the caller's
+/// right to it, to the node of `tag` where the request must run (a browser session held
+/// there): passed on even when the request came from another node, and marked as
+/// checked. The node of `tag` passes it on no further, as its state is there.
+pub async fn vouched_to_node_of(
+    state: &AppState,
+    request: &HttpRequest,
+    body: &[u8],
+    tag: u32,
+    scrape: &str,
+) -> Option<Result<HttpResponse, ApiError>> {
+    pass(state, request, body, tag, Some(scrape)).await
+}
+
+async fn pass(
+    state: &AppState,
+    request: &HttpRequest,
+    body: &[u8],
+    tag: u32,
+    vouched: Option<&str>,
+) -> Option<Result<HttpResponse, ApiError>> {
     let cluster = state.runtime.services().cluster.as_ref()?;
     let node = match cluster.holder_of_tag(tag) {
         Holder::Here => return None,
         Holder::There(node) => node,
         Holder::Down(node) => return Some(Err(unavailable(&node))),
     };
-    let headers =
+    // A client's own `x-ferrocrawl-vouched-scrape` is never among the headers passed on.
+    let mut headers =
         kept(&REQUEST_HEADERS, |name| request.headers().get(name)?.to_str().ok().map(str::to_owned));
+    if let Some(scrape) = vouched {
+        headers.push((VOUCHED.to_owned(), scrape.to_owned()));
+    }
     let path = request.uri().path_and_query().map_or_else(|| request.path().to_owned(), |p| p.to_string());
     let passed = Passed { method: request.method().to_string(), path, headers, body: body.to_vec() };
     let bytes = match postcard::to_allocvec(&passed) {
@@ -147,8 +186,9 @@ impl crate::cluster::Handler for Handler {
             let method = reqwest::Method::from_bytes(passed.method.as_bytes()).map_err(|e| e.to_string())?;
             let mut outgoing =
                 client.request(method, format!("{base}{}", passed.path)).header(FORWARDED, secret());
-            for (name, value) in passed.headers.iter().filter(|(n, _)| REQUEST_HEADERS.contains(&n.as_str()))
-            {
+            // The vouch comes from a member of the cluster, never from a client (see `pass`).
+            let wanted = |name: &str| REQUEST_HEADERS.contains(&name) || name == VOUCHED;
+            for (name, value) in passed.headers.iter().filter(|(n, _)| wanted(n)) {
                 outgoing = outgoing.header(name, value);
             }
             let response = outgoing.body(passed.body).send().await.map_err(|e| e.to_string())?;

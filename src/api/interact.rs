@@ -173,13 +173,27 @@ pub async fn interact(
         return answer;
     }
     let work = validate(&state, &bytes)?;
+    if let Some((session, tag)) = session_elsewhere(&state, &request, id, work.session.as_deref()).await? {
+        // Checked here, where the scrape's state is; run there, where the session's Chromium is.
+        check_scrape(&state, &auth.team, id).await?;
+        let body = with_session(&bytes, &session)?;
+        if let Some(answer) = forward::vouched_to_node_of(&state, &request, &body, tag, &id.to_string()).await
+        {
+            let answer = answer?;
+            if answer.status().is_success() {
+                let _ = state.runtime.browser_cast(BrowserMsg::BindElsewhere { scrape: id, session }).await;
+            }
+            return Ok(answer);
+        }
+    }
     state
         .scraper
         .browser()
         .available()
         .map_err(|e| ApiError::new(Code::BrowserUnavailable, e.to_string()))?;
+    let checked = forward::vouched_for(&request) == Some(path.as_str());
     let view = match &work.session {
-        Some(session) => named_session(&state, &auth.team, id, session.clone()).await?,
+        Some(session) => named_session(&state, &auth.team, id, session.clone(), checked).await?,
         None => session_for(&state, &auth.team, id).await?,
     };
     let _ = state.runtime.browser_cast(BrowserMsg::Touch(view.session_id.clone())).await;
@@ -236,26 +250,23 @@ fn session_destroyed() -> ApiError {
 }
 
 /// The team's live session `session`, for a request on scrape `id` (which must be the
-/// team's): the session need not have been made for this scrape, and becomes this scrape's
-/// session when the scrape has no live one.
+/// team's, checked here unless the scrape's own node did: `scrape_checked`): the session
+/// need not have been made for this scrape, and becomes this scrape's session when the
+/// scrape has no live one.
 async fn named_session(
     state: &AppState,
     team: &TeamId,
     id: JobId,
     session: String,
+    scrape_checked: bool,
 ) -> Result<SessionView, ApiError> {
     let key = SessionKey::Session(session.clone());
     let made_for_this_scrape = matches!(
         state.runtime.browser_call(|reply| BrowserMsg::Find(key, reply)).await?,
         Some((owner, Found::Active(view))) if owner == team.as_str() && view.scrape_id == id
     );
-    if !made_for_this_scrape {
-        match replay_of(state, id).await? {
-            ReplayLookup::Unknown => return Err(ApiError::job_not_found()),
-            ReplayLookup::Unavailable { team: owner } if owner != team.as_str() => return Err(forbidden()),
-            ReplayLookup::Found(replay) if replay.team != team.as_str() => return Err(forbidden()),
-            ReplayLookup::Unavailable { .. } | ReplayLookup::Found(_) => {}
-        }
+    if !made_for_this_scrape && !scrape_checked {
+        check_scrape(state, team, id).await?;
     }
     let team = team.clone();
     let used =
@@ -339,7 +350,68 @@ pub async fn stop_interact(
     if let Some(answer) = forward::to_node_of(&state, &request, &[], id.tag()).await {
         return answer;
     }
+    if let Some((_, tag)) = session_elsewhere(&state, &request, id, None).await?
+        && let Some(answer) = forward::vouched_to_node_of(&state, &request, &[], tag, &id.to_string()).await
+    {
+        return answer;
+    }
     end(&state, SessionKey::Scrape(id), auth.team).await
+}
+
+/// The session on another node that a call about scrape `id` (of this node) is for: the
+/// one `existingSessionId` names, or else, when the scrape has no session here, the one an
+/// earlier call bound it to. With that node's tag. `None` when the session is here (or
+/// the call was passed on to run here already).
+async fn session_elsewhere(
+    state: &AppState,
+    request: &HttpRequest,
+    id: JobId,
+    named: Option<&str>,
+) -> Result<Option<(String, u32)>, ApiError> {
+    let Some(cluster) = state.runtime.services().cluster.as_ref() else {
+        return Ok(None);
+    };
+    if forward::vouched_for(request).is_some() {
+        return Ok(None);
+    }
+    let session = match named {
+        Some(session) => session.to_owned(),
+        None => {
+            if state
+                .runtime
+                .browser_call(|reply| BrowserMsg::Find(SessionKey::Scrape(id), reply))
+                .await?
+                .is_some()
+            {
+                return Ok(None);
+            }
+            match state.runtime.browser_call(|reply| BrowserMsg::Elsewhere(id, reply)).await? {
+                Some(session) => session,
+                None => return Ok(None),
+            }
+        }
+    };
+    let Some(tag) = JobId::parse(&session).map(|s| s.tag()) else {
+        return Ok(None);
+    };
+    Ok((!matches!(cluster.holder_of_tag(tag), crate::cluster::Holder::Here)).then_some((session, tag)))
+}
+
+/// Whether scrape `id` is the team's: 404 when unknown, 403 when another team's.
+async fn check_scrape(state: &AppState, team: &TeamId, id: JobId) -> Result<(), ApiError> {
+    match replay_of(state, id).await? {
+        ReplayLookup::Unknown => Err(ApiError::job_not_found()),
+        ReplayLookup::Unavailable { team: owner } if owner != team.as_str() => Err(forbidden()),
+        ReplayLookup::Found(replay) if replay.team != team.as_str() => Err(forbidden()),
+        ReplayLookup::Unavailable { .. } | ReplayLookup::Found(_) => Ok(()),
+    }
+}
+
+/// The interact body `bytes` with `existingSessionId` set to `session`.
+fn with_session(bytes: &[u8], session: &str) -> Result<Vec<u8>, ApiError> {
+    let mut map = body::object(bytes)?;
+    map.insert("existingSessionId".to_owned(), Value::String(session.to_owned()));
+    serde_json::to_vec(&map).map_err(|e| ApiError::new(Code::Unknown, e.to_string()))
 }
 
 /// End a browser session by its id.

@@ -587,6 +587,65 @@ async fn interact_and_the_live_view_work_through_any_node() {
     assert_eq!(resp.status().as_u16(), 404);
 }
 
+/// `existingSessionId` may name a session on another node than the scrape's: the scrape's
+/// node checks the scrape, the session's node runs the code, and the scrape keeps using
+/// that session (and ends it) through any node.
+#[tokio::test]
+async fn a_scrape_uses_a_session_held_by_another_node() {
+    let site = crate::common::FixtureSite::start();
+    let a = Node::start_with_keys("a", None, &[], &[("other", "fc-other-team-key-1")]);
+    let b = Node::start("b", Some(&a.cluster_addr), &[]);
+    for node in [&a, &b] {
+        node.wait_live(&["a", "b"], Duration::from_secs(20)).await;
+    }
+    let key = &a.key;
+    let body = serde_json::json!({"url": site.url("/js/interactive"), "waitFor": 10});
+    let scrape_on = |node: &Node| {
+        let base = node.base().to_owned();
+        let body = body.clone();
+        async move {
+            let (status, scraped) = call(&base, key, reqwest::Method::POST, "/v2/scrape", Some(&body)).await;
+            assert_eq!(status, 200, "{scraped}");
+            scraped["data"]["metadata"]["scrapeId"].as_str().expect("scrapeId").to_owned()
+        }
+    };
+    let (on_a, on_b) = (scrape_on(&a).await, scrape_on(&b).await);
+    let code = serde_json::json!({"code": "window.marker = 'from b'; 1"});
+    let (status, made) =
+        call(a.base(), key, reqwest::Method::POST, &format!("/v2/scrape/{on_b}/interact"), Some(&code)).await;
+    assert_eq!(status, 200, "{made}");
+    let session = made["sessionId"].as_str().expect("sessionId").to_owned();
+
+    // a's scrape in b's session, asked through either node.
+    let path = format!("/v2/scrape/{on_a}/interact");
+    for node in [&b, &a] {
+        let code = serde_json::json!({"code": "[window.marker]", "existingSessionId": session});
+        let (status, used) = call(node.base(), key, reqwest::Method::POST, &path, Some(&code)).await;
+        assert_eq!((status, used["result"].as_str()), (200, Some(r#"["from b"]"#)), "{used}");
+        assert_eq!(used["sessionId"], session.as_str());
+    }
+    // Without existingSessionId the scrape keeps that session; no other was made.
+    let code = serde_json::json!({"code": "[window.marker]"});
+    let (status, kept) = call(b.base(), key, reqwest::Method::POST, &path, Some(&code)).await;
+    assert_eq!((status, kept["sessionId"].as_str()), (200, Some(session.as_str())), "{kept}");
+    let members = a.view().await["members"].clone();
+    let sessions: Vec<Value> =
+        members.as_array().expect("members").iter().map(|m| m["sessions"].clone()).collect();
+    assert_eq!(sessions.iter().filter_map(Value::as_u64).sum::<u64>(), 1, "{members}");
+
+    // Another team's key may not use a's scrape (checked on a) even with b's session.
+    let (status, other) =
+        call(a.base(), "fc-other-team-key-1", reqwest::Method::POST, &path, Some(&code)).await;
+    assert_eq!(status, 403, "{other}");
+
+    // Ending the scrape's session through a ends b's session.
+    let (status, ended) = call(a.base(), key, reqwest::Method::DELETE, &path, None).await;
+    assert_eq!((status, ended["success"].as_bool()), (200, Some(true)), "{ended}");
+    let (status, after) =
+        call(a.base(), key, reqwest::Method::POST, &format!("/v2/scrape/{on_b}/interact"), Some(&code)).await;
+    assert_eq!((status, after["code"].as_str()), (410, Some("SESSION_DESTROYED")), "{after}");
+}
+
 /// A team's concurrency limit and request rate hold for the cluster as a whole: two
 /// batches of one team, accepted by two nodes, never have more pages in flight together
 /// than the team's limit, and POSTs through three nodes share one rate.

@@ -91,6 +91,15 @@ pub enum BrowserMsg {
     Access(String, RpcReplyPort<Option<LiveAccess>>),
     /// Marks activity on a session, by id (its idle clock restarts).
     Touch(String),
+    /// Scrape `scrape` (of this node) uses session `session`, which lives on another node.
+    BindElsewhere {
+        /// The scrape.
+        scrape: JobId,
+        /// The other node's session.
+        session: String,
+    },
+    /// The session on another node that a scrape of this node uses, if any.
+    Elsewhere(JobId, RpcReplyPort<Option<String>>),
     /// Periodic upkeep.
     Tick,
 }
@@ -111,6 +120,9 @@ pub struct BrowserState {
     sessions: HashMap<String, Entry>,
     /// The session each scrape uses, by scrape id.
     by_scrape: HashMap<JobId, String>,
+    /// Scrapes of this node using a session of another node (`existingSessionId`), with
+    /// when they were bound; forgotten after a session's longest life.
+    elsewhere: HashMap<JobId, (String, Instant)>,
 }
 
 impl std::fmt::Debug for BrowserState {
@@ -178,7 +190,12 @@ impl Actor for BrowserSupervisor {
         services: Services,
     ) -> Result<BrowserState, ActorProcessingErr> {
         myself.send_interval(TICK, || BrowserMsg::Tick);
-        Ok(BrowserState { services, sessions: HashMap::new(), by_scrape: HashMap::new() })
+        Ok(BrowserState {
+            services,
+            sessions: HashMap::new(),
+            by_scrape: HashMap::new(),
+            elsewhere: HashMap::new(),
+        })
     }
 
     async fn post_stop(
@@ -241,6 +258,12 @@ impl Actor for BrowserSupervisor {
                 });
                 let _ = reply.send(access);
             }
+            BrowserMsg::BindElsewhere { scrape, session } => {
+                state.elsewhere.insert(scrape, (session, Instant::now()));
+            }
+            BrowserMsg::Elsewhere(scrape, reply) => {
+                let _ = reply.send(state.elsewhere.get(&scrape).map(|(session, _)| session.clone()));
+            }
             BrowserMsg::Touch(session) => {
                 if let Some(entry) = state.sessions.get_mut(&session) {
                     entry.last_activity_ms = time::now_ms();
@@ -266,6 +289,7 @@ impl Actor for BrowserSupervisor {
                 state.sessions.retain(|_, e| e.ended.is_none_or(|(_, at)| at.elapsed() < FORGET_AFTER));
                 let sessions = &state.sessions;
                 state.by_scrape.retain(|_, session| sessions.contains_key(session));
+                state.elsewhere.retain(|_, (_, at)| at.elapsed() < max_life);
             }
         }
         Ok(())
