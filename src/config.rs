@@ -47,6 +47,9 @@ pub struct Settings {
     /// `GET /metrics`.
     #[serde(default)]
     pub metrics: MetricsSettings,
+    /// `POST /v2/search`: the local index and the providers.
+    #[serde(default)]
+    pub search: SearchSettings,
     /// Joining other nodes into one service (off unless `listen` is set).
     pub cluster: ClusterSettings,
     /// Plan flags per team name.
@@ -353,6 +356,34 @@ pub struct MetricsSettings {
     pub listen: String,
 }
 
+/// `[search]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchSettings {
+    /// Providers asked in order: `local` (this server's index) and `searxng`.
+    pub providers: Vec<String>,
+    /// Base URL of a SearXNG instance with its JSON format enabled.
+    pub searxng_url: String,
+    /// Longest a provider request may take, ms.
+    pub provider_timeout_ms: u64,
+    /// Index every stored page into the local index (in the data directory's `search/`).
+    pub index: bool,
+    /// Pages waiting to be indexed at most; beyond, a page is not indexed.
+    pub index_queue: usize,
+}
+
+impl Default for SearchSettings {
+    fn default() -> Self {
+        Self {
+            providers: vec!["local".to_owned()],
+            searxng_url: String::new(),
+            provider_timeout_ms: 10_000,
+            index: true,
+            index_queue: 10_000,
+        }
+    }
+}
+
 /// `[log]`
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -495,6 +526,24 @@ impl Settings {
         }
         if self.storage.result_ttl_secs == 0 {
             return invalid("storage.result_ttl_secs", "must be positive");
+        }
+        for name in &self.search.providers {
+            match name.as_str() {
+                "local" if !self.search.index => {
+                    return invalid("search.providers", "`local` needs search.index = true");
+                }
+                "searxng" if self.search.searxng_url.trim().is_empty() => {
+                    return invalid("search.searxng_url", "must be set when search.providers names searxng");
+                }
+                "local" | "searxng" => {}
+                _ => return invalid("search.providers", "each must be `local` or `searxng`"),
+            }
+        }
+        let searxng = self.search.searxng_url.trim();
+        if !searxng.is_empty()
+            && !url::Url::parse(searxng).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+        {
+            return invalid("search.searxng_url", "must be an http(s) URL or empty");
         }
         if self.scrape.max_body_bytes < 1024 {
             return invalid("scrape.max_body_bytes", "must be at least 1024");

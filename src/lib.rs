@@ -25,6 +25,7 @@ pub mod extract;
 pub mod local;
 pub mod model;
 pub mod scrape;
+pub mod search;
 pub mod service;
 pub mod store;
 pub mod teams;
@@ -103,6 +104,15 @@ pub async fn serve(
     let scraper = scrape::Scraper::new(store.clone(), Arc::clone(&settings))
         .map_err(StartupError::Engine)?
         .with_public_base(&format!("http://{reachable}"));
+    if settings.search.index && !settings.storage.scratch {
+        let dir = settings.storage.data_dir.join(search::INDEX_DIR);
+        let index = search::SearchIndex::open(&dir)
+            .map_err(|e| StartupError::Engine(format!("search index: {e}")))?;
+        let handle = search::indexer::IndexHandle::start(Arc::new(index), settings.search.index_queue)
+            .await
+            .map_err(|e| StartupError::Engine(format!("search indexer: {e}")))?;
+        scraper.index_pages_with(handle);
+    }
     let mut services = actors::Services::new(scraper.clone(), store.clone(), Arc::clone(&settings));
     if settings.cluster.enabled() {
         let cluster = cluster::Cluster::start(&settings.cluster).await?;

@@ -123,5 +123,9 @@ pub fn sweep(
     swept.activity = store.activity.purge_older_than(now_ms.saturating_sub(ACTIVITY_WINDOW_MS))?;
     let retention_ms = services.settings.janitor.cache_retention_secs.saturating_mul(1000);
     swept.cached = store.cache.purge_older_than(now_ms.saturating_sub(retention_ms))?;
+    if let Some(index) = services.scraper.search_index() {
+        // The index keeps what the page cache keeps.
+        index.prune(i64::try_from(now_ms.saturating_sub(retention_ms)).unwrap_or(i64::MAX));
+    }
     Ok(swept)
 }

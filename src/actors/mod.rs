@@ -56,6 +56,7 @@ local_messages!(
     jobs::JobsMsg,
     root::RootMsg,
     webhook::WebhookMsg,
+    crate::search::indexer::IndexMsg,
 );
 
 /// What every actor may use.

@@ -26,6 +26,7 @@ pub mod openapi_routes;
 pub mod options;
 pub mod parse;
 pub mod scrape;
+pub mod search;
 pub mod target;
 pub mod team;
 pub mod webhook;
@@ -102,13 +103,14 @@ pub fn create_app(
         Surface::Metrics => true,
     };
     let api = surface == Surface::Api;
-    let routes: [fn(&mut web::ServiceConfig); 11] = [
+    let routes: [fn(&mut web::ServiceConfig); 12] = [
         health::configure,
         openapi::configure,
         scrape::configure,
         crawl::configure,
         batch::configure,
         map::configure,
+        search::configure,
         parse::configure,
         team::configure,
         files::configure,

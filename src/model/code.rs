@@ -67,6 +67,8 @@ codes! {
     ScrapeTimeout => (408, "SCRAPE_TIMEOUT"),
     /// A map did not finish within its timeout.
     MapTimeout => (408, "MAP_TIMEOUT"),
+    /// A search's providers did not answer within its timeout.
+    SearchTimeout => (408, "SEARCH_TIMEOUT"),
     /// The request body is larger than the server accepts.
     PayloadTooLarge => (413, "PAYLOAD_TOO_LARGE"),
     /// The target served a file type this build cannot convert.

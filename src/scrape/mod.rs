@@ -128,6 +128,8 @@ pub struct Scraper {
     links: links::FileLinks,
     /// Where profiles live when not in this node's store (a cluster).
     profiles: Arc<std::sync::OnceLock<Arc<dyn profiles::ProfileKeeper>>>,
+    /// Where stored pages go to be searchable, once the server started its index.
+    index: Arc<std::sync::OnceLock<crate::search::indexer::IndexHandle>>,
 }
 
 /// Where an interact session can find a scrape's page state.
@@ -209,6 +211,7 @@ impl Scraper {
             unreplayable: Arc::default(),
             links,
             profiles: Arc::default(),
+            index: Arc::default(),
         })
     }
 
@@ -314,6 +317,16 @@ impl Scraper {
         self.convert(job, page, discover).await
     }
 
+    /// Offers every page stored from now on to `index` (the local search index).
+    pub fn index_pages_with(&self, index: crate::search::indexer::IndexHandle) {
+        let _ = self.index.set(index);
+    }
+
+    /// The local search index, when the server keeps one.
+    pub fn search_index(&self) -> Option<&crate::search::indexer::IndexHandle> {
+        self.index.get()
+    }
+
     /// The first half of [`Scraper::scrape_page`]: the page from the cache or the target,
     /// not yet converted, so a crawl can free the site's slot before the CPU work starts.
     /// The time budget starts here and covers [`Scraper::convert`] too.
@@ -404,6 +417,19 @@ impl Scraper {
         let (cache_state, cached_at) = (sourced.cache_state, sourced.cached_at);
         let pdf_pages = built.pdf_pages;
         let mut doc = built.document;
+        if let Some(index) = self.index.get()
+            && options.may_write_cache()
+            && (200..300).contains(&status)
+            && !matches!(cache_state, Some(CacheState::Hit))
+            && let Some(page) = crate::search::page::indexed(
+                &doc,
+                sourced.page.content_type.as_deref(),
+                &sourced.page.body,
+                sourced.page.fetched_ms,
+            )
+        {
+            index.offer(page);
+        }
         if let Some(spec) = &options.formats.change_tracking {
             if options.zero_data_retention {
                 warnings.push("change tracking keeps no history for zero-data-retention requests; compared with the stored baseline only".to_owned());

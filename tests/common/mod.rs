@@ -12,6 +12,7 @@ pub mod jspages;
 pub mod process;
 pub mod proxy;
 pub mod receiver;
+pub mod searchsite;
 pub mod site;
 pub mod tls;
 

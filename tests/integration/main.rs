@@ -26,6 +26,7 @@ mod openapi;
 mod parse;
 mod scrape;
 mod sdk;
+mod search;
 mod security;
 mod storage;
 mod teams;

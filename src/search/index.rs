@@ -1,0 +1,334 @@
+//! The local search index: a tantivy index in the data directory (`search/`) of every page
+//! the server stores, and of the images those pages show.
+//!
+//! One tantivy document per page (`kind` = `page`) and one per image (`kind` = `image`,
+//! its alt text as the title), both carrying the page's URL, so a page indexed again
+//! replaces the page and its images in one delete. Hosts are indexed with every parent
+//! domain (`docs.example.com`, `example.com`, `com`) and paths with every prefix, so
+//! `site:` is one term lookup; URLs are also split into words for `inurl:`. Text is
+//! stemmed English (`en_stem`); titles weigh more than descriptions, descriptions more than
+//! body text. The writer is used by one [`super::indexer`] at a time (tantivy's lock).
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use tantivy::collector::TopDocs;
+use tantivy::query::{AllQuery, BooleanQuery, Occur, Query as TantivyQuery, TermQuery};
+use tantivy::schema::{
+    DateOptions, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TEXT, TextFieldIndexing,
+    TextOptions, Value,
+};
+use tantivy::{DateTime, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
+
+/// What the index keeps of one stored page.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct IndexedPage {
+    /// The page's URL (after redirects).
+    pub url: String,
+    /// Its title.
+    pub title: String,
+    /// Its description.
+    pub description: String,
+    /// Its main content as text (Markdown).
+    pub text: String,
+    /// Declared language (`en`, `de-DE`…), lowercased.
+    pub language: String,
+    /// `html`, `pdf`, `docx`…
+    pub file_type: String,
+    /// When it says it was published, epoch ms.
+    pub published_ms: Option<i64>,
+    /// Whether it declares itself an article (news results).
+    pub article: bool,
+    /// When it was fetched, epoch ms.
+    pub fetched_ms: i64,
+    /// Images the page shows.
+    pub images: Vec<IndexedImage>,
+}
+
+/// An image of a page.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexedImage {
+    /// Absolute URL.
+    pub url: String,
+    /// Alt text.
+    pub alt: String,
+    /// Width and height from the page's attributes, when it gives them.
+    pub width: Option<u32>,
+    /// See `width`.
+    pub height: Option<u32>,
+}
+
+/// The index's fields.
+#[derive(Debug, Clone, Copy)]
+pub struct Fields {
+    /// `page` or `image`.
+    pub kind: Field,
+    /// The page's URL, exact.
+    pub url: Field,
+    /// The host with its parent domains and path prefixes (`site:`).
+    pub site: Field,
+    /// The URL's words (`inurl:`).
+    pub url_words: Field,
+    /// Title (an image's alt text).
+    pub title: Field,
+    /// Description (an image's page title).
+    pub description: Field,
+    /// Main content text.
+    pub text: Field,
+    /// Primary language subtag.
+    pub language: Field,
+    /// `html`, `pdf`…
+    pub file_type: Field,
+    /// Declared publication time.
+    pub published: Field,
+    /// 1 for an article.
+    pub article: Field,
+    /// Fetch time.
+    pub fetched: Field,
+    /// The published date, else the fetch time: what time filters and date order use.
+    pub date: Field,
+    /// An image's URL.
+    pub image_url: Field,
+    /// An image's width, when known.
+    pub width: Field,
+    /// An image's height, when known.
+    pub height: Field,
+}
+
+/// An index opened for reading and writing.
+pub struct SearchIndex {
+    index: Index,
+    reader: IndexReader,
+    writer: Mutex<IndexWriter>,
+    /// The fields.
+    pub fields: Fields,
+}
+
+impl std::fmt::Debug for SearchIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SearchIndex").finish_non_exhaustive()
+    }
+}
+
+/// Memory the writer may buffer before it writes a segment.
+const WRITER_BYTES: usize = 48 << 20;
+
+fn schema() -> (Schema, Fields) {
+    let mut b = Schema::builder();
+    let stemmed = TextOptions::default()
+        .set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer("en_stem")
+                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        )
+        .set_stored();
+    let stemmed_unstored = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("en_stem")
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+    );
+    let date = DateOptions::default().set_indexed().set_fast().set_stored();
+    let fields = Fields {
+        kind: b.add_text_field("kind", STRING | STORED),
+        url: b.add_text_field("url", STRING | STORED),
+        site: b.add_text_field("site", STRING),
+        url_words: b.add_text_field("url_words", TEXT),
+        title: b.add_text_field("title", stemmed.clone()),
+        description: b.add_text_field("description", stemmed),
+        text: b.add_text_field("text", stemmed_unstored),
+        language: b.add_text_field("language", STRING | STORED),
+        file_type: b.add_text_field("file_type", STRING | STORED),
+        published: b.add_date_field("published", date.clone()),
+        article: b.add_u64_field("article", INDEXED | STORED),
+        fetched: b.add_date_field("fetched", date.clone()),
+        date: b.add_date_field("date", date),
+        image_url: b.add_text_field("image_url", STRING | STORED),
+        width: b.add_u64_field("width", INDEXED | STORED | tantivy::schema::FAST),
+        height: b.add_u64_field("height", INDEXED | STORED | tantivy::schema::FAST),
+    };
+    (b.build(), fields)
+}
+
+impl SearchIndex {
+    /// Opens the index in `dir`, creating it when missing.
+    pub fn open(dir: &Path) -> tantivy::Result<Self> {
+        std::fs::create_dir_all(dir)?;
+        let (schema, fields) = schema();
+        let directory = tantivy::directory::MmapDirectory::open(dir)?;
+        let index = Index::open_or_create(directory, schema)?;
+        let writer = index.writer_with_num_threads(1, WRITER_BYTES)?;
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        Ok(Self { index, reader, writer: Mutex::new(writer), fields })
+    }
+
+    /// Adds `pages`, replacing earlier versions of them, and commits.
+    pub fn add(&self, pages: &[IndexedPage]) -> tantivy::Result<()> {
+        let f = self.fields;
+        let mut writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for page in pages {
+            writer.delete_term(Term::from_field_text(f.url, &page.url));
+            let Ok(url) = url::Url::parse(&page.url) else { continue };
+            let mut document = doc!(
+                f.kind => "page",
+                f.url => page.url.as_str(),
+                f.url_words => url_words(&url),
+                f.title => page.title.as_str(),
+                f.description => page.description.as_str(),
+                f.text => page.text.as_str(),
+                f.language => page.language.as_str(),
+                f.file_type => page.file_type.as_str(),
+                f.article => u64::from(page.article),
+                f.fetched => DateTime::from_timestamp_millis(page.fetched_ms),
+                f.date => DateTime::from_timestamp_millis(page.published_ms.unwrap_or(page.fetched_ms)),
+            );
+            add_site_terms(&mut document, f.site, &url);
+            if let Some(ms) = page.published_ms {
+                document.add_date(f.published, DateTime::from_timestamp_millis(ms));
+            }
+            writer.add_document(document)?;
+            for image in &page.images {
+                let mut document = doc!(
+                    f.kind => "image",
+                    f.url => page.url.as_str(),
+                    f.url_words => url_words(&url),
+                    f.image_url => image.url.as_str(),
+                    f.title => image.alt.as_str(),
+                    f.description => page.title.as_str(),
+                    f.file_type => page.file_type.as_str(),
+                    f.fetched => DateTime::from_timestamp_millis(page.fetched_ms),
+                    f.date => DateTime::from_timestamp_millis(page.published_ms.unwrap_or(page.fetched_ms)),
+                );
+                add_site_terms(&mut document, f.site, &url);
+                if let (Some(w), Some(h)) = (image.width, image.height) {
+                    document.add_u64(f.width, u64::from(w));
+                    document.add_u64(f.height, u64::from(h));
+                }
+                writer.add_document(document)?;
+            }
+        }
+        writer.commit()?;
+        drop(writer);
+        self.reader.reload()
+    }
+
+    /// Removes every page fetched before `cutoff_ms` (the page cache's retention).
+    pub fn prune(&self, cutoff_ms: i64) -> tantivy::Result<()> {
+        let range = tantivy::query::RangeQuery::new(
+            std::ops::Bound::Unbounded,
+            std::ops::Bound::Excluded(Term::from_field_date(
+                self.fields.fetched,
+                DateTime::from_timestamp_millis(cutoff_ms),
+            )),
+        );
+        let mut writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        writer.delete_query(Box::new(range))?;
+        writer.commit()?;
+        drop(writer);
+        self.reader.reload()
+    }
+
+    /// Removes everything (before a rebuild).
+    pub fn clear(&self) -> tantivy::Result<()> {
+        let mut writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        writer.delete_all_documents()?;
+        writer.commit()?;
+        drop(writer);
+        self.reader.reload()
+    }
+
+    /// Pages in the index.
+    pub fn pages(&self) -> u64 {
+        let query = TermQuery::new(Term::from_field_text(self.fields.kind, "page"), IndexRecordOption::Basic);
+        query.count(&self.reader.searcher()).map_or(0, |n| n as u64)
+    }
+
+    /// The best `limit` documents for `query`, with their scores, after skipping `offset`.
+    pub fn top(
+        &self,
+        query: &dyn TantivyQuery,
+        offset: usize,
+        limit: usize,
+    ) -> tantivy::Result<Vec<(f32, TantivyDocument)>> {
+        let searcher = self.reader.searcher();
+        let top = searcher.search(query, &TopDocs::with_limit(limit).and_offset(offset).order_by_score())?;
+        top.into_iter().map(|(score, address)| Ok((score, searcher.doc(address)?))).collect()
+    }
+
+    /// The documents of `query` in the order of a date field, newest first.
+    pub fn newest(
+        &self,
+        query: &dyn TantivyQuery,
+        field: &str,
+        limit: usize,
+    ) -> tantivy::Result<Vec<TantivyDocument>> {
+        let searcher = self.reader.searcher();
+        let top = searcher.search(
+            query,
+            &TopDocs::with_limit(limit).order_by_fast_field::<DateTime>(field, tantivy::Order::Desc),
+        )?;
+        top.into_iter().map(|(_, address)| searcher.doc(address)).collect()
+    }
+
+    /// The underlying tantivy index (query parsing, tokenizers).
+    pub fn tantivy(&self) -> &Index {
+        &self.index
+    }
+
+    /// A query matching every document (filters only).
+    pub fn all() -> Box<dyn TantivyQuery> {
+        Box::new(AllQuery)
+    }
+
+    /// Reads a stored text field.
+    pub fn text_of(&self, document: &TantivyDocument, field: Field) -> String {
+        document.get_first(field).and_then(|v| v.as_str()).unwrap_or_default().to_owned()
+    }
+
+    /// Reads a stored number field.
+    pub fn number_of(&self, document: &TantivyDocument, field: Field) -> Option<u64> {
+        document.get_first(field).and_then(|v| v.as_u64())
+    }
+
+    /// Reads a stored date field as epoch ms.
+    pub fn date_of(&self, document: &TantivyDocument, field: Field) -> Option<i64> {
+        document.get_first(field).and_then(|v| v.as_datetime()).map(|d| d.into_timestamp_millis())
+    }
+
+    /// `must` and `must_not` clauses as one query.
+    pub fn boolean(clauses: Vec<(Occur, Box<dyn TantivyQuery>)>) -> Box<dyn TantivyQuery> {
+        Box::new(BooleanQuery::new(clauses))
+    }
+}
+
+/// Every parent domain of the URL's host, and the host with every path prefix:
+/// `docs.example.com`, `example.com`, `com`, `docs.example.com/api`, `example.com/api`…
+fn add_site_terms(document: &mut TantivyDocument, field: Field, url: &url::Url) {
+    let host = url.host_str().unwrap_or_default().trim_start_matches("www.").to_ascii_lowercase();
+    let labels: Vec<&str> = host.split('.').collect();
+    let segments: Vec<&str> = url.path().split('/').filter(|s| !s.is_empty()).collect();
+    for start in 0..labels.len() {
+        let domain = labels[start..].join(".");
+        let mut path = String::new();
+        document.add_text(field, &domain);
+        for segment in segments.iter().take(8) {
+            path.push('/');
+            path.push_str(&segment.to_ascii_lowercase());
+            document.add_text(field, format!("{domain}{path}"));
+        }
+    }
+}
+
+/// The URL as words: host labels, path segments and query words.
+fn url_words(url: &url::Url) -> String {
+    let mut words = String::new();
+    for part in [url.host_str().unwrap_or_default(), url.path(), url.query().unwrap_or_default()] {
+        words.push(' ');
+        words.extend(part.chars().map(|c| if c.is_alphanumeric() { c } else { ' ' }));
+    }
+    words
+}
+
+/// The site term `site:` looks up for `value` (`www.` dropped, lowercased).
+pub fn site_term(value: &str) -> String {
+    value.trim_start_matches("www.").to_ascii_lowercase()
+}

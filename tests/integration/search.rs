@@ -1,0 +1,259 @@
+//! `POST /v2/search`: the local index of scraped pages with every query operator, filters,
+//! sources and scraping of results; the SearXNG provider against a stand-in speaking its
+//! JSON API (pagination, an error, an answer too late); and the checks of the request.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::searchsite::{FakeSearxng, Mode, SearchSite};
+use crate::common::{TestServer, assert_error, wait_for};
+
+/// Scrapes every page of `site` into the server's index and waits until search finds them.
+async fn indexed(site: &SearchSite) -> TestServer {
+    let app = TestServer::builder().start().await;
+    for url in site.urls() {
+        let (status, body) = app.scrape(json!({"url": url})).await;
+        assert_eq!(status, 200, "{url}: {body}");
+    }
+    wait_for("the pages in the index", Duration::from_secs(20), || async {
+        let found = urls(&search(&app, json!({"query": "quokka", "limit": 20})).await, "web");
+        (found.len() >= 5).then_some(())
+    })
+    .await;
+    app
+}
+
+async fn search(app: &TestServer, body: Value) -> Value {
+    let (status, answer) = app.request(reqwest::Method::POST, "/v2/search", Some(&body)).await;
+    assert_eq!(status, 200, "{body}: {answer}");
+    answer
+}
+
+/// The URLs of a result list, in order.
+fn urls(answer: &Value, source: &str) -> Vec<String> {
+    answer["data"][source]
+        .as_array()
+        .map(|items| items.iter().filter_map(|i| i["url"].as_str().map(str::to_owned)).collect())
+        .unwrap_or_default()
+}
+
+fn paths(answer: &Value, source: &str) -> Vec<String> {
+    urls(answer, source)
+        .iter()
+        .map(|u| {
+            url::Url::parse(u)
+                .map(|u| format!("{}{}", u.host_str().unwrap_or_default(), u.path()))
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_local_index_answers_with_every_operator() {
+    let site = SearchSite::start();
+    let app = indexed(&site).await;
+    let find = |query: &str| search(&app, json!({"query": query, "limit": 20}));
+
+    let best = find("quokka install cargo").await;
+    assert_eq!(
+        paths(&best, "web").first().map(String::as_str),
+        Some("docs.localhost/guide/install"),
+        "{best}"
+    );
+    assert_eq!(best["data"]["web"][0]["title"], "Installing the Quokka toolkit");
+    assert_eq!(best["data"]["web"][0]["description"], "How to install Quokka with cargo.");
+    assert_eq!(best["data"]["web"][0]["position"], 1);
+    assert_eq!(best["creditsUsed"], 2, "{best}");
+
+    let only = |answer: &Value, prefix: &str| paths(answer, "web").iter().all(|p| p.starts_with(prefix));
+    let blog = find("quokka site:blog.localhost").await;
+    assert!(!paths(&blog, "web").is_empty() && only(&blog, "blog.localhost/"), "{blog}");
+    let not_blog = find("quokka -site:blog.localhost").await;
+    assert!(!paths(&not_blog, "web").is_empty() && only(&not_blog, "docs.localhost/"), "{not_blog}");
+    let titled = find("intitle:configuring").await;
+    assert_eq!(paths(&titled, "web"), ["docs.localhost/guide/configure"], "{titled}");
+    let text = find("quokka filetype:txt").await;
+    assert_eq!(paths(&text, "web"), ["docs.localhost/notes.txt"], "{text}");
+    let no_text = find("quokka -filetype:txt").await;
+    assert!(!paths(&no_text, "web").iter().any(|p| p.ends_with(".txt")), "{no_text}");
+    let posts = find("quokka inurl:posts").await;
+    assert!(only(&posts, "blog.localhost/posts/") && paths(&posts, "web").len() == 2, "{posts}");
+    let all_in_url = find("allinurl: guide configure").await;
+    assert_eq!(paths(&all_in_url, "web"), ["docs.localhost/guide/configure"], "{all_in_url}");
+    let phrase = find(r#""faster than ever""#).await;
+    assert_eq!(paths(&phrase, "web"), ["blog.localhost/posts/release"], "{phrase}");
+    let without = find("quokka -released").await;
+    assert!(!paths(&without, "web").contains(&"blog.localhost/posts/release".to_owned()), "{without}");
+    let domains = search(&app, json!({"query": "quokka", "includeDomains": ["docs.localhost"]})).await;
+    assert!(!paths(&domains, "web").is_empty() && only(&domains, "docs.localhost/"), "{domains}");
+    let related = find(&format!("related:{}", site.url("docs.localhost", "/guide/install"))).await;
+    let related = paths(&related, "web");
+    assert!(related.contains(&"docs.localhost/guide/configure".to_owned()), "{related:?}");
+    assert!(!related.contains(&"docs.localhost/guide/install".to_owned()), "{related:?}");
+    let nothing = find("xylophone").await;
+    assert_eq!(nothing["data"]["web"], json!([]));
+    assert!(nothing["warning"].as_str().is_some_and(|w| w.contains("No results")), "{nothing}");
+}
+
+#[tokio::test]
+async fn news_images_dates_and_scraped_results() {
+    let site = SearchSite::start();
+    let app = indexed(&site).await;
+
+    let news = search(&app, json!({"query": "quokka", "sources": ["news"], "tbs": "sbd:1"})).await;
+    assert_eq!(news["data"].get("web"), None, "only the sources asked: {news}");
+    assert_eq!(paths(&news, "news"), ["blog.localhost/posts/release", "blog.localhost/posts/old"], "{news}");
+    assert_eq!(news["data"]["news"][0]["date"], "2026-11-20T10:00:00.000Z");
+    let november = search(
+        &app,
+        json!({"query": "quokka", "sources": [{"type": "news"}], "tbs": "cdr:1,cd_min:11/01/2026,cd_max:11/30/2026"}),
+    )
+    .await;
+    assert_eq!(paths(&november, "news"), ["blog.localhost/posts/release"], "{november}");
+
+    let images = search(&app, json!({"query": "diagram", "sources": ["images"]})).await;
+    let first = &images["data"]["images"][0];
+    assert_eq!(first["imageUrl"], site.url("docs.localhost", "/img/diagram.png"), "{images}");
+    assert_eq!((first["imageWidth"].as_u64(), first["imageHeight"].as_u64()), (Some(800), Some(600)));
+    assert_eq!(first["title"], "architecture diagram");
+    assert_eq!(first["url"], site.url("docs.localhost", "/guide/install"));
+    let image_urls = |answer: &Value| -> Vec<String> {
+        answer["data"]["images"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["imageUrl"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let large = search(&app, json!({"query": "larger:100x100", "sources": ["images"]})).await;
+    let large = image_urls(&large);
+    assert_eq!(large.len(), 2, "{large:?}");
+    assert!(!large.iter().any(|u| u.ends_with("logo.png")), "{large:?}");
+    let exact = search(&app, json!({"query": "imagesize:64x64", "sources": ["images"]})).await;
+    assert_eq!(image_urls(&exact), [site.url("docs.localhost", "/img/logo.png")]);
+
+    // With formats, each result is scraped: its Markdown comes along, and its credit.
+    let scraped =
+        search(&app, json!({"query": "configuring", "scrapeOptions": {"formats": ["markdown"]}})).await;
+    let result = &scraped["data"]["web"][0];
+    assert!(result["markdown"].as_str().is_some_and(|m| m.contains("toml files")), "{scraped}");
+    assert_eq!(result["title"], "Configuring Quokka");
+    assert_eq!(scraped["creditsUsed"], 3, "2 for the search, 1 for the page: {scraped}");
+}
+
+#[tokio::test]
+async fn pages_kept_out_of_the_cache_are_not_indexed() {
+    let site = SearchSite::start();
+    let app = TestServer::builder().start().await;
+    let gallery = site.url("blog.localhost", "/posts/gallery");
+    let (status, body) = app.scrape(json!({"url": gallery, "storeInCache": false})).await;
+    assert_eq!(status, 200, "{body}");
+    // Pages are indexed in the order they come: once a later page is found, the gallery
+    // would have been too.
+    let (status, body) = app.scrape(json!({"url": site.url("docs.localhost", "/guide/configure")})).await;
+    assert_eq!(status, 200, "{body}");
+    wait_for("the later page in the index", Duration::from_secs(20), || async {
+        (!urls(&search(&app, json!({"query": "configuring"})).await, "web").is_empty()).then_some(())
+    })
+    .await;
+    let none = search(&app, json!({"query": "wallabies"})).await;
+    assert_eq!(none["data"]["web"], json!([]), "{none}");
+}
+
+#[tokio::test]
+async fn bad_requests_name_the_field_or_operator() {
+    let app = TestServer::builder().start().await;
+    for (body, named) in [
+        (json!({}), "`query`"),
+        (json!({"query": "x".repeat(501)}), "`query`"),
+        (json!({"query": "a", "limit": 0}), "`limit`"),
+        (json!({"query": "a", "limit": 101}), "`limit`"),
+        (json!({"query": "site:"}), "`site:`"),
+        (json!({"query": "imagesize:huge"}), "`imagesize:`"),
+        (json!({"query": "a", "sources": ["video"]}), "`sources`"),
+        (json!({"query": "a", "categories": ["sports"]}), "`categories`"),
+        (json!({"query": "a", "includeDomains": ["a.com"], "excludeDomains": ["b.com"]}), "`excludeDomains`"),
+        (json!({"query": "a", "includeDomains": ["https://a.com/x"]}), "`includeDomains`"),
+        (json!({"query": "a", "tbs": "qdr:x"}), "`tbs`"),
+        (json!({"query": "a", "country": "USA"}), "`country`"),
+        (json!({"query": "a", "timeout": 5}), "`timeout`"),
+        (json!({"query": "a", "unknownField": 1}), "unknownField"),
+    ] {
+        let got = app.request(reqwest::Method::POST, "/v2/search", Some(&body)).await;
+        let message = assert_error(&got, 400, "BAD_REQUEST");
+        assert!(message.contains(named), "{body}: {message}");
+    }
+    let got = app
+        .request(reqwest::Method::POST, "/v2/search", Some(&json!({"query": "a", "enterprise": ["zdr"]})))
+        .await;
+    assert_error(&got, 403, "FORBIDDEN");
+}
+
+#[tokio::test]
+async fn searxng_is_paged_to_the_limit_and_filtered() {
+    let searx = FakeSearxng::start(Mode::Pages);
+    let url = searx.url.clone();
+    let app = TestServer::builder()
+        .settings(move |s| {
+            s.search.providers = vec!["searxng".into()];
+            s.search.searxng_url = url;
+        })
+        .start()
+        .await;
+    let answer =
+        search(&app, json!({"query": "rust crawler", "limit": 15, "tbs": "qdr:w", "country": "DE"})).await;
+    let web = urls(&answer, "web");
+    assert_eq!(web.len(), 15, "{answer}");
+    assert_eq!(answer["data"]["web"][0]["title"], "Result 0 for rust crawler");
+    assert_eq!(answer["data"]["web"][14]["position"], 15);
+    let asked = searx.asked();
+    assert_eq!(asked.len(), 2, "two pages of ten for fifteen: {asked:?}");
+    let param = |i: usize, name: &str| asked[i].iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+    assert_eq!((param(0, "pageno"), param(1, "pageno")), (Some("1".into()), Some("2".into())));
+    assert_eq!(param(0, "format").as_deref(), Some("json"));
+    assert_eq!(param(0, "time_range").as_deref(), Some("week"));
+    assert_eq!(param(0, "language").as_deref(), Some("de-DE"));
+
+    let filtered =
+        search(&app, json!({"query": "rust", "limit": 5, "excludeDomains": ["example.com"]})).await;
+    let filtered = urls(&filtered, "web");
+    assert_eq!(filtered.len(), 5);
+    assert!(filtered.iter().all(|u| u.starts_with("https://docs.example.org/")), "{filtered:?}");
+
+    let images = search(&app, json!({"query": "cats", "sources": ["images"], "limit": 3})).await;
+    let first = &images["data"]["images"][0];
+    assert_eq!(
+        (first["imageWidth"].as_u64(), first["imageHeight"].as_u64()),
+        (Some(640), Some(480)),
+        "{images}"
+    );
+    assert!(first["imageUrl"].as_str().is_some_and(|u| u.ends_with("/img/0.jpg")));
+}
+
+#[tokio::test]
+async fn a_failing_or_late_provider_falls_through_with_a_warning() {
+    let site = SearchSite::start();
+    for (mode, says) in [(Mode::Failing, "HTTP 500"), (Mode::Late(Duration::from_secs(3)), "in time")] {
+        let searx = FakeSearxng::start(mode);
+        let url = searx.url.clone();
+        let app = TestServer::builder()
+            .settings(move |s| {
+                s.search.providers = vec!["searxng".into(), "local".into()];
+                s.search.searxng_url = url;
+                s.search.provider_timeout_ms = 500;
+            })
+            .start()
+            .await;
+        let (status, body) = app.scrape(json!({"url": site.url("docs.localhost", "/guide/configure")})).await;
+        assert_eq!(status, 200, "{body}");
+        let answer = wait_for("the local result", Duration::from_secs(20), || async {
+            let answer = search(&app, json!({"query": "configuring quokka"})).await;
+            (!urls(&answer, "web").is_empty()).then_some(answer)
+        })
+        .await;
+        assert_eq!(paths(&answer, "web"), ["docs.localhost/guide/configure"]);
+        let warning = answer["warning"].as_str().unwrap_or_default();
+        assert!(warning.contains("searxng") && warning.contains(says), "{warning}");
+    }
+}
