@@ -1,8 +1,10 @@
-//! The official Firecrawl Python SDK (`firecrawl-py`) works against the server. The test
-//! command installs the SDK; a missing SDK fails this test rather than skipping it.
+//! The official Firecrawl SDKs work against the server: Python (`firecrawl-py`) for scrape,
+//! crawl, map and search; JavaScript (`@mendable/firecrawl-js`) for search. The test
+//! command installs the SDKs; a missing SDK fails its test rather than skipping it.
 
 use std::process::Command;
 
+use crate::common::searchsite::SearchSite;
 use crate::common::{CrawlSite, FixtureSite, KEY, TestServer};
 
 /// Interpreter with `firecrawl-py` installed (`SDK_PYTHON`, else the one the test script
@@ -52,4 +54,42 @@ async fn python_sdk_crawls_and_maps_through_the_server() {
     let app = TestServer::start().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_crawl.py");
     run_script(script, app.base.clone(), site.url(""), "sdk crawl ok").await;
+}
+
+#[tokio::test]
+async fn python_sdk_searches_the_servers_index() {
+    let site = SearchSite::start();
+    let app = TestServer::start().await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_search.py");
+    run_script(script, app.base.clone(), site.url("docs.localhost", ""), "sdk search ok").await;
+}
+
+/// The JavaScript SDK (`@mendable/firecrawl-js`, which the test command installs under
+/// `target/sdk-node`) searches the same way.
+#[tokio::test]
+async fn javascript_sdk_searches_the_servers_index() {
+    let site = SearchSite::start();
+    let app = TestServer::start().await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_search.js");
+    let modules = concat!(env!("CARGO_MANIFEST_DIR"), "/target/sdk-node/node_modules");
+    let (base, site_url) = (app.base.clone(), site.url("docs.localhost", ""));
+    let output = tokio::task::spawn_blocking(move || {
+        Command::new("node")
+            .arg(script)
+            .env("NODE_PATH", modules)
+            .env("SDK_API_URL", base)
+            .env("SDK_API_KEY", KEY)
+            .env("SDK_SITE", site_url)
+            .env("NO_PROXY", "*")
+            .output()
+    })
+    .await
+    .expect("join")
+    .expect("run node (install it with the README's test command)");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("sdk search ok"),
+        "the JavaScript SDK check failed (the README's test command installs @mendable/firecrawl-js):\n{stdout}\n{stderr}"
+    );
 }
