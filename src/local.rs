@@ -1,4 +1,5 @@
-//! Jobs run from the command line (`ferrocrawl crawl`, `ferrocrawl map`): the same actor
+//! Jobs run from the command line (`ferrocrawl crawl`, `ferrocrawl map`; and `search` and
+//! `index rebuild` over a data directory): the same actor
 //! tree and store as the server, in-process, with the results written to a folder — one
 //! Markdown file per page and an `index.jsonl` line for each — as they complete, under a
 //! progress bar. The job hands its pages over through a tap (`actors::tap`) rather than
@@ -220,4 +221,32 @@ pub async fn map(
     let links = crate::actors::map::map(&runtime, &team, url, &options).await;
     runtime.shutdown().await;
     Ok(links?)
+}
+
+/// `ferrocrawl search`: the configured providers, the local one reading the data
+/// directory's index as last committed (a running server may hold it open).
+pub async fn search(settings: &Settings, query: &str, limit: usize) -> anyhow::Result<crate::search::Found> {
+    let request = crate::search::SearchRequest::simple(query, limit).map_err(anyhow::Error::msg)?;
+    let dir = settings.storage.data_dir.join(crate::search::INDEX_DIR);
+    let index = match dir.exists() {
+        true => Some(Arc::new(crate::search::SearchIndex::open_read_only(&dir)?)),
+        false => None,
+    };
+    let providers = crate::search::providers(settings, index);
+    let (found, warnings) = crate::search::run(&providers, &request).await;
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
+    Ok(found)
+}
+
+/// `ferrocrawl index rebuild`: the data directory's search index made again from its page
+/// cache (the server must be stopped); returns how many pages it holds.
+pub fn rebuild_index(settings: &Settings) -> anyhow::Result<usize> {
+    let store =
+        Store::open_with(&settings.storage).context("opening the data directory (is the server stopped?)")?;
+    let dir = settings.storage.data_dir.join(crate::search::INDEX_DIR);
+    let index = crate::search::SearchIndex::open(&dir)
+        .context("opening the search index (is the server stopped?)")?;
+    crate::search::rebuild::rebuild(&store, &index, settings)
 }

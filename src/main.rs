@@ -130,6 +130,23 @@ enum Command {
         #[arg(long)]
         allow_private: bool,
     },
+    /// Search the data directory's index (and the other configured providers); prints
+    /// one result per line: URL, then title.
+    Search {
+        /// The query, with the operators of POST /v2/search.
+        query: String,
+        /// Most results.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        /// Data directory (defaults to the configuration's).
+        #[arg(long)]
+        data: Option<PathBuf>,
+    },
+    /// The local search index.
+    Index {
+        #[command(subcommand)]
+        command: IndexCommand,
+    },
     /// Inspect the data directory (while the server is stopped).
     Store {
         #[command(subcommand)]
@@ -170,6 +187,16 @@ enum KeysCommand {
         #[arg(long)]
         key: Option<String>,
         /// Data directory (overrides storage.data_dir).
+        #[arg(long)]
+        data: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum IndexCommand {
+    /// Make the index again from the page cache (while the server is stopped).
+    Rebuild {
+        /// Data directory (defaults to the configuration's).
         #[arg(long)]
         data: Option<PathBuf>,
     },
@@ -245,6 +272,25 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Parse { file } => {
             let settings = Settings::load(cli.config.as_deref(), &Overrides::default())?;
             parse_file(&file, &settings)
+        }
+        Command::Search { query, limit, data } => {
+            let settings =
+                Settings::load(cli.config.as_deref(), &Overrides { data_dir: data, ..Overrides::default() })?;
+            if !(1..=100).contains(&limit) {
+                bail!("--limit must be between 1 and 100");
+            }
+            let found = runtime()?.block_on(ferrocrawl::local::search(&settings, &query, limit))?;
+            for result in found.web {
+                println!("{}\t{}", result.url, result.title);
+            }
+            Ok(())
+        }
+        Command::Index { command: IndexCommand::Rebuild { data } } => {
+            let settings =
+                Settings::load(cli.config.as_deref(), &Overrides { data_dir: data, ..Overrides::default() })?;
+            let pages = ferrocrawl::local::rebuild_index(&settings)?;
+            println!("indexed {pages} pages");
+            Ok(())
         }
         Command::Store { command: StoreCommand::Check { data } } => {
             check_store(&data_dir(cli.config.as_deref(), data)?)

@@ -16,6 +16,7 @@ use super::map::{self, MapBody};
 use super::options::{LocationBody, ScrapeOptionsBody};
 use super::parse;
 use super::scrape::{self, ScrapeResponse};
+use super::search;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -34,6 +35,7 @@ use super::scrape::{self, ScrapeResponse};
         crawl::status,
         batch::start,
         map::map_site,
+        search::search_route,
         parse::parse,
         parse::formats,
         health::health

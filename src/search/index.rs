@@ -99,7 +99,8 @@ pub struct Fields {
 pub struct SearchIndex {
     index: Index,
     reader: IndexReader,
-    writer: Mutex<IndexWriter>,
+    /// None when opened for reading only (the server holds the writer).
+    writer: Option<Mutex<IndexWriter>>,
     /// The fields.
     pub fields: Fields,
 }
@@ -150,21 +151,42 @@ fn schema() -> (Schema, Fields) {
 }
 
 impl SearchIndex {
-    /// Opens the index in `dir`, creating it when missing.
+    /// Opens the index in `dir` for reading and writing, creating it when missing. One
+    /// process at a time may (tantivy's lock file): the server, or `index rebuild`.
     pub fn open(dir: &Path) -> tantivy::Result<Self> {
+        Self::open_with(dir, true)
+    }
+
+    /// Opens the index in `dir` for searching only, as it was last committed (a running
+    /// server may hold the writer).
+    pub fn open_read_only(dir: &Path) -> tantivy::Result<Self> {
+        Self::open_with(dir, false)
+    }
+
+    fn open_with(dir: &Path, write: bool) -> tantivy::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let (schema, fields) = schema();
         let directory = tantivy::directory::MmapDirectory::open(dir)?;
         let index = Index::open_or_create(directory, schema)?;
-        let writer = index.writer_with_num_threads(1, WRITER_BYTES)?;
+        let writer = match write {
+            true => Some(Mutex::new(index.writer_with_num_threads(1, WRITER_BYTES)?)),
+            false => None,
+        };
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
-        Ok(Self { index, reader, writer: Mutex::new(writer), fields })
+        Ok(Self { index, reader, writer, fields })
+    }
+
+    fn writer(&self) -> tantivy::Result<std::sync::MutexGuard<'_, IndexWriter>> {
+        let writer = self.writer.as_ref().ok_or_else(|| {
+            tantivy::TantivyError::InvalidArgument("the index was opened for reading only".to_owned())
+        })?;
+        Ok(writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
     /// Adds `pages`, replacing earlier versions of them, and commits.
     pub fn add(&self, pages: &[IndexedPage]) -> tantivy::Result<()> {
         let f = self.fields;
-        let mut writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut writer = self.writer()?;
         for page in pages {
             writer.delete_term(Term::from_field_text(f.url, &page.url));
             let Ok(url) = url::Url::parse(&page.url) else { continue };
@@ -220,7 +242,7 @@ impl SearchIndex {
                 DateTime::from_timestamp_millis(cutoff_ms),
             )),
         );
-        let mut writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut writer = self.writer()?;
         writer.delete_query(Box::new(range))?;
         writer.commit()?;
         drop(writer);
@@ -229,7 +251,7 @@ impl SearchIndex {
 
     /// Removes everything (before a rebuild).
     pub fn clear(&self) -> tantivy::Result<()> {
-        let mut writer = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut writer = self.writer()?;
         writer.delete_all_documents()?;
         writer.commit()?;
         drop(writer);

@@ -6,7 +6,8 @@
 //! - [`indexer`]: the actor that feeds it off the pages' hot path;
 //! - [`page`]: what the index keeps of a scraped page;
 //! - [`local`]: the `local` provider, answering from that index;
-//! - [`searxng`]: the `searxng` provider, a self-hosted SearXNG's JSON API.
+//! - [`searxng`]: the `searxng` provider, a self-hosted SearXNG's JSON API;
+//! - [`rebuild`]: the index made again from the page cache.
 //!
 //! A provider is anything behind [`Provider`]: another web search API is one more module
 //! implementing it and one more name in `search.providers` ([`providers`]).
@@ -16,6 +17,7 @@ pub mod indexer;
 pub mod local;
 pub mod page;
 pub mod query;
+pub mod rebuild;
 pub mod searxng;
 
 use std::sync::Arc;
@@ -192,6 +194,26 @@ pub struct NewsResult {
     /// Lead image, when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub image_url: Option<String>,
+}
+
+impl SearchRequest {
+    /// A request with the API's defaults: `limit` web results for `raw`, in English.
+    pub fn simple(raw: &str, limit: usize) -> Result<Self, String> {
+        Ok(Self {
+            raw: raw.to_owned(),
+            query: query::parse(raw)?,
+            limit,
+            sources: vec![Source::Web],
+            categories: Vec::new(),
+            include_domains: Vec::new(),
+            exclude_domains: Vec::new(),
+            tbs: Tbs::default(),
+            language: "en".to_owned(),
+            country: "us".to_owned(),
+            location: None,
+            safe: false,
+        })
+    }
 }
 
 /// What a provider found, per source.

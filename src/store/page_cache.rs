@@ -121,6 +121,12 @@ impl PageCache {
         Ok(Some(page))
     }
 
+    /// The keys of every cached page (for a pass over them all, e.g. rebuilding the
+    /// search index).
+    pub fn keys(&self) -> Result<Vec<CacheKey>> {
+        self.tree.iter().keys().map(|key| Ok(CacheKey(key?.as_ref().try_into().unwrap_or([0; 32])))).collect()
+    }
+
     /// Deletes pages fetched before `cutoff_ms`; returns how many.
     pub fn purge_older_than(&self, cutoff_ms: u64) -> Result<usize> {
         let mut removed = 0;

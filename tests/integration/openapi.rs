@@ -96,6 +96,7 @@ const SERVED: &[&str] = &[
     "/v2/batch/scrape/{id}",
     "/v2/batch/scrape/{id}/errors",
     "/v2/map",
+    "/v2/search",
     "/v2/parse",
     "/v2/parse/formats",
     "/v2/team/credit-usage",

@@ -91,6 +91,11 @@ async fn the_local_index_answers_with_every_operator() {
     let related = paths(&related, "web");
     assert!(related.contains(&"docs.localhost/guide/configure".to_owned()), "{related:?}");
     assert!(!related.contains(&"docs.localhost/guide/install".to_owned()), "{related:?}");
+    let (status, activity) =
+        app.request(reqwest::Method::GET, "/v2/team/activity?endpoint=search", None).await;
+    assert_eq!(status, 200, "{activity}");
+    let records = activity["data"].as_array().expect("records");
+    assert!(records.iter().any(|r| r["target"] == "quokka install cargo"), "{activity}");
     let nothing = find("xylophone").await;
     assert_eq!(nothing["data"]["web"], json!([]));
     assert!(nothing["warning"].as_str().is_some_and(|w| w.contains("No results")), "{nothing}");
@@ -256,4 +261,34 @@ async fn a_failing_or_late_provider_falls_through_with_a_warning() {
         let warning = answer["warning"].as_str().unwrap_or_default();
         assert!(warning.contains("searxng") && warning.contains(says), "{warning}");
     }
+}
+
+/// `ferrocrawl index rebuild` makes the index again from the page cache, and
+/// `ferrocrawl search` answers from it on the command line.
+#[tokio::test]
+async fn the_index_is_rebuilt_from_the_cache_and_searched_from_the_command_line() {
+    let site = SearchSite::start();
+    let app = indexed(&site).await;
+    let data = app.stop();
+    let dir = data.path().to_str().expect("utf8").to_owned();
+    std::fs::remove_dir_all(data.path().join("search")).expect("remove the index");
+    let run = |args: &[&str]| {
+        let out = crate::common::process::run(args, &[]);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let before = run(&["search", "quokka", "--data", &dir]);
+    assert_eq!(before, "", "no index, no local results");
+    let rebuilt = run(&["index", "rebuild", "--data", &dir]);
+    assert_eq!(rebuilt.trim(), format!("indexed {} pages", site.urls().len()), "{rebuilt}");
+    let found = run(&["search", "quokka install cargo", "--limit", "3", "--data", &dir]);
+    let first = found.lines().next().unwrap_or_default();
+    assert_eq!(
+        first,
+        format!("{}\tInstalling the Quokka toolkit", site.url("docs.localhost", "/guide/install")),
+        "{found}"
+    );
+    let out = crate::common::process::run(&["search", "site:", "--data", &dir], &[]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("site:"));
 }
