@@ -5,9 +5,12 @@
 //! its alt text as the title), both carrying the page's URL, so a page indexed again
 //! replaces the page and its images in one delete. Hosts are indexed with every parent
 //! domain (`docs.example.com`, `example.com`, `com`) and paths with every prefix, so
-//! `site:` is one term lookup; URLs are also split into words for `inurl:`. Text is
-//! stemmed English (`en_stem`); titles weigh more than descriptions, descriptions more than
-//! body text. The writer is used by one [`super::indexer`] at a time (tantivy's lock).
+//! `site:` is one term lookup; URLs are also split into words for `inurl:`. Text is split
+//! into lowercased words (tantivy's `default` tokenizer: no stemming, which would double
+//! the indexing cost for little gain on the words a search names); titles weigh more than
+//! descriptions, descriptions more than body text. The writer is used by one
+//! [`super::indexer`] at a time (tantivy's lock), and its threads run at a lower
+//! scheduling priority than the crawl's, so indexing takes the CPU a crawl leaves.
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -112,20 +115,22 @@ impl std::fmt::Debug for SearchIndex {
 }
 
 /// Memory the writer may buffer before it writes a segment.
-const WRITER_BYTES: usize = 48 << 20;
+const WRITER_BYTES: usize = 64 << 20;
+/// Nice value of the writer's threads (indexing and merging): below the crawl's.
+const WRITER_NICE: i32 = 10;
 
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
     let stemmed = TextOptions::default()
         .set_indexing_options(
             TextFieldIndexing::default()
-                .set_tokenizer("en_stem")
+                .set_tokenizer("default")
                 .set_index_option(IndexRecordOption::WithFreqsAndPositions),
         )
         .set_stored();
     let stemmed_unstored = TextOptions::default().set_indexing_options(
         TextFieldIndexing::default()
-            .set_tokenizer("en_stem")
+            .set_tokenizer("default")
             .set_index_option(IndexRecordOption::WithFreqsAndPositions),
     );
     let date = DateOptions::default().set_indexed().set_fast().set_stored();
@@ -169,7 +174,7 @@ impl SearchIndex {
         let directory = tantivy::directory::MmapDirectory::open(dir)?;
         let index = Index::open_or_create(directory, schema)?;
         let writer = match write {
-            true => Some(Mutex::new(index.writer_with_num_threads(1, WRITER_BYTES)?)),
+            true => Some(Mutex::new(low_priority_writer(&index)?)),
             false => None,
         };
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
@@ -183,10 +188,11 @@ impl SearchIndex {
         Ok(writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
-    /// Adds `pages`, replacing earlier versions of them, and commits.
+    /// Adds `pages`, replacing earlier versions of them; searchable after the next
+    /// [`SearchIndex::commit`].
     pub fn add(&self, pages: &[IndexedPage]) -> tantivy::Result<()> {
         let f = self.fields;
-        let mut writer = self.writer()?;
+        let writer = self.writer()?;
         for page in pages {
             writer.delete_term(Term::from_field_text(f.url, &page.url));
             let Ok(url) = url::Url::parse(&page.url) else { continue };
@@ -228,6 +234,12 @@ impl SearchIndex {
                 writer.add_document(document)?;
             }
         }
+        Ok(())
+    }
+
+    /// Makes what was added searchable (and durable).
+    pub fn commit(&self) -> tantivy::Result<()> {
+        let mut writer = self.writer()?;
         writer.commit()?;
         drop(writer);
         self.reader.reload()
@@ -322,17 +334,37 @@ impl SearchIndex {
     }
 }
 
-/// Every parent domain of the URL's host, and the host with every path prefix:
-/// `docs.example.com`, `example.com`, `com`, `docs.example.com/api`, `example.com/api`…
+/// The index's writer, made on a thread of lowered priority: the threads tantivy starts for
+/// it (indexing, merging) inherit that priority (on Linux it belongs to each thread and
+/// passes to the threads it creates).
+fn low_priority_writer(index: &Index) -> tantivy::Result<IndexWriter> {
+    let index = index.clone();
+    std::thread::spawn(move || {
+        // SAFETY: setpriority takes plain integers; `0` names the calling thread.
+        unsafe {
+            libc::setpriority(libc::PRIO_PROCESS, 0, WRITER_NICE);
+        }
+        index.writer_with_num_threads(1, WRITER_BYTES)
+    })
+    .join()
+    .unwrap_or_else(|_| Err(tantivy::TantivyError::SystemError("the index writer's thread panicked".to_owned())))
+}
+
+/// Every parent domain of the URL's host, and the host with every path prefix (up to four
+/// segments): `docs.example.com`, `example.com`, `com`, `docs.example.com/api`…
 fn add_site_terms(document: &mut TantivyDocument, field: Field, url: &url::Url) {
     let host = url.host_str().unwrap_or_default().trim_start_matches("www.").to_ascii_lowercase();
-    let labels: Vec<&str> = host.split('.').collect();
+    // An address has no parent domains.
+    let labels: Vec<&str> = match url.host() {
+        Some(url::Host::Domain(_)) => host.split('.').collect(),
+        _ => vec![host.as_str()],
+    };
     let segments: Vec<&str> = url.path().split('/').filter(|s| !s.is_empty()).collect();
     for start in 0..labels.len() {
         let domain = labels[start..].join(".");
         let mut path = String::new();
         document.add_text(field, &domain);
-        for segment in segments.iter().take(8) {
+        for segment in segments.iter().take(4) {
             path.push('/');
             path.push_str(&segment.to_ascii_lowercase());
             document.add_text(field, format!("{domain}{path}"));

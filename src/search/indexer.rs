@@ -4,8 +4,10 @@
 //! a wait. At most `search.index_queue` pages wait at once; beyond that a page is not
 //! indexed (counted in `search_index_dropped_total`; `ferrocrawl index rebuild` recovers
 //! it), so a crawl never slows down for the index. The actor gathers pages into batches
-//! and writes each batch and commits it in one go on the blocking pool: at most
-//! [`BATCH`] pages, or what came within [`FLUSH_AFTER`] of the first.
+//! and hands each to the index's writer on the blocking pool: at most [`BATCH`] pages, or
+//! what came within [`FLUSH_AFTER`] of the first. What was handed over becomes searchable
+//! at the next commit, at most [`COMMIT_AFTER`] later: commits are what make segments,
+//! and fewer segments mean less merging.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,10 +17,12 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::index::{IndexedPage, SearchIndex};
 
-/// Most pages written and committed together.
-pub const BATCH: usize = 1024;
-/// Longest a page waits for its batch's commit.
-pub const FLUSH_AFTER: Duration = Duration::from_millis(500);
+/// Most pages handed to the writer together.
+pub const BATCH: usize = 256;
+/// Longest a page waits for its batch.
+pub const FLUSH_AFTER: Duration = Duration::from_millis(200);
+/// Longest a handed-over page waits to become searchable.
+pub const COMMIT_AFTER: Duration = Duration::from_secs(2);
 
 /// Messages of [`Indexer`].
 #[derive(Debug)]
@@ -27,6 +31,8 @@ pub enum IndexMsg {
     Add(Box<IndexedPage>),
     /// Writes the batch gathered so far.
     Flush,
+    /// Commits what was written.
+    Commit,
     /// Removes pages fetched before this time (epoch ms).
     Prune(i64),
 }
@@ -41,6 +47,8 @@ pub struct IndexerState {
     index: Arc<SearchIndex>,
     batch: Vec<IndexedPage>,
     flush_scheduled: bool,
+    /// Pages written since the last commit (a commit is scheduled while there are).
+    uncommitted: usize,
     waiting: Arc<AtomicUsize>,
 }
 
@@ -54,7 +62,7 @@ impl Actor for Indexer {
         _: ActorRef<IndexMsg>,
         (index, waiting): Self::Arguments,
     ) -> Result<IndexerState, ActorProcessingErr> {
-        Ok(IndexerState { index, batch: Vec::new(), flush_scheduled: false, waiting })
+        Ok(IndexerState { index, batch: Vec::new(), flush_scheduled: false, uncommitted: 0, waiting })
     }
 
     async fn post_stop(
@@ -63,6 +71,7 @@ impl Actor for Indexer {
         state: &mut IndexerState,
     ) -> Result<(), ActorProcessingErr> {
         flush(state).await;
+        commit(state).await;
         Ok(())
     }
 
@@ -76,7 +85,7 @@ impl Actor for Indexer {
             IndexMsg::Add(page) => {
                 state.batch.push(*page);
                 if state.batch.len() >= BATCH {
-                    flush(state).await;
+                    flush_and_schedule(&myself, state).await;
                 } else if !state.flush_scheduled {
                     state.flush_scheduled = true;
                     myself.send_after(FLUSH_AFTER, || IndexMsg::Flush);
@@ -84,10 +93,12 @@ impl Actor for Indexer {
             }
             IndexMsg::Flush => {
                 state.flush_scheduled = false;
-                flush(state).await;
+                flush_and_schedule(&myself, state).await;
             }
+            IndexMsg::Commit => commit(state).await,
             IndexMsg::Prune(cutoff_ms) => {
                 flush(state).await;
+                commit(state).await;
                 let index = Arc::clone(&state.index);
                 match tokio::task::spawn_blocking(move || index.prune(cutoff_ms)).await {
                     Ok(Ok(())) => {}
@@ -100,7 +111,16 @@ impl Actor for Indexer {
     }
 }
 
-/// Writes and commits the gathered batch.
+/// Hands the gathered batch to the writer, and schedules a commit when none is.
+async fn flush_and_schedule(myself: &ActorRef<IndexMsg>, state: &mut IndexerState) {
+    let before = state.uncommitted;
+    flush(state).await;
+    if before == 0 && state.uncommitted > 0 {
+        myself.send_after(COMMIT_AFTER, || IndexMsg::Commit);
+    }
+}
+
+/// Hands the gathered batch to the writer.
 async fn flush(state: &mut IndexerState) {
     if state.batch.is_empty() {
         return;
@@ -111,9 +131,23 @@ async fn flush(state: &mut IndexerState) {
     let written = tokio::task::spawn_blocking(move || index.add(&batch)).await;
     state.waiting.fetch_sub(count, Ordering::Relaxed);
     match written {
-        Ok(Ok(())) => metrics::counter!("search_indexed_pages_total").increment(count as u64),
+        Ok(Ok(())) => state.uncommitted += count,
         Ok(Err(e)) => tracing::warn!(error = %e, pages = count, "pages not indexed"),
         Err(e) => tracing::warn!(error = %e, pages = count, "pages not indexed"),
+    }
+}
+
+/// Makes what was handed over searchable.
+async fn commit(state: &mut IndexerState) {
+    if state.uncommitted == 0 {
+        return;
+    }
+    let count = std::mem::take(&mut state.uncommitted);
+    let index = Arc::clone(&state.index);
+    match tokio::task::spawn_blocking(move || index.commit()).await {
+        Ok(Ok(())) => metrics::counter!("search_indexed_pages_total").increment(count as u64),
+        Ok(Err(e)) => tracing::warn!(error = %e, pages = count, "the search index's commit failed"),
+        Err(e) => tracing::warn!(error = %e, pages = count, "the search index's commit failed"),
     }
 }
 
@@ -152,9 +186,10 @@ impl IndexHandle {
         let _ = self.actor.cast(IndexMsg::Prune(cutoff_ms));
     }
 
-    /// Writes what waits now (tests, shutdown).
+    /// Writes and commits what waits now (shutdown).
     pub fn flush(&self) {
         let _ = self.actor.cast(IndexMsg::Flush);
+        let _ = self.actor.cast(IndexMsg::Commit);
     }
 
     /// Pages offered and not yet written.

@@ -91,24 +91,26 @@ fn file_type(url: &Url, content_type: Option<&str>) -> String {
 /// The `<img>` tags of `body`: absolute URL, alt text, width and height when given in
 /// pixels.
 fn images(base: &Url, body: &[u8]) -> Vec<IndexedImage> {
-    let html = String::from_utf8_lossy(body);
-    let lower = html.to_ascii_lowercase();
     let mut out: Vec<IndexedImage> = Vec::new();
     let mut from = 0;
-    while let Some(at) = lower[from..].find("<img") {
-        let start = from + at + 4;
-        let end = lower[start..].find('>').map_or(lower.len(), |e| start + e);
+    while let Some(at) = body[from..].iter().position(|&b| b == b'<') {
+        let start = from + at + 1;
+        from = start;
+        if !body.get(start..start + 3).is_some_and(|name| name.eq_ignore_ascii_case(b"img")) {
+            continue;
+        }
+        let end = body[start..].iter().position(|&b| b == b'>').map_or(body.len(), |e| start + e);
         from = end;
-        let tag = &html[start..end];
-        let Some(src) = attribute(tag, "src") else { continue };
+        let tag = String::from_utf8_lossy(&body[start + 3..end]);
+        let Some(src) = attribute(&tag, "src") else { continue };
         let Ok(url) = base.join(src.trim()) else { continue };
         if !matches!(url.scheme(), "http" | "https") || out.iter().any(|i| i.url == url.as_str()) {
             continue;
         }
-        let pixels = |name| attribute(tag, name).and_then(|v| v.trim().trim_end_matches("px").parse().ok());
+        let pixels = |name| attribute(&tag, name).and_then(|v| v.trim().trim_end_matches("px").parse().ok());
         out.push(IndexedImage {
             url: url.to_string(),
-            alt: attribute(tag, "alt").unwrap_or_default().to_owned(),
+            alt: attribute(&tag, "alt").unwrap_or_default().to_owned(),
             width: pixels("width"),
             height: pixels("height"),
         });

@@ -50,5 +50,6 @@ pub fn rebuild(store: &Store, index: &SearchIndex, settings: &Settings) -> anyho
         }
     }
     index.add(&batch)?;
+    index.commit()?;
     Ok(indexed + batch.len())
 }
