@@ -4,6 +4,7 @@
 #   benches/search/run.sh cost [PAIRS]       # indexing on against off, interleaved pairs
 #   benches/search/run.sh index [PAGES]      # a PAGES-page index (default 100000): size,
 #                                            # query latency and rate, relevance
+#   DATA_DIR=D benches/search/run.sh queries [PAGES]  # the queries again on D's index
 #
 # `cost` crawls a 10 000-page site through the API (pages stored, so indexed) with the
 # index on and off (search.index), and prints pages/s of the crawl and the server's CPU
@@ -37,7 +38,8 @@ site() {
 # Starts a server on a fresh data directory; sets $server_pid and $key.
 serve() {
   local data=$1 index=$2
-  rm -rf "$data"; mkdir -p "$data"
+  [[ ${KEEP_DATA:-0} == 1 ]] || rm -rf "$data"
+  mkdir -p "$data"
   FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS=true FERROCRAWL_LOG__LEVEL=warn FERROCRAWL_SEARCH__INDEX="$index" \
     FERROCRAWL_SEARCH__PROVIDERS="$([[ $index == true ]] && echo '["local"]' || echo '[]')" \
     FERROCRAWL_LIMITS__TEAM_CONCURRENCY=64 \
@@ -80,6 +82,11 @@ drain() {
   done
 }
 
+queries() {
+  cargo bench --bench search -- --base "http://127.0.0.1:$api_port" --key "$key" --index "$data/search" \
+    --site "$site_dir" --site-url "http://127.0.0.1:$port" --samples "${SAMPLES:-500}"
+}
+
 case $what in
 cost)
   pairs=${2:-3}
@@ -110,9 +117,16 @@ index)
   read -r crawled wall < <(crawl "$pages")
   drain "$crawled"
   bytes=$(du -sb "$data/search" | cut -f1)
-  python3 -c "print(f'pages crawled={$crawled} in {$wall:.1f} s; index {$bytes / 1e6:.1f} MB, {$bytes / $crawled / 1024:.2f} KiB per page (page + its images)')"
-  cargo bench --bench search -- --base "http://127.0.0.1:$api_port" --key "$key" --index "$data/search" \
-    --site "$site_dir" --site-url "http://127.0.0.1:$port" --samples "${SAMPLES:-500}"
+  indexed=$(metric search_indexed_pages_total); dropped=$(metric search_index_dropped_total)
+  python3 -c "print(f'pages crawled={$crawled} in {$wall:.1f} s; indexed=${indexed:-0} dropped=${dropped:-0}; index {$bytes / 1e6:.1f} MB, {$bytes / $crawled / 1024:.2f} KiB per page (page + its images)')"
+  queries
   ;;
-*) echo "usage: benches/search/run.sh cost [PAIRS] | index [PAGES]" >&2; exit 2 ;;
+queries)
+  pages=${2:-100000}
+  site_dir=${SITE_DIR:-/tmp/search-site-$pages}
+  data=${DATA_DIR:?DATA_DIR names the data directory of an earlier index run}
+  KEEP_DATA=1 serve "$data" true
+  queries
+  ;;
+*) echo "usage: benches/search/run.sh cost [PAIRS] | index [PAGES] | queries [PAGES]" >&2; exit 2 ;;
 esac

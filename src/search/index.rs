@@ -270,6 +270,11 @@ impl SearchIndex {
         self.reader.reload()
     }
 
+    /// How many documents hold `term` (for benchmarks and diagnostics).
+    pub fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        self.reader.searcher().doc_freq(term)
+    }
+
     /// Pages in the index.
     pub fn pages(&self) -> u64 {
         let query = TermQuery::new(Term::from_field_text(self.fields.kind, "page"), IndexRecordOption::Basic);
@@ -340,14 +345,20 @@ impl SearchIndex {
 fn low_priority_writer(index: &Index) -> tantivy::Result<IndexWriter> {
     let index = index.clone();
     std::thread::spawn(move || {
-        // SAFETY: setpriority takes plain integers; `0` names the calling thread.
+        // SAFETY: both calls take plain integers and a parameter struct that outlives them;
+        // `0` names the calling thread. The idle class first; where it is refused, a nice value.
         unsafe {
-            libc::setpriority(libc::PRIO_PROCESS, 0, WRITER_NICE);
+            let param = libc::sched_param { sched_priority: 0 };
+            if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+                libc::setpriority(libc::PRIO_PROCESS, 0, WRITER_NICE);
+            }
         }
         index.writer_with_num_threads(1, WRITER_BYTES)
     })
     .join()
-    .unwrap_or_else(|_| Err(tantivy::TantivyError::SystemError("the index writer's thread panicked".to_owned())))
+    .unwrap_or_else(|_| {
+        Err(tantivy::TantivyError::SystemError("the index writer's thread panicked".to_owned()))
+    })
 }
 
 /// Every parent domain of the URL's host, and the host with every path prefix (up to four

@@ -94,6 +94,11 @@ pub fn parse(input: &str) -> Result<Query, String> {
             "site" => {
                 let site = value.trim_start_matches("https://").trim_start_matches("http://");
                 let site = site.trim_end_matches('/').to_ascii_lowercase();
+                // A port names no other site: `site:localhost:8080/docs` is localhost/docs.
+                let site = match site.split_once('/') {
+                    Some((host, path)) => format!("{}/{path}", without_port(host)),
+                    None => without_port(&site).to_owned(),
+                };
                 if site.is_empty() || site.starts_with('/') || site.contains(char::is_whitespace) {
                     return Err(needs("a host, e.g. site:example.com"));
                 }
@@ -150,6 +155,18 @@ fn operator(text: &str) -> Option<(&str, &str)> {
     let (name, value) = text.split_once(':')?;
     let name = NAMES.iter().find(|n| n.eq_ignore_ascii_case(name))?;
     Some((name, value))
+}
+
+/// `host` without a `:port` (an IPv6 address in brackets keeps its colons).
+fn without_port(host: &str) -> &str {
+    match host.rsplit_once(':') {
+        Some((name, port))
+            if !name.is_empty() && !name.ends_with(':') && port.chars().all(|c| c.is_ascii_digit()) =>
+        {
+            name
+        }
+        _ => host,
+    }
 }
 
 /// `800x600` as (800, 600).
@@ -244,6 +261,10 @@ mod tests {
             ]
         );
         assert_eq!(q.must_not, vec![Part::Site("old.example.com".into()), Part::FileType("doc".into())]);
+        assert_eq!(
+            parse("site:localhost:8080/docs").unwrap().must,
+            vec![Part::Site("localhost/docs".into())]
+        );
         let q = parse("related:example.com imagesize:800x600 larger:640X480").unwrap();
         assert_eq!(
             (q.related.as_deref(), q.image_size, q.larger_than),
