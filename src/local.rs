@@ -248,5 +248,5 @@ pub fn rebuild_index(settings: &Settings) -> anyhow::Result<usize> {
     let dir = settings.storage.data_dir.join(crate::search::INDEX_DIR);
     let index = crate::search::SearchIndex::open(&dir)
         .context("opening the search index (is the server stopped?)")?;
-    crate::search::rebuild::rebuild(&store, &index, settings)
+    crate::scrape::reindex::rebuild(&store, &index, settings)
 }

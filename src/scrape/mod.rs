@@ -11,6 +11,7 @@ pub mod engine;
 pub mod links;
 mod pool;
 pub mod profiles;
+pub mod reindex;
 mod rendering;
 pub mod upload;
 

@@ -6,8 +6,9 @@
 //! - [`indexer`]: the actor that feeds it off the pages' hot path;
 //! - [`page`]: what the index keeps of a scraped page;
 //! - [`local`]: the `local` provider, answering from that index;
-//! - [`searxng`]: the `searxng` provider, a self-hosted SearXNG's JSON API;
-//! - [`rebuild`]: the index made again from the page cache.
+//! - [`searxng`]: the `searxng` provider, a self-hosted SearXNG's JSON API.
+//!
+//! The index is made again from the page cache by `crate::scrape::reindex`.
 //!
 //! A provider is anything behind [`Provider`]: another web search API is one more module
 //! implementing it and one more name in `search.providers` ([`providers`]).
@@ -17,7 +18,6 @@ pub mod indexer;
 pub mod local;
 pub mod page;
 pub mod query;
-pub mod rebuild;
 pub mod searxng;
 
 use std::sync::Arc;

@@ -1,15 +1,16 @@
-//! `ferrocrawl index rebuild`: the local index made again from the page cache, while the
-//! server is stopped. Each cached page is converted as a default scrape would (main
-//! content as Markdown) and indexed in batches; the old index is emptied first. Pages
-//! are what the cache holds, so what the retention removed stays out.
+//! `ferrocrawl index rebuild`: the local search index made again from the page cache,
+//! while the server is stopped (here, beside the page pipeline it reuses). Each cached
+//! page is converted as a default scrape would (main content as Markdown) and indexed in
+//! batches; the old index is emptied first. Pages are what the cache holds, so what the
+//! retention removed stays out.
 
 use url::Url;
 
-use super::index::{IndexedPage, SearchIndex};
-use super::indexer::BATCH;
+use super::document::{self, PageInput};
 use crate::config::Settings;
 use crate::model::ScrapeOptions;
-use crate::scrape::document::{self, PageInput};
+use crate::search::indexer::BATCH;
+use crate::search::{IndexedPage, SearchIndex};
 use crate::store::Store;
 
 /// Rebuilds `index` from `store`'s page cache; returns how many pages it holds now.
@@ -38,7 +39,7 @@ pub fn rebuild(store: &Store, index: &SearchIndex, settings: &Settings) -> anyho
             doc.metadata.url.clone_from(&page.final_url);
         }
         let Some(entry) =
-            super::page::indexed(&doc, page.content_type.as_deref(), &page.body, page.fetched_ms)
+            crate::search::page::indexed(&doc, page.content_type.as_deref(), &page.body, page.fetched_ms)
         else {
             continue;
         };
