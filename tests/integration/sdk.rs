@@ -19,9 +19,23 @@ fn python() -> String {
 
 /// Runs `script` with the server's URL and key and the site's base URL.
 async fn run_script(script: &'static str, base: String, site_url: String, expect: &str) {
+    run_with(python(), Vec::new(), script, base, site_url, expect).await;
+}
+
+/// Runs `script` with `program` (and `env`), the server's URL and key and the site's base
+/// URL; it must succeed and print `expect`.
+async fn run_with(
+    program: String,
+    env: Vec<(&'static str, String)>,
+    script: &'static str,
+    base: String,
+    site_url: String,
+    expect: &str,
+) {
     let output = tokio::task::spawn_blocking(move || {
-        Command::new(python())
+        Command::new(&program)
             .arg(script)
+            .envs(env)
             .env("SDK_API_URL", base)
             .env("SDK_API_KEY", KEY)
             .env("SDK_SITE", site_url)
@@ -30,12 +44,12 @@ async fn run_script(script: &'static str, base: String, site_url: String, expect
     })
     .await
     .expect("join")
-    .expect("run python (install it with the README's test command)");
+    .expect("run the SDK check (install its interpreter with the README's test command)");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         output.status.success(),
-        "the Python SDK check failed (the README's test command installs firecrawl-py):\n{stdout}\n{stderr}"
+        "the SDK check failed (the README's test command installs the SDKs):\n{stdout}\n{stderr}"
     );
     assert!(stdout.contains(expect), "{stdout}");
 }
@@ -72,24 +86,7 @@ async fn javascript_sdk_searches_the_servers_index() {
     let app = TestServer::start().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_search.js");
     let modules = concat!(env!("CARGO_MANIFEST_DIR"), "/target/sdk-node/node_modules");
-    let (base, site_url) = (app.base.clone(), site.url("docs.localhost", ""));
-    let output = tokio::task::spawn_blocking(move || {
-        Command::new("node")
-            .arg(script)
-            .env("NODE_PATH", modules)
-            .env("SDK_API_URL", base)
-            .env("SDK_API_KEY", KEY)
-            .env("SDK_SITE", site_url)
-            .env("NO_PROXY", "*")
-            .output()
-    })
-    .await
-    .expect("join")
-    .expect("run node (install it with the README's test command)");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && stdout.contains("sdk search ok"),
-        "the JavaScript SDK check failed (the README's test command installs @mendable/firecrawl-js):\n{stdout}\n{stderr}"
-    );
+    let env = vec![("NODE_PATH", modules.to_owned())];
+    run_with("node".into(), env, script, app.base.clone(), site.url("docs.localhost", ""), "sdk search ok")
+        .await;
 }
