@@ -24,6 +24,7 @@ pub mod documents;
 pub mod extract;
 pub mod local;
 pub mod model;
+pub mod priority;
 pub mod scrape;
 pub mod search;
 pub mod service;

@@ -23,14 +23,13 @@ use tokio::runtime::{Builder, Handle, Runtime};
 
 use super::ScrapeError;
 use crate::cancel;
+use crate::priority::{self, Priority};
 
 /// Inputs of this many bytes or more convert on the heavy lane.
 const HEAVY_BYTES: usize = 1 << 20;
 
 /// Nice value of the ordinary lane's threads: a little below the async workers.
 const ORDINARY_NICE: i32 = 5;
-/// Nice value of the heavy lane's threads where the idle class is refused.
-const HEAVY_NICE: i32 = 19;
 
 /// Runs `work`, the conversion of `size` bytes, on its lane's threads. Dropping the
 /// returned future (a deadline passed, the job was cancelled) stops the work at its next
@@ -92,22 +91,10 @@ fn lane(heavy: bool) -> Option<&'static Handle> {
     .map(Runtime::handle)
 }
 
-/// Lowers the calling thread's scheduling priority (on Linux it belongs to the thread): a
-/// little for the ordinary lane, to the idle class for the heavy one. An idle-class thread
-/// runs only on a core nothing else wants, and yields it at once to any other thread that
-/// wakes there; a nice-19 thread still gets slices of a contended core (a normal crawl
-/// beside a site of huge pages kept 89 % of its pages per second with it, 95 % with the
-/// idle class; `benches/RESULTS.md`). A refusal leaves the next best.
+/// Lowers the calling thread's scheduling priority: a little for the ordinary lane, to the
+/// idle class for the heavy one. A nice-19 thread still gets slices of a contended core (a
+/// normal crawl beside a site of huge pages kept 89 % of its pages per second with it, 95 %
+/// with the idle class; `benches/RESULTS.md`).
 fn lower_priority(heavy: bool) {
-    // SAFETY: both calls take plain integers and a parameter struct that outlives them;
-    // `0` names the calling thread.
-    unsafe {
-        if heavy {
-            let param = libc::sched_param { sched_priority: 0 };
-            if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0 {
-                return;
-            }
-        }
-        libc::setpriority(libc::PRIO_PROCESS, 0, if heavy { HEAVY_NICE } else { ORDINARY_NICE });
-    }
+    priority::lower(if heavy { Priority::Idle } else { Priority::Nice(ORDINARY_NICE) });
 }

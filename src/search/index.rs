@@ -116,8 +116,6 @@ impl std::fmt::Debug for SearchIndex {
 
 /// Memory the writer may buffer before it writes a segment.
 const WRITER_BYTES: usize = 64 << 20;
-/// Nice value of the writer's threads (indexing and merging): below the crawl's.
-const WRITER_NICE: i32 = 10;
 
 fn schema() -> (Schema, Fields) {
     let mut b = Schema::builder();
@@ -345,14 +343,7 @@ impl SearchIndex {
 fn low_priority_writer(index: &Index) -> tantivy::Result<IndexWriter> {
     let index = index.clone();
     std::thread::spawn(move || {
-        // SAFETY: both calls take plain integers and a parameter struct that outlives them;
-        // `0` names the calling thread. The idle class first; where it is refused, a nice value.
-        unsafe {
-            let param = libc::sched_param { sched_priority: 0 };
-            if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
-                libc::setpriority(libc::PRIO_PROCESS, 0, WRITER_NICE);
-            }
-        }
+        crate::priority::lower(crate::priority::Priority::Idle);
         index.writer_with_num_threads(1, WRITER_BYTES)
     })
     .join()

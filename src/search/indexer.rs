@@ -7,7 +7,9 @@
 //! and hands each to the index's writer on the blocking pool: at most [`BATCH`] pages, or
 //! what came within [`FLUSH_AFTER`] of the first. What was handed over becomes searchable
 //! at the next commit, at most [`COMMIT_AFTER`] later: commits are what make segments,
-//! and fewer segments mean less merging.
+//! and fewer segments mean less merging. All writing (the documents built, handed over,
+//! committed) happens on a thread of its own in the idle scheduling class, like tantivy's
+//! threads ([`super::index`]): indexing takes the CPU the crawl leaves.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,6 +18,10 @@ use std::time::Duration;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::index::{IndexedPage, SearchIndex};
+use crate::priority::{self, Priority};
+
+/// Work for the writing thread.
+type Job = Box<dyn FnOnce() + Send>;
 
 /// Most pages handed to the writer together.
 pub const BATCH: usize = 256;
@@ -50,6 +56,7 @@ pub struct IndexerState {
     /// Pages written since the last commit (a commit is scheduled while there are).
     uncommitted: usize,
     waiting: Arc<AtomicUsize>,
+    writer: std::sync::mpsc::Sender<Job>,
 }
 
 impl Actor for Indexer {
@@ -62,7 +69,8 @@ impl Actor for Indexer {
         _: ActorRef<IndexMsg>,
         (index, waiting): Self::Arguments,
     ) -> Result<IndexerState, ActorProcessingErr> {
-        Ok(IndexerState { index, batch: Vec::new(), flush_scheduled: false, uncommitted: 0, waiting })
+        let writer = writing_thread()?;
+        Ok(IndexerState { index, batch: Vec::new(), flush_scheduled: false, uncommitted: 0, waiting, writer })
     }
 
     async fn post_stop(
@@ -100,10 +108,8 @@ impl Actor for Indexer {
                 flush(state).await;
                 commit(state).await;
                 let index = Arc::clone(&state.index);
-                match tokio::task::spawn_blocking(move || index.prune(cutoff_ms)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => tracing::warn!(error = %e, "pruning the search index failed"),
-                    Err(e) => tracing::warn!(error = %e, "pruning the search index failed"),
+                if let Some(Err(e)) = on_writer(state, move || index.prune(cutoff_ms)).await {
+                    tracing::warn!(error = %e, "pruning the search index failed");
                 }
             }
         }
@@ -128,12 +134,12 @@ async fn flush(state: &mut IndexerState) {
     let batch = std::mem::take(&mut state.batch);
     let count = batch.len();
     let index = Arc::clone(&state.index);
-    let written = tokio::task::spawn_blocking(move || index.add(&batch)).await;
+    let written = on_writer(state, move || index.add(&batch)).await;
     state.waiting.fetch_sub(count, Ordering::Relaxed);
     match written {
-        Ok(Ok(())) => state.uncommitted += count,
-        Ok(Err(e)) => tracing::warn!(error = %e, pages = count, "pages not indexed"),
-        Err(e) => tracing::warn!(error = %e, pages = count, "pages not indexed"),
+        Some(Ok(())) => state.uncommitted += count,
+        Some(Err(e)) => tracing::warn!(error = %e, pages = count, "pages not indexed"),
+        None => tracing::warn!(pages = count, "pages not indexed: the writing thread stopped"),
     }
 }
 
@@ -144,11 +150,34 @@ async fn commit(state: &mut IndexerState) {
     }
     let count = std::mem::take(&mut state.uncommitted);
     let index = Arc::clone(&state.index);
-    match tokio::task::spawn_blocking(move || index.commit()).await {
-        Ok(Ok(())) => metrics::counter!("search_indexed_pages_total").increment(count as u64),
-        Ok(Err(e)) => tracing::warn!(error = %e, pages = count, "the search index's commit failed"),
-        Err(e) => tracing::warn!(error = %e, pages = count, "the search index's commit failed"),
+    match on_writer(state, move || index.commit()).await {
+        Some(Ok(())) => metrics::counter!("search_indexed_pages_total").increment(count as u64),
+        Some(Err(e)) => tracing::warn!(error = %e, pages = count, "the search index's commit failed"),
+        None => tracing::warn!(pages = count, "the search index's commit failed: the writing thread stopped"),
     }
+}
+
+/// Starts the thread that writes to the index, in the idle scheduling class; it ends when
+/// the indexer (its only sender) is gone.
+fn writing_thread() -> std::io::Result<std::sync::mpsc::Sender<Job>> {
+    let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+    std::thread::Builder::new().name("ferrocrawl-index".to_owned()).spawn(move || {
+        priority::lower(Priority::Idle);
+        for job in queue {
+            job();
+        }
+    })?;
+    Ok(jobs)
+}
+
+/// Runs `work` on the writing thread; `None` when that thread is gone.
+async fn on_writer<T: Send + 'static>(
+    state: &IndexerState,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (done, answer) = tokio::sync::oneshot::channel();
+    state.writer.send(Box::new(move || drop(done.send(work())))).ok()?;
+    answer.await.ok()
 }
 
 /// Where pages are offered for indexing.
