@@ -170,7 +170,24 @@ impl SearchIndex {
         std::fs::create_dir_all(dir)?;
         let (schema, fields) = schema();
         let directory = tantivy::directory::MmapDirectory::open(dir)?;
-        let index = Index::open_or_create(directory, schema)?;
+        let index = match Index::open_or_create(directory, schema.clone()) {
+            Ok(index) => index,
+            // An index of another build's layout (or damaged): it is derived data, so the
+            // server starts with an empty one and keeps the old beside it; `ferrocrawl index
+            // rebuild` fills the new one from the page cache.
+            Err(e) if write => {
+                let aside = dir.with_extension(format!("old-{}", crate::model::time::now_ms()));
+                tracing::warn!(error = %e, kept = %aside.display(), "the search index could not be opened; starting an empty one (run `ferrocrawl index rebuild`)");
+                std::fs::rename(dir, &aside)?;
+                std::fs::create_dir_all(dir)?;
+                Index::create(
+                    tantivy::directory::MmapDirectory::open(dir)?,
+                    schema,
+                    tantivy::IndexSettings::default(),
+                )?
+            }
+            Err(e) => return Err(e),
+        };
         let writer = match write {
             true => Some(Mutex::new(low_priority_writer(&index)?)),
             false => None,
@@ -387,4 +404,36 @@ fn url_words(url: &url::Url) -> String {
 /// The site term `site:` looks up for `value` (`www.` dropped, lowercased).
 pub fn site_term(value: &str) -> String {
     value.trim_start_matches("www.").to_ascii_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_index_of_another_layout_is_set_aside_and_a_new_one_starts() {
+        let data = tempfile::tempdir().expect("tempdir");
+        let dir = data.path().join("search");
+        std::fs::create_dir_all(&dir).expect("dir");
+        let mut other = Schema::builder();
+        other.add_text_field("something_else", STRING | STORED);
+        let old = Index::create_in_dir(&dir, other.build()).expect("an index of another layout");
+        drop(old);
+        let index = SearchIndex::open(&dir).expect("opened anew");
+        let page = IndexedPage {
+            url: "http://site.test/a".into(),
+            title: "A page".into(),
+            fetched_ms: 1,
+            ..IndexedPage::default()
+        };
+        index.add(&[page]).expect("add");
+        index.commit().expect("commit");
+        assert_eq!(index.pages(), 1);
+        let kept: Vec<String> = std::fs::read_dir(data.path())
+            .expect("list")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|name| name.starts_with("search.old-"))
+            .collect();
+        assert_eq!(kept.len(), 1, "the old index is kept beside: {kept:?}");
+    }
 }
