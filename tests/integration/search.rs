@@ -1,6 +1,7 @@
 //! `POST /v2/search`: the local index of scraped pages with every query operator, filters,
 //! sources and scraping of results; the SearXNG provider against a stand-in speaking its
-//! JSON API (pagination, an error, an answer too late); and the checks of the request.
+//! JSON API (pagination, an error, an answer too late); the checks of the request; the
+//! index rebuilt and searched from the command line, and surviving `kill -9`.
 
 use std::time::Duration;
 
@@ -291,4 +292,64 @@ async fn the_index_is_rebuilt_from_the_cache_and_searched_from_the_command_line(
     let out = crate::common::process::run(&["search", "site:", "--data", &dir], &[]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("site:"));
+}
+
+/// The index survives `kill -9`: what was committed is found after a restart, and the
+/// restarted server takes the index's writer again and indexes new pages.
+#[tokio::test]
+async fn the_index_survives_kill_9() {
+    use crate::common::process::Binary;
+    ferrocrawl::scrape::engine::http::install_crypto_provider();
+    let site = SearchSite::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let call = |base: String, key: String, path: &'static str, body: Value| {
+        let client = client.clone();
+        async move {
+            let resp =
+                client.post(format!("{base}{path}")).bearer_auth(key).json(&body).send().await.expect("post");
+            crate::common::decode(resp).await
+        }
+    };
+    let found = |base: String, key: String, query: &'static str| {
+        let call = &call;
+        async move {
+            let (status, answer) = call(base, key, "/v2/search", json!({"query": query})).await;
+            assert_eq!(status, 200, "{answer}");
+            paths(&answer, "web")
+        }
+    };
+    let server = Binary::serve(dir.path(), &[]);
+    let key = std::fs::read_to_string(dir.path().join("api-key")).expect("key").trim().to_owned();
+    let (status, body) = call(
+        server.base.clone(),
+        key.clone(),
+        "/v2/scrape",
+        json!({"url": site.url("docs.localhost", "/guide/configure")}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    wait_for("the page in the index", Duration::from_secs(20), || async {
+        (!found(server.base.clone(), key.clone(), "configuring").await.is_empty()).then_some(())
+    })
+    .await;
+    server.kill9();
+
+    let server = Binary::serve(dir.path(), &[]);
+    assert_eq!(
+        found(server.base.clone(), key.clone(), "configuring").await,
+        ["docs.localhost/guide/configure"]
+    );
+    let (status, body) = call(
+        server.base.clone(),
+        key.clone(),
+        "/v2/scrape",
+        json!({"url": site.url("blog.localhost", "/posts/gallery")}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    wait_for("a new page in the index after the restart", Duration::from_secs(20), || async {
+        (!found(server.base.clone(), key.clone(), "wallabies").await.is_empty()).then_some(())
+    })
+    .await;
 }
