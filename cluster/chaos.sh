@@ -12,7 +12,8 @@
 # (../shared/bench/crawl). Everything listens on 127.0.0.x; SITES sites (default 6) of
 # PAGES pages (default 300) each, on 127.0.0.2.. port 8090, answering after LATENCY_MS (20).
 # Env: NODE_BIN (target/release/ferrocrawl), DOMAIN_CONCURRENCY (2), INTERVAL_MS (10), FAULTS
-# (1; 0 runs the rounds without faults, as a reference), NODES (3; the faults need 3).
+# (1; 0 runs the rounds without faults, as a reference), NODES (3; the faults need 3),
+# MARGIN_MS (0; crawl.domain_interval_margin_ms).
 # NGINX_CPUS / NODE_CPUS (taskset lists, e.g. 1 and 0) pin the sites and the nodes to
 # cores of their own, so a site's clock is not held up by the nodes sharing its core.
 # CAPTURE=1 also records every request as it crosses loopback (tcpdump, root) and adds the
@@ -33,6 +34,7 @@ export CLUSTER_DIR=$work/cluster DETACH=1 API_PORT=${API_PORT:-3401} CLUSTER_POR
 export FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS=true FERROCRAWL_LOG__LEVEL=warn
 export FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY=$conc FERROCRAWL_CRAWL__DOMAIN_MIN_INTERVAL_MS=$interval
 export FERROCRAWL_CLUSTER__DOWN_AFTER_MS=2000
+export FERROCRAWL_CRAWL__DOMAIN_INTERVAL_MARGIN_MS=${MARGIN_MS:-0}
 nginx_pids=()
 cleanup() {
   cluster/local.sh stop >/dev/null 2>&1 || true

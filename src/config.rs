@@ -263,6 +263,11 @@ pub struct CrawlSettings {
     pub domain_concurrency: u32,
     /// Smallest pause between requests to one site (ms).
     pub domain_min_interval_ms: u64,
+    /// Kept on top of a site's interval, when it has one, as each request leaves (ms):
+    /// room for the moments between handing a request to the HTTP client and the site
+    /// reading it, which a busy machine stretches.
+    #[serde(default)]
+    pub domain_interval_margin_ms: u64,
     /// Token matched against robots.txt.
     pub robots_agent: String,
     /// Lifetime of jobs (s).

@@ -273,7 +273,8 @@ impl Actor for Domain {
         args: DomainArgs,
     ) -> Result<DomainState, ActorProcessingErr> {
         let interval = Duration::from_millis(args.services.settings.crawl.domain_min_interval_ms);
-        let pace = Pace::new(args.origin.host_str().unwrap_or_default(), interval);
+        let margin = Duration::from_millis(args.services.settings.crawl.domain_interval_margin_ms);
+        let pace = Pace::new(args.origin.host_str().unwrap_or_default(), interval, margin);
         let cluster = args.services.cluster.clone();
         if let Some(cluster) = &cluster {
             claim(&myself, cluster, &args.origin);

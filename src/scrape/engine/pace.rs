@@ -25,6 +25,8 @@ tokio::task_local! {
 #[derive(Debug)]
 pub struct Pace {
     host: String,
+    /// Kept on top of the interval, when there is one.
+    margin: Duration,
     state: Mutex<State>,
 }
 
@@ -36,9 +38,10 @@ struct State {
 }
 
 impl Pace {
-    /// The pace of the site on `host`, `interval` apart.
-    pub fn new(host: &str, interval: Duration) -> Arc<Self> {
-        Arc::new(Self { host: host.to_owned(), state: Mutex::new(State { interval, last: None }) })
+    /// The pace of the site on `host`, `interval` (plus `margin` when the interval is not
+    /// zero) apart.
+    pub fn new(host: &str, interval: Duration, margin: Duration) -> Arc<Self> {
+        Arc::new(Self { host: host.to_owned(), margin, state: Mutex::new(State { interval, last: None }) })
     }
 
     /// Widens the interval (a robots.txt crawl-delay); it never narrows.
@@ -57,7 +60,9 @@ impl Pace {
             let at = {
                 let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
                 let now = Instant::now();
-                match state.last.map(|last| last + state.interval) {
+                let gap =
+                    if state.interval.is_zero() { Duration::ZERO } else { state.interval + self.margin };
+                match state.last.map(|last| last + gap) {
                     Some(at) if at > now => at,
                     _ => {
                         state.last = Some(now);
@@ -90,8 +95,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn requests_to_the_site_go_an_interval_apart() {
-        let pace = Pace::new("site.test", Duration::from_millis(60));
+    async fn requests_to_the_site_go_an_interval_and_its_margin_apart() {
+        let pace = Pace::new("site.test", Duration::from_millis(40), Duration::from_millis(20));
         let site = page("site.test");
         let start = Instant::now();
         pace.before_request(&site).await;
@@ -104,11 +109,11 @@ mod tests {
 
     #[tokio::test]
     async fn other_hosts_pass_and_a_crawl_delay_widens_the_interval() {
-        let pace = Pace::new("site.test", Duration::ZERO);
+        let pace = Pace::new("site.test", Duration::ZERO, Duration::from_secs(60));
         let (site, other) = (page("site.test"), page("other.test"));
         let soon = |request| tokio::time::timeout(Duration::from_secs(10), request);
-        soon(pace.before_request(&site)).await.expect("no interval, no wait");
-        soon(pace.before_request(&site)).await.expect("no interval, no wait");
+        soon(pace.before_request(&site)).await.expect("no interval, no wait (nor margin)");
+        soon(pace.before_request(&site)).await.expect("no interval, no wait (nor margin)");
         pace.widen(HOUR);
         soon(pace.before_request(&other)).await.expect("another host does not wait");
         let waited = tokio::time::timeout(Duration::from_millis(300), pace.before_request(&site)).await;
