@@ -33,7 +33,7 @@ pub struct Pace {
 #[derive(Debug)]
 struct State {
     interval: Duration,
-    /// When the site's latest request went out (none yet: `None`).
+    /// When the site's latest request went out (or the pace started).
     last: Option<Instant>,
 }
 
@@ -41,7 +41,11 @@ impl Pace {
     /// The pace of the site on `host`, `interval` (plus `margin` when the interval is not
     /// zero) apart.
     pub fn new(host: &str, interval: Duration, margin: Duration) -> Arc<Self> {
-        Arc::new(Self { host: host.to_owned(), margin, state: Mutex::new(State { interval, last: None }) })
+        // Counted from the pace's start: a site actor that replaces another (the site came
+        // back to this node, or the node lost touch with the others and claimed it again)
+        // may start while the old one's last request is only just out.
+        let last = Some(Instant::now());
+        Arc::new(Self { host: host.to_owned(), margin, state: Mutex::new(State { interval, last }) })
     }
 
     /// Widens the interval (a robots.txt crawl-delay); it never narrows.
