@@ -234,6 +234,8 @@ const RELEASE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120)
 /// node may still finish a request it had started when it wakes: the one case the limit
 /// can be exceeded, by the requests it had in flight).
 pub(crate) async fn claim_site(cluster: &crate::cluster::Cluster, origin: &str) {
+    // Only over the whole membership (see `Cluster::settled`).
+    cluster.settled().await;
     let request = encode(&Request::Release(origin.to_owned()));
     let mut asks = tokio::task::JoinSet::new();
     for node in cluster.live().iter().filter(|n| *n != cluster.name()) {

@@ -120,6 +120,8 @@ pub struct Cluster {
     server: ActorRef<NodeServerMessage>,
     call_slots: Arc<RwLock<BTreeMap<String, Arc<tokio::sync::Semaphore>>>>,
     traffic: Arc<Traffic>,
+    /// When this node started: its view of the members is whole only some time later.
+    started: Instant,
 }
 
 /// Requests this node sent to others, and their bytes (requests and answers).
@@ -186,7 +188,8 @@ impl Cluster {
             }
         }
         tracing::info!(node = %name, %address, protocol = spoken_version(), "cluster port open");
-        Ok(Self { shared, live, agent, server, call_slots: Arc::default(), traffic: Arc::default() })
+        let started = Instant::now();
+        Ok(Self { shared, live, agent, server, call_slots: Arc::default(), traffic: Arc::default(), started })
     }
 
     /// Sets who answers other nodes' requests on `channel`.
@@ -224,6 +227,15 @@ impl Cluster {
         let Ok(peers) = self.shared.peers.read() else { return false };
         let now = Instant::now();
         peers.values().filter(|p| p.up).all(|p| now.duration_since(p.last_heard) <= self.shared.down_after)
+    }
+
+    /// Resolves once this node has been up for `down_after_ms`: by then it has met every
+    /// member its seeds and their peers name (or judged them down), so a site it places
+    /// and claims is placed over the whole membership. A node that claimed sooner, over the
+    /// few members it had met, could take a site whose owner in the full view goes on
+    /// fetching it (measured as requests from two nodes at once when a node rejoins).
+    pub async fn settled(&self) {
+        tokio::time::sleep_until((self.started + self.shared.down_after).into()).await;
     }
 
     /// Whether this node is the live member that owns `key`.
