@@ -130,12 +130,15 @@ pub async fn serve(
             api::forward::Handler::new(format!("http://{reachable}")).map_err(StartupError::Engine)?;
         cluster.serve(cluster::Channel::Http, forward);
     }
+    let search_providers =
+        search::providers(&settings, scraper.search_index().map(|h| Arc::clone(&h.index))).into();
     let state = web::Data::new(api::AppState {
         settings: Arc::clone(&settings),
         scraper,
         runtime: runtime.clone(),
         jobs,
         services_runtime: tokio::runtime::Handle::current(),
+        search_providers,
     });
     let openapi = web::Data::new(api::openapi::OpenApiJson::build());
     let workers = match settings.server.workers {
@@ -189,6 +192,9 @@ pub async fn serve(
     };
     let (result, failed) = tokio::join!(server, stopper);
     runtime.shutdown().await;
+    if let Some(index) = runtime.services().scraper.search_index() {
+        index.shutdown().await;
+    }
     if let Some(cluster) = &runtime.services().cluster {
         cluster.stop().await;
     }

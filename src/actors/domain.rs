@@ -3,11 +3,12 @@
 //! are (sitemaps). It reads robots.txt once, keeps at most `crawl.domain_concurrency`
 //! requests in flight, spaces requests by the larger of the configured interval and
 //! robots.txt's Crawl-delay (as they start, and again as each request and redirect hop
-//! leaves: [`crate::scrape::engine::pace`]), backs off when the site answers 429/503 (honouring Retry-After
-//! and retrying the request), and exits after a while without work. A cancelled job's
-//! waiting requests are dropped, its running ones stopped, and requests it sends after the
-//! cancel are refused. Fetches run in tasks that report back by message, so the actor never
-//! blocks. Its messages carry serde types so the actor can later live on another node.
+//! leaves: [`crate::scrape::engine::pace`]), backs off when the site answers 429/503
+//! (honouring Retry-After and retrying the request), and exits after a while without work.
+//! A cancelled job's waiting requests are dropped, its running ones stopped, and requests
+//! it sends after the cancel are refused. Fetches run in tasks that report back by message,
+//! so the actor never blocks. Its messages carry serde types so the actor can later live on
+//! another node.
 //!
 //! In a cluster a site has one actor at a time, on the node that owns the site. When
 //! members change the site moves, and its new actor starts no request before the old one
@@ -231,8 +232,8 @@ pub struct DomainState {
     running: HashMap<u64, (JobId, JoinHandle<()>)>,
     next_token: u64,
     next_slot: Instant,
-    interval: Duration,
-    /// The spacing checked again as each request leaves (redirect hops too).
+    /// The site's interval (robots.txt may widen it), checked again as each request
+    /// leaves (redirect hops too).
     pace: Arc<Pace>,
     wake_at: Option<Instant>,
     last_active: Instant,
@@ -289,7 +290,6 @@ impl Actor for Domain {
             running: HashMap::new(),
             next_token: 0,
             next_slot: Instant::now(),
-            interval,
             pace,
             wake_at: None,
             last_active: Instant::now(),
@@ -331,7 +331,6 @@ impl Actor for Domain {
             DomainMsg::RobotsLoaded { status, body } => {
                 let mut robots = RobotsTxt::from_response(status, body);
                 if let Some(delay) = robots.crawl_delay(&state.services.settings.crawl.robots_agent) {
-                    state.interval = state.interval.max(delay);
                     state.pace.widen(delay);
                 }
                 for waiter in state.sitemap_waiters.drain(..) {
@@ -535,8 +534,9 @@ fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
             }
             return;
         }
-        if !state.interval.is_zero() {
-            state.next_slot = now + state.interval;
+        let interval = state.pace.interval();
+        if !interval.is_zero() {
+            state.next_slot = now + interval;
         }
         let token = state.next_token;
         state.next_token += 1;

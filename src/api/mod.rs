@@ -59,6 +59,8 @@ pub struct AppState {
     pub jobs: crate::service::JobService,
     /// The runtime the services run on (the HTTP workers have their own).
     pub services_runtime: tokio::runtime::Handle,
+    /// The search providers of `search.providers`, in order, made once.
+    pub search_providers: Arc<[Arc<dyn crate::search::Provider>]>,
 }
 
 impl AppState {

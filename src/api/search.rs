@@ -90,10 +90,7 @@ pub async fn search_route(
         let (teams, team) = (std::sync::Arc::clone(&teams), auth.team.clone());
         state.off_worker(async move { Ok(teams.require(&team, 1).await?) }).await?;
     }
-    let providers = search::providers(
-        &state.settings,
-        state.scraper.search_index().map(|h| std::sync::Arc::clone(&h.index)),
-    );
+    let providers = std::sync::Arc::clone(&state.search_providers);
     let request = checked.request.clone();
     let (mut found, mut warnings) = state
         .off_worker(async move {

@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use tantivy::collector::TopDocs;
-use tantivy::query::{AllQuery, BooleanQuery, Occur, Query as TantivyQuery, TermQuery};
+use tantivy::query::{Query as TantivyQuery, TermQuery};
 use tantivy::schema::{
     DateOptions, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TEXT, TextFieldIndexing,
     TextOptions, Value,
@@ -328,11 +328,6 @@ impl SearchIndex {
         &self.index
     }
 
-    /// A query matching every document (filters only).
-    pub fn all() -> Box<dyn TantivyQuery> {
-        Box::new(AllQuery)
-    }
-
     /// Reads a stored text field.
     pub fn text_of(&self, document: &TantivyDocument, field: Field) -> String {
         document.get_first(field).and_then(|v| v.as_str()).unwrap_or_default().to_owned()
@@ -346,11 +341,6 @@ impl SearchIndex {
     /// Reads a stored date field as epoch ms.
     pub fn date_of(&self, document: &TantivyDocument, field: Field) -> Option<i64> {
         document.get_first(field).and_then(|v| v.as_datetime()).map(|d| d.into_timestamp_millis())
-    }
-
-    /// `must` and `must_not` clauses as one query.
-    pub fn boolean(clauses: Vec<(Occur, Box<dyn TantivyQuery>)>) -> Box<dyn TantivyQuery> {
-        Box::new(BooleanQuery::new(clauses))
     }
 }
 

@@ -29,6 +29,8 @@ pub const BATCH: usize = 256;
 pub const FLUSH_AFTER: Duration = Duration::from_millis(200);
 /// Longest a handed-over page waits to become searchable.
 pub const COMMIT_AFTER: Duration = Duration::from_secs(2);
+/// Longest a graceful stop waits for the last commit.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(20);
 
 /// Messages of [`Indexer`].
 #[derive(Debug)]
@@ -215,19 +217,13 @@ impl IndexHandle {
         let _ = self.actor.cast(IndexMsg::Prune(cutoff_ms));
     }
 
-    /// Writes and commits what waits now (shutdown).
-    pub fn flush(&self) {
-        let _ = self.actor.cast(IndexMsg::Flush);
-        let _ = self.actor.cast(IndexMsg::Commit);
-    }
-
-    /// Pages offered and not yet written.
-    pub fn waiting(&self) -> usize {
-        self.waiting.load(Ordering::Relaxed)
-    }
-
-    /// Stops the indexer after it wrote what it had.
-    pub fn stop(&self) {
-        self.actor.stop(None);
+    /// Stops the indexer once it has written and committed what it had (a server's
+    /// graceful stop: the pages of its last seconds stay searchable).
+    pub async fn shutdown(&self) {
+        // Drained: the pages offered before the stop are written too (post_stop commits).
+        let stopped = self.actor.drain_and_wait(Some(SHUTDOWN_WAIT)).await;
+        if let Err(e) = stopped {
+            tracing::warn!(error = %e, "the search indexer did not stop in time; `ferrocrawl index rebuild` recovers its last pages");
+        }
     }
 }

@@ -235,7 +235,7 @@ impl Found {
 }
 
 /// A search backend.
-pub trait Provider: Send + Sync {
+pub trait Provider: Send + Sync + std::fmt::Debug {
     /// Its name in `search.providers` and in warnings.
     fn name(&self) -> &'static str;
     /// Results for `request`, or why there are none.

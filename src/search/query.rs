@@ -37,24 +37,6 @@ pub struct Query {
     pub larger_than: Option<(u32, u32)>,
 }
 
-impl Query {
-    /// The plain words and phrases, for ranking and snippets.
-    pub fn text(&self) -> Vec<&str> {
-        self.must
-            .iter()
-            .filter_map(|p| match p {
-                Part::Word(w) | Part::Phrase(w) | Part::InTitle(w) => Some(w.as_str()),
-                _ => None,
-            })
-            .collect()
-    }
-
-    /// Whether anything but operators that only filter was asked.
-    pub fn has_text(&self) -> bool {
-        !self.text().is_empty() || self.related.is_some()
-    }
-}
-
 /// Parses `input`. The error names the malformed operator and says what it needs.
 pub fn parse(input: &str) -> Result<Query, String> {
     let mut query = Query::default();

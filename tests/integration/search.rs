@@ -319,20 +319,22 @@ async fn the_index_survives_kill_9() {
             paths(&answer, "web")
         }
     };
+    // Scrapes `url` through the server at `base` and waits until `query` finds it.
+    let scraped_and_found = |base: String, key: String, url: String, query: &'static str| {
+        let (call, found) = (&call, &found);
+        async move {
+            let (status, body) = call(base.clone(), key.clone(), "/v2/scrape", json!({"url": url})).await;
+            assert_eq!(status, 200, "{body}");
+            wait_for("the page in the index", Duration::from_secs(20), || async {
+                (!found(base.clone(), key.clone(), query).await.is_empty()).then_some(())
+            })
+            .await;
+        }
+    };
     let server = Binary::serve(dir.path(), &[]);
     let key = std::fs::read_to_string(dir.path().join("api-key")).expect("key").trim().to_owned();
-    let (status, body) = call(
-        server.base.clone(),
-        key.clone(),
-        "/v2/scrape",
-        json!({"url": site.url("docs.localhost", "/guide/configure")}),
-    )
-    .await;
-    assert_eq!(status, 200, "{body}");
-    wait_for("the page in the index", Duration::from_secs(20), || async {
-        (!found(server.base.clone(), key.clone(), "configuring").await.is_empty()).then_some(())
-    })
-    .await;
+    let configure = site.url("docs.localhost", "/guide/configure");
+    scraped_and_found(server.base.clone(), key.clone(), configure, "configuring").await;
     server.kill9();
 
     let server = Binary::serve(dir.path(), &[]);
@@ -340,16 +342,23 @@ async fn the_index_survives_kill_9() {
         found(server.base.clone(), key.clone(), "configuring").await,
         ["docs.localhost/guide/configure"]
     );
-    let (status, body) = call(
-        server.base.clone(),
-        key.clone(),
-        "/v2/scrape",
-        json!({"url": site.url("blog.localhost", "/posts/gallery")}),
-    )
-    .await;
+    // The restarted server took the writer again.
+    let gallery = site.url("blog.localhost", "/posts/gallery");
+    scraped_and_found(server.base.clone(), key.clone(), gallery, "wallabies").await;
+}
+
+/// A graceful stop commits what the indexer still held: a page scraped just before the
+/// stop is searchable afterwards.
+#[tokio::test]
+async fn a_graceful_stop_keeps_the_last_pages_searchable() {
+    let site = SearchSite::start();
+    let app = TestServer::builder().start().await;
+    let (status, body) = app.scrape(json!({"url": site.url("docs.localhost", "/guide/configure")})).await;
     assert_eq!(status, 200, "{body}");
-    wait_for("a new page in the index after the restart", Duration::from_secs(20), || async {
-        (!found(server.base.clone(), key.clone(), "wallabies").await.is_empty()).then_some(())
-    })
-    .await;
+    let data = app.stop();
+    let dir = data.path().to_str().expect("utf8").to_owned();
+    let out = crate::common::process::run(&["search", "configuring", "--data", &dir], &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let found = String::from_utf8_lossy(&out.stdout);
+    assert!(found.starts_with(&site.url("docs.localhost", "/guide/configure")), "{found}");
 }

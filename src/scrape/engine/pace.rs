@@ -48,6 +48,11 @@ impl Pace {
         Arc::new(Self { host: host.to_owned(), margin, state: Mutex::new(State { interval, last }) })
     }
 
+    /// The interval between two requests to the site (without the margin).
+    pub fn interval(&self) -> Duration {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner).interval
+    }
+
     /// Widens the interval (a robots.txt crawl-delay); it never narrows.
     pub fn widen(&self, interval: Duration) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
