@@ -107,9 +107,14 @@ pub async fn serve(
         .with_public_base(&format!("http://{reachable}"));
     if settings.search.index && !settings.storage.scratch {
         let dir = settings.storage.data_dir.join(search::INDEX_DIR);
-        let index = search::SearchIndex::open(&dir)
-            .map_err(|e| StartupError::Engine(format!("search index: {e}")))?;
-        let handle = search::indexer::IndexHandle::start(Arc::new(index), settings.search.index_queue)
+        let index = Arc::new(
+            search::SearchIndex::open(&dir)
+                .map_err(|e| StartupError::Engine(format!("search index: {e}")))?,
+        );
+        if index.pages() == 0 && !store.cache.is_empty() {
+            fill_index_in_background(&store, &index, &settings);
+        }
+        let handle = search::indexer::IndexHandle::start(index, settings.search.index_queue)
             .await
             .map_err(|e| StartupError::Engine(format!("search indexer: {e}")))?;
         scraper.index_pages_with(handle);
@@ -207,6 +212,23 @@ pub async fn serve(
         )));
     }
     Ok(())
+}
+
+/// Indexes the page cache into an empty search index on a thread of the idle class, so
+/// pages cached before the index existed (an upgrade) or before it was set aside become
+/// searchable without `ferrocrawl index rebuild`; the server answers meanwhile.
+fn fill_index_in_background(store: &Store, index: &Arc<search::SearchIndex>, settings: &Arc<Settings>) {
+    let (store, index, settings) = (store.clone(), Arc::clone(index), Arc::clone(settings));
+    let spawned = std::thread::Builder::new().name("ferrocrawl-reindex".into()).spawn(move || {
+        priority::lower(priority::Priority::Idle);
+        match scrape::reindex::fill(&store, &index, &settings) {
+            Ok(pages) => tracing::info!(pages, "the search index was filled from the page cache"),
+            Err(e) => tracing::warn!(error = %e, "filling the search index from the page cache failed"),
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "the search index is not filled from the page cache");
+    }
 }
 
 /// Creates the first key when the store has none, writing it to `data_dir/api-key` (0600).

@@ -16,6 +16,13 @@ use crate::store::Store;
 /// Rebuilds `index` from `store`'s page cache; returns how many pages it holds now.
 pub fn rebuild(store: &Store, index: &SearchIndex, settings: &Settings) -> anyhow::Result<usize> {
     index.clear()?;
+    fill(store, index, settings)
+}
+
+/// Indexes every page of `store`'s page cache into `index` (replacing their entries);
+/// returns how many. A server runs it by itself when it finds an empty index beside a
+/// filled cache (a data directory of a release without the index, or an index set aside).
+pub fn fill(store: &Store, index: &SearchIndex, settings: &Settings) -> anyhow::Result<usize> {
     let options = ScrapeOptions::default();
     let limits = settings.documents.limits();
     let mut batch: Vec<IndexedPage> = Vec::with_capacity(BATCH);

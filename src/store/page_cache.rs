@@ -121,6 +121,11 @@ impl PageCache {
         Ok(Some(page))
     }
 
+    /// Whether no page is cached.
+    pub fn is_empty(&self) -> bool {
+        self.tree.is_empty()
+    }
+
     /// The keys of every cached page (for a pass over them all, e.g. rebuilding the
     /// search index).
     pub fn keys(&self) -> Result<Vec<CacheKey>> {

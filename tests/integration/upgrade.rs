@@ -13,7 +13,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::Value;
 
 use crate::common::process::{Binary, run};
-use crate::common::{ActixThread, Receiver, decode};
+use crate::common::{ActixThread, Receiver, decode, wait_for};
 
 const V1: &[u8] = include_bytes!("../fixtures/datadir/v1.tar.gz");
 const V1_FACTS: &str = include_str!("../fixtures/datadir/v1.json");
@@ -200,6 +200,20 @@ async fn opens_and_finishes_its_jobs(archive: &[u8], facts: &str) {
         let markdown = body["data"]["markdown"].as_str().expect("markdown");
         assert_eq!(Some(markdown.split_whitespace().count() as u64), cached["markdown_words"].as_u64());
         assert!(markdown.contains("Paragraph 2499 of the big page"), "the last part is there");
+        // Cached before this build had a search index: the server indexes it by itself.
+        wait_for("the cached page in the search index", Duration::from_secs(30), || async {
+            let resp = client
+                .post(format!("{base}/v2/search"))
+                .bearer_auth(&key)
+                .json(&serde_json::json!({"query": "\"Paragraph 2499 of the big page\""}))
+                .send()
+                .await
+                .expect("search");
+            let (status, answer) = decode(resp).await;
+            assert_eq!(status, 200, "{answer}");
+            (answer["data"]["web"][0]["url"] == cached["url"]).then_some(())
+        })
+        .await;
     }
     server.terminate();
 
