@@ -50,6 +50,9 @@ pub struct Settings {
     /// `POST /v2/search`: the local index and the providers.
     #[serde(default)]
     pub search: SearchSettings,
+    /// The language-model server (off unless `base_url` is set).
+    #[serde(default)]
+    pub llm: crate::llm::LlmSettings,
     /// Joining other nodes into one service (off unless `listen` is set).
     pub cluster: ClusterSettings,
     /// Plan flags per team name.
@@ -600,6 +603,7 @@ impl Settings {
             }
         }
         self.validate_cluster()?;
+        self.llm.validate().map_err(|(key, reason)| ConfigError::Invalid { key, reason })?;
         for name in self.teams.keys() {
             if crate::model::TeamId::parse(name).is_err() {
                 return Err(ConfigError::Invalid {

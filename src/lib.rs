@@ -22,6 +22,7 @@ pub mod config;
 pub mod crawl;
 pub mod documents;
 pub mod extract;
+pub mod llm;
 pub mod local;
 pub mod model;
 pub mod priority;

@@ -19,12 +19,26 @@ pub struct Authenticated {
     pub team: TeamId,
     /// Its plan flags.
     pub flags: TeamSettings,
+    /// The key's label in usage reports (see [`crate::teams::key_label`]).
+    pub key: String,
+    /// Whether the server has a language model.
+    pub model: bool,
 }
 
 impl Authenticated {
     /// The caller description used by option validation.
     pub fn caller(&self) -> super::options::Caller<'_> {
-        super::options::Caller { team: self.team.as_str(), flags: &self.flags }
+        super::options::Caller {
+            team: self.team.as_str(),
+            flags: &self.flags,
+            model: self.model,
+            key: &self.key,
+        }
+    }
+
+    /// Who pays for language-model calls made for this request.
+    pub fn payer(&self) -> crate::llm::Payer {
+        crate::llm::Payer { team: self.team.clone(), key: Some(self.key.clone()) }
     }
 }
 
@@ -58,6 +72,7 @@ async fn authenticate(req: &HttpRequest) -> Result<Authenticated, ApiError> {
     // team's owner).
     let teams = std::sync::Arc::clone(&state.runtime.services().teams);
     let token = token.to_owned();
+    let key = crate::teams::key_label(&token);
     // A request another node passed on was counted there.
     let post = req.method() == actix_web::http::Method::POST && !super::forward::passed_on(req);
     let team = state
@@ -73,5 +88,5 @@ async fn authenticate(req: &HttpRequest) -> Result<Authenticated, ApiError> {
         })
         .await?;
     let flags = state.settings.team(team.as_str());
-    Ok(Authenticated { team, flags })
+    Ok(Authenticated { team, flags, key, model: state.settings.llm.enabled() })
 }

@@ -201,7 +201,7 @@ mod tests {
 
     fn parse_as(v: Value, flags: TeamSettings) -> Result<CrawlOptions, ApiError> {
         let Value::Object(map) = v else { panic!("object") };
-        parse(map, Caller { team: "t", flags: &flags })
+        parse(map, Caller { team: "t", flags: &flags, model: false, key: "" })
     }
 
     fn p(v: Value) -> Result<CrawlOptions, ApiError> {

@@ -1,13 +1,13 @@
 //! The `formats` list: names or `{type, ...}` objects (contract §4.2), turned into
 //! [`Formats`]. Unknown names are a 400 listing the known ones; formats that need a
-//! capability this build lacks (language model, media services) are refused with
-//! `FEATURE_NOT_AVAILABLE`.
+//! capability this server lacks (a language model when `llm.base_url` is not set, hosted
+//! media services) are refused with `FEATURE_NOT_AVAILABLE`.
 
 use serde_json::{Map, Value};
 
 use super::error::ApiError;
 use crate::extract;
-use crate::model::{ChangeTrackingSpec, Formats};
+use crate::model::{ChangeTrackingSpec, Formats, JsonSpec, QuerySpec};
 
 /// Formats this build produces.
 pub const SUPPORTED: &[&str] = &[
@@ -21,7 +21,21 @@ pub const SUPPORTED: &[&str] = &[
     "attributes",
     "screenshot",
     "branding",
+    "json",
+    "summary",
+    "question",
+    "query",
+    "highlights",
 ];
+
+/// Formats a language model produces.
+const MODEL_FORMATS: &[&str] = &["json", "summary", "question", "query", "highlights"];
+
+/// Why a model format is refused on a server without a model.
+pub const NO_MODEL: &str = "it needs a language model; the operator sets llm.base_url to enable it";
+
+/// Longest prompt, question or query (characters).
+const MAX_PROMPT_CHARS: usize = 10_000;
 
 /// The names of the formats `formats` asks for, as a job's options show them (the
 /// objects' settings left out).
@@ -37,6 +51,11 @@ pub fn names(formats: &Formats) -> Vec<&'static str> {
         (!formats.attributes.is_empty(), "attributes"),
         (formats.screenshot.is_some(), "screenshot"),
         (formats.branding, "branding"),
+        (formats.json.is_some(), "json"),
+        (formats.summary, "summary"),
+        (formats.question.is_some(), "question"),
+        (formats.query.is_some(), "query"),
+        (formats.highlights.is_some(), "highlights"),
     ]
     .into_iter()
     .filter_map(|(on, name)| on.then_some(name))
@@ -45,24 +64,20 @@ pub fn names(formats: &Formats) -> Vec<&'static str> {
 
 /// Formats of the API that need something this build lacks, with the reason.
 const UNAVAILABLE: &[(&str, &str)] = &[
-    ("json", "structured extraction needs a language model, which is not configured"),
-    ("deterministicJson", "structured extraction needs a language model, which is not configured"),
-    ("summary", "summaries need a language model, which is not configured"),
-    ("question", "answers need a language model, which is not configured"),
-    ("query", "answers need a language model, which is not configured"),
-    ("highlights", "highlights need a language model, which is not configured"),
+    ("deterministicJson", "cached generated extractors are a hosted-service feature; use `json`"),
     ("audio", "audio extraction is a hosted media service"),
     ("video", "video extraction is a hosted media service"),
     ("product", "product extraction is a hosted-service feature"),
     ("menu", "menu extraction is a hosted-service feature"),
 ];
 
-/// Parses the formats list; `prefix` names nested fields.
-pub fn parse(entries: Vec<Value>, prefix: &str) -> Result<Formats, ApiError> {
+/// Parses the formats list; `prefix` names nested fields, `model` says whether a language
+/// model is configured.
+pub fn parse(entries: Vec<Value>, prefix: &str, model: bool) -> Result<Formats, ApiError> {
     let mut formats = Formats::default();
     for (i, entry) in entries.into_iter().enumerate() {
         let at = format!("{prefix}formats[{i}]");
-        let (kind, object) = match entry {
+        let (kind, mut object) = match entry {
             Value::String(name) => (name, Map::new()),
             Value::Object(mut object) => match object.remove("type") {
                 Some(Value::String(name)) => (name, object),
@@ -81,6 +96,9 @@ pub fn parse(entries: Vec<Value>, prefix: &str) -> Result<Formats, ApiError> {
         if let Some((_, why)) = UNAVAILABLE.iter().find(|(name, _)| *name == kind) {
             return Err(ApiError::not_available(&format!("{at} ({kind})"), why));
         }
+        if !model && MODEL_FORMATS.contains(&kind.as_str()) {
+            return Err(ApiError::not_available(&format!("{at} ({kind})"), NO_MODEL));
+        }
         match kind.as_str() {
             "markdown" => formats.markdown = true,
             "html" => formats.html = true,
@@ -89,7 +107,7 @@ pub fn parse(entries: Vec<Value>, prefix: &str) -> Result<Formats, ApiError> {
             "links" => formats.links = true,
             "images" => formats.images = true,
             "changeTracking" => {
-                formats.change_tracking = Some(change_tracking(&object, &at)?);
+                formats.change_tracking = Some(change_tracking(&object, &at, model)?);
                 continue;
             }
             "attributes" => {
@@ -106,6 +124,26 @@ pub fn parse(entries: Vec<Value>, prefix: &str) -> Result<Formats, ApiError> {
                 continue;
             }
             "branding" => formats.branding = true,
+            "summary" => formats.summary = true,
+            "json" => {
+                formats.json = Some(json_spec(&mut object, &at)?);
+            }
+            "question" => formats.question = Some(text(&mut object, "question", &at)?),
+            "highlights" => formats.highlights = Some(text(&mut object, "query", &at)?),
+            "query" => {
+                let prompt = text(&mut object, "prompt", &at)?;
+                let direct_quote = match object.remove("mode") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::String(m)) if m == "freeform" => false,
+                    Some(Value::String(m)) if m == "directQuote" => true,
+                    Some(_) => {
+                        return Err(ApiError::bad_request(format!(
+                            "`{at}.mode` must be \"freeform\" or \"directQuote\""
+                        )));
+                    }
+                };
+                formats.query = Some(QuerySpec { prompt, direct_quote });
+            }
             other => {
                 return Err(ApiError::bad_request(format!(
                     "`{at}` is an unknown format `{other}`; known formats: {}",
@@ -142,8 +180,47 @@ pub fn parse(entries: Vec<Value>, prefix: &str) -> Result<Formats, ApiError> {
     Ok(formats)
 }
 
-fn change_tracking(object: &Map<String, Value>, at: &str) -> Result<ChangeTrackingSpec, ApiError> {
+/// A required non-empty string of at most [`MAX_PROMPT_CHARS`] characters, taken out of
+/// `object`.
+fn text(object: &mut Map<String, Value>, key: &str, at: &str) -> Result<String, ApiError> {
+    match object.remove(key) {
+        Some(Value::String(s)) if !s.trim().is_empty() && s.chars().count() <= MAX_PROMPT_CHARS => Ok(s),
+        _ => Err(ApiError::bad_request(format!(
+            "`{at}.{key}` is required: a string of 1 to {MAX_PROMPT_CHARS} characters"
+        ))),
+    }
+}
+
+/// `schema` and `prompt` of a `json` format (or change tracking's json mode), taken out of
+/// `object`: the schema must compile as a JSON Schema.
+fn json_spec(object: &mut Map<String, Value>, at: &str) -> Result<JsonSpec, ApiError> {
+    let schema = match object.remove("schema") {
+        None | Some(Value::Null) => None,
+        Some(schema @ (Value::Object(_) | Value::Bool(true))) => {
+            crate::llm::structured::compile(&schema).map_err(|e| {
+                ApiError::bad_request(format!("`{at}.schema` is not a usable JSON Schema: {e}"))
+            })?;
+            Some(schema.to_string())
+        }
+        Some(_) => return Err(ApiError::bad_request(format!("`{at}.schema` must be a JSON Schema object"))),
+    };
+    let prompt = match object.get("prompt") {
+        None | Some(Value::Null) => {
+            object.remove("prompt");
+            None
+        }
+        Some(_) => Some(text(object, "prompt", at)?),
+    };
+    Ok(JsonSpec { schema, prompt })
+}
+
+fn change_tracking(
+    object: &Map<String, Value>,
+    at: &str,
+    model: bool,
+) -> Result<ChangeTrackingSpec, ApiError> {
     let mut spec = ChangeTrackingSpec::default();
+    let mut json_mode = false;
     for (key, value) in object {
         match key.as_str() {
             "modes" => {
@@ -153,12 +230,13 @@ fn change_tracking(object: &Map<String, Value>, at: &str) -> Result<ChangeTracki
                 for (j, mode) in modes.iter().enumerate() {
                     match mode.as_str() {
                         Some("git-diff") => spec.git_diff = true,
-                        Some("json") => {
+                        Some("json") if !model => {
                             return Err(ApiError::not_available(
                                 &format!("{at}.modes[{j}] (json)"),
-                                "JSON change tracking needs a language model, which is not configured",
+                                NO_MODEL,
                             ));
                         }
+                        Some("json") => json_mode = true,
                         _ => {
                             return Err(ApiError::bad_request(format!(
                                 "`{at}.modes[{j}]` must be \"git-diff\" or \"json\""
@@ -176,17 +254,23 @@ fn change_tracking(object: &Map<String, Value>, at: &str) -> Result<ChangeTracki
                     )));
                 }
             },
-            "schema" | "prompt" if !value.is_null() => {
-                return Err(ApiError::not_available(
-                    &format!("{at}.{key}"),
-                    "JSON change tracking needs a language model, which is not configured",
-                ));
+            "schema" | "prompt" if !value.is_null() && !model => {
+                return Err(ApiError::not_available(&format!("{at}.{key}"), NO_MODEL));
             }
             "schema" | "prompt" => {}
             other => {
                 return Err(ApiError::bad_request(format!("Unrecognized key in body: `{at}.{other}`")));
             }
         }
+    }
+    let mut rest = object.clone();
+    let asked = json_spec(&mut rest, at)?;
+    if json_mode {
+        spec.json = Some(asked);
+    } else if asked != JsonSpec::default() {
+        return Err(ApiError::bad_request(format!(
+            "`{at}`: schema and prompt are for the json mode; add \"json\" to `{at}.modes`"
+        )));
     }
     Ok(spec)
 }
@@ -230,7 +314,11 @@ mod tests {
     use serde_json::json;
 
     fn p(v: Value) -> Result<Formats, ApiError> {
-        parse(v.as_array().cloned().unwrap_or_default(), "")
+        parse(v.as_array().cloned().unwrap_or_default(), "", false)
+    }
+
+    fn with_model(v: Value) -> Result<Formats, ApiError> {
+        parse(v.as_array().cloned().unwrap_or_default(), "", true)
     }
 
     #[test]
@@ -251,6 +339,7 @@ mod tests {
         let err = p(json!([{"type": "json", "prompt": "x"}])).unwrap_err();
         assert_eq!(err.code(), Code::FeatureNotAvailable);
         assert!(err.message().contains("formats[0] (json)"), "{}", err.message());
+        assert!(err.message().contains("llm.base_url"), "{}", err.message());
         assert_eq!(p(json!(["audio"])).unwrap_err().code(), Code::FeatureNotAvailable);
     }
 
@@ -288,6 +377,44 @@ mod tests {
         assert!(err.message().contains("`formats[0].fullPage`"), "{}", err.message());
         assert!(p(json!(["rawBase64", "markdown"])).is_err());
         assert!(p(json!(["rawBase64"])).expect("ok").raw_base64);
+    }
+
+    #[test]
+    fn model_formats_are_checked() {
+        let f = with_model(json!([
+            {"type": "json", "schema": {"type": "object", "properties": {"a": {"type": "string"}}}, "prompt": "get a"},
+            "summary",
+            {"type": "question", "question": "Who?"},
+            {"type": "highlights", "query": "prices"},
+            {"type": "query", "prompt": "What?", "mode": "directQuote"},
+        ]))
+        .expect("ok");
+        let spec = f.json.expect("json");
+        assert_eq!(spec.prompt.as_deref(), Some("get a"));
+        assert_eq!(spec.schema_value().expect("schema")["properties"]["a"]["type"], "string");
+        assert!(f.summary && f.query.expect("query").direct_quote);
+        assert_eq!(f.question.as_deref(), Some("Who?"));
+        assert_eq!(f.highlights.as_deref(), Some("prices"));
+        let bad = with_model(json!([{"type": "json", "schema": {"type": 5}}])).unwrap_err();
+        assert!(bad.message().contains("`formats[0].schema`"), "{}", bad.message());
+        let bad = with_model(json!([{"type": "question"}])).unwrap_err();
+        assert!(bad.message().contains("`formats[0].question`"), "{}", bad.message());
+        let bad = with_model(json!([{"type": "query", "prompt": "x", "mode": "loose"}])).unwrap_err();
+        assert!(bad.message().contains("`formats[0].mode`"), "{}", bad.message());
+        let bad = with_model(json!([{"type": "summary", "length": 3}])).unwrap_err();
+        assert!(bad.message().contains("`formats[0].length`"), "{}", bad.message());
+        let tracked = with_model(
+            json!(["markdown", {"type": "changeTracking", "modes": ["json"], "prompt": "prices"}]),
+        )
+        .expect("ok");
+        assert_eq!(
+            tracked.change_tracking.expect("ct").json.expect("json").prompt.as_deref(),
+            Some("prices")
+        );
+        assert!(
+            with_model(json!(["markdown", {"type": "changeTracking", "schema": {"type": "object"}}]))
+                .is_err()
+        );
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub struct ScrapeOptionsBody {
     pub formats: Option<Vec<Value>>,
     /// Keep only the main content (default true).
     pub only_main_content: Option<bool>,
-    /// Language-model clean-up pass (needs a language model; not available yet).
+    /// Language-model clean-up pass over the Markdown (needs `llm.base_url`).
     pub only_clean_content: Option<bool>,
     /// CSS selectors whose elements alone make up the content.
     pub include_tags: Option<Vec<String>>,
@@ -113,6 +113,10 @@ pub struct Caller<'a> {
     pub team: &'a str,
     /// The team's plan flags.
     pub flags: &'a TeamSettings,
+    /// Whether the server has a language model.
+    pub model: bool,
+    /// The API key's label, for token use per key.
+    pub key: &'a str,
 }
 
 impl ScrapeOptionsBody {
@@ -125,11 +129,15 @@ impl ScrapeOptionsBody {
     pub fn validate(self, caller: Caller<'_>, prefix: &str) -> Result<ScrapeOptions, ApiError> {
         let field = |name: &str| format!("{prefix}{name}");
         let unavailable = |name: &str, why: &str| ApiError::not_available(&field(name), why);
-        if self.only_clean_content == Some(true) {
-            return Err(unavailable(
-                "onlyCleanContent",
-                "it needs a language model, which is not configured",
-            ));
+        let only_clean_content = self.only_clean_content.unwrap_or(false);
+        if only_clean_content && !caller.model {
+            return Err(unavailable("onlyCleanContent", formats::NO_MODEL));
+        }
+        if only_clean_content && self.zero_data_retention == Some(true) {
+            return Err(ApiError::bad_request(format!(
+                "`{}` is not supported for zero-data-retention requests",
+                field("onlyCleanContent")
+            )));
         }
         if self.redact_pii.as_ref().is_some_and(|v| !matches!(v, Value::Null | Value::Bool(false))) {
             return Err(unavailable("redactPII", "PII redaction is a hosted-service feature"));
@@ -167,7 +175,11 @@ impl ScrapeOptionsBody {
         let actions = super::actions::parse(self.actions.unwrap_or_default(), wait_for_ms, prefix)?;
         let profile = super::actions::profile(self.profile.unwrap_or(Value::Null), prefix)?;
 
-        let formats = formats::parse(self.formats.unwrap_or_else(|| vec![Value::from("markdown")]), prefix)?;
+        let formats = formats::parse(
+            self.formats.unwrap_or_else(|| vec![Value::from("markdown")]),
+            prefix,
+            caller.model,
+        )?;
         let include_tags = selectors(self.include_tags.unwrap_or_default(), &field("includeTags"))?;
         let exclude_tags = selectors(self.exclude_tags.unwrap_or_default(), &field("excludeTags"))?;
         let headers = headers(self.headers.unwrap_or_default(), &field("headers"))?;
@@ -222,6 +234,8 @@ impl ScrapeOptionsBody {
             wait_for_ms,
             actions,
             profile,
+            only_clean_content,
+            payer_key: Some(caller.key.to_owned()).filter(|k| !k.is_empty()),
         })
     }
 }
@@ -367,7 +381,7 @@ mod tests {
     fn validate(v: Value) -> Result<ScrapeOptions, ApiError> {
         let f = flags();
         let body: ScrapeOptionsBody = super::super::body::typed(v, "")?;
-        body.validate(Caller { team: "t", flags: &f }, "")
+        body.validate(Caller { team: "t", flags: &f, model: false, key: "" }, "")
     }
 
     #[test]
@@ -391,6 +405,7 @@ mod tests {
     #[test]
     fn unbuilt_capabilities_are_refused_by_name() {
         let err = validate(json!({"onlyCleanContent": true})).unwrap_err();
+        assert!(err.message().contains("llm.base_url"), "{}", err.message());
         assert_eq!(err.code(), Code::FeatureNotAvailable);
         assert!(err.message().contains("`onlyCleanContent`"), "{}", err.message());
         assert!(validate(json!({"actions": [], "onlyCleanContent": false})).is_ok());
@@ -421,7 +436,11 @@ mod tests {
         let f = TeamSettings { zero_data_retention: true, ..flags() };
         let body: ScrapeOptionsBody =
             super::super::body::typed(json!({"zeroDataRetention": true}), "").expect("body");
-        assert!(body.validate(Caller { team: "t", flags: &f }, "").expect("ok").zero_data_retention);
+        assert!(
+            body.validate(Caller { team: "t", flags: &f, model: false, key: "" }, "")
+                .expect("ok")
+                .zero_data_retention
+        );
     }
 
     #[test]

@@ -160,40 +160,40 @@ async fn activity(
     })))
 }
 
-/// (remaining, plan, period start, period end) in units of `scale` per credit.
-async fn usage(
-    state: &AppState,
-    auth: &Authenticated,
-    scale: u64,
-) -> Result<(u64, Option<u64>, String, String), ApiError> {
+async fn credit_usage(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
     let (teams, team) = (Arc::clone(&state.runtime.services().teams), auth.team.clone());
-    state
+    let (remaining, plan, start, end) = state
         .off_worker(async move {
             let month = ledger::month_of(time::now_ms());
             let (start, end) = ledger::month_bounds(month);
             let plan = teams.plan(&team).credits;
             let remaining = match plan {
-                Some(plan) => {
-                    plan.saturating_sub(teams.used_everywhere(&team, month).await?).saturating_mul(scale)
-                }
+                Some(plan) => plan.saturating_sub(teams.used_everywhere(&team, month).await?),
                 None => UNLIMITED,
             };
-            Ok((remaining, plan.map(|p| p.saturating_mul(scale)), time::iso_ms(start), time::iso_ms(end)))
+            Ok::<_, ApiError>((remaining, plan, time::iso_ms(start), time::iso_ms(end)))
         })
-        .await
-}
-
-async fn credit_usage(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
-    let (remaining, plan, start, end) = usage(&state, &auth, 1).await?;
+        .await?;
     Ok(HttpResponse::Ok().json(json!({"success": true, "data": {
         "remainingCredits": remaining, "planCredits": plan, "unlimited": plan.is_none(),
         "billingPeriodStart": start, "billingPeriodEnd": end,
     }})))
 }
 
+/// Language-model tokens: the plan's credits at 15 tokens each, less the tokens the team's
+/// model calls really used this month (on every node).
 async fn token_usage(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
-    let (remaining, plan, start, end) = usage(&state, &auth, TOKENS_PER_CREDIT).await?;
-    let remaining = if plan.is_none() { UNLIMITED } else { remaining };
+    let (teams, team) = (Arc::clone(&state.runtime.services().teams), auth.team.clone());
+    let (remaining, plan, start, end) = state
+        .off_worker(async move {
+            let month = ledger::month_of(time::now_ms());
+            let (start, end) = ledger::month_bounds(month);
+            let plan = teams.plan(&team).credits.map(|c| c.saturating_mul(TOKENS_PER_CREDIT));
+            let (used, _) = teams.tokens_everywhere(&team, month).await?;
+            let remaining = plan.map_or(UNLIMITED, |p| p.saturating_sub(used));
+            Ok::<_, ApiError>((remaining, plan, time::iso_ms(start), time::iso_ms(end)))
+        })
+        .await?;
     Ok(HttpResponse::Ok().json(json!({"success": true, "data": {
         "remainingTokens": remaining, "planTokens": plan, "unlimited": plan.is_none(),
         "billingPeriodStart": start, "billingPeriodEnd": end,
@@ -206,12 +206,14 @@ async fn history(
     auth: &Authenticated,
     req: &HttpRequest,
     field: &'static str,
-    scale: u64,
 ) -> Result<Value, ApiError> {
     let by_key = url::form_urlencoded::parse(req.query_string().as_bytes())
         .any(|(k, v)| k == "byApiKey" && v == "true");
-    if by_key {
-        return Err(ApiError::not_available("byApiKey", "usage is recorded per team, not per API key"));
+    if by_key && field == "creditsUsed" {
+        return Err(ApiError::not_available(
+            "byApiKey",
+            "credits are recorded per team; language-model tokens per key (token-usage/historical)",
+        ));
     }
     let (teams, team) = (Arc::clone(&state.runtime.services().teams), auth.team.clone());
     state
@@ -220,10 +222,18 @@ async fn history(
             let mut periods = Vec::new();
             for _ in 0..HISTORY_MONTHS {
                 let (start, end) = ledger::month_bounds(month);
-                let used = teams.used_everywhere(&team, month).await?.saturating_mul(scale);
-                periods.push(
-                    json!({"startDate": time::iso_ms(start), "endDate": time::iso_ms(end), field: used}),
-                );
+                let (start, end) = (time::iso_ms(start), time::iso_ms(end));
+                if field == "creditsUsed" {
+                    let used = teams.used_everywhere(&team, month).await?;
+                    periods.push(json!({"startDate": start, "endDate": end, field: used}));
+                } else if by_key {
+                    for (key, used) in teams.tokens_everywhere(&team, month).await?.1 {
+                        periods.push(json!({"startDate": start, "endDate": end, "apiKey": key, field: used}));
+                    }
+                } else {
+                    let (used, _) = teams.tokens_everywhere(&team, month).await?;
+                    periods.push(json!({"startDate": start, "endDate": end, field: used}));
+                }
                 month = ledger::previous_month(month);
             }
             Ok(json!({"success": true, "periods": periods}))
@@ -236,7 +246,7 @@ async fn credit_history(
     state: web::Data<AppState>,
     auth: Authenticated,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(history(&state, &auth, &req, "creditsUsed", 1).await?))
+    Ok(HttpResponse::Ok().json(history(&state, &auth, &req, "creditsUsed").await?))
 }
 
 async fn token_history(
@@ -244,7 +254,7 @@ async fn token_history(
     state: web::Data<AppState>,
     auth: Authenticated,
 ) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(history(&state, &auth, &req, "tokensUsed", TOKENS_PER_CREDIT).await?))
+    Ok(HttpResponse::Ok().json(history(&state, &auth, &req, "tokensUsed").await?))
 }
 
 async fn queue_status(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {

@@ -105,6 +105,8 @@ codes! {
     SessionLimit => (429, "TOO_MANY_SESSIONS"),
     /// Interact with a `prompt` needs a language model, which this server does not have yet.
     AgentUnavailable => (503, "FEATURE_NOT_AVAILABLE"),
+    /// The language-model server failed, timed out or answered unusably.
+    LlmFailed => (502, "LLM_ERROR"),
     /// The node that owns the job is not a live member of the cluster now.
     NodeUnavailable => (503, "NODE_UNAVAILABLE"),
     /// The job's stored record could not be read by this build and is held in quarantine.
@@ -131,6 +133,7 @@ mod tests {
                     | Code::AgentUnavailable
                     | Code::RecordQuarantined
                     | Code::NodeUnavailable
+                    | Code::LlmFailed
             );
             assert_eq!(status >= 500, server_side, "{code:?} has status {status}");
         }

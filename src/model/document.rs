@@ -44,6 +44,18 @@ pub struct Document {
     /// The page's brand identity (colours, fonts, typography, components, images).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branding: Option<Value>,
+    /// Data extracted by the language model (`json` format).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub json: Option<Value>,
+    /// The page summarised (`summary` format).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The answer to the `question` (or `query`) format.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// Verbatim passages of the page matching the `highlights` query, one per paragraph.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub highlights: Option<String>,
     /// Something the caller should know about this result.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,

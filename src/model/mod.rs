@@ -16,5 +16,7 @@ pub use code::{Code, ErrorCode};
 pub use crawl::{CrawlOptions, JobKind, JobStatus, MapOptions, SitemapMode};
 pub use document::{ActionResults, CacheState, ChangeTracking, Document, Engine, Metadata, ProxyUsed};
 pub use ids::{JobId, TeamId};
-pub use options::{ChangeTrackingSpec, Formats, Location, PdfParser, ProxyMode, ScrapeOptions};
+pub use options::{
+    ChangeTrackingSpec, Formats, JsonSpec, Location, PdfParser, ProxyMode, QuerySpec, ScrapeOptions,
+};
 pub use webhook::{EventKind, WebhookSpec};

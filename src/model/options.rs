@@ -50,6 +50,35 @@ pub struct ChangeTrackingSpec {
     pub git_diff: bool,
     /// Separates independent histories of the same URL.
     pub tag: Option<String>,
+    /// `json` mode: what to extract and compare with the last extraction.
+    pub json: Option<JsonSpec>,
+}
+
+/// What the `json` format (or change tracking's `json` mode) extracts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct JsonSpec {
+    /// The caller's JSON Schema as JSON text (text, so that every encoding carries it).
+    pub schema: Option<String>,
+    /// What to extract, in words.
+    pub prompt: Option<String>,
+}
+
+impl JsonSpec {
+    /// The schema as a JSON value.
+    pub fn schema_value(&self) -> Option<serde_json::Value> {
+        self.schema.as_deref().and_then(|text| serde_json::from_str(text).ok())
+    }
+}
+
+/// The deprecated `query` format.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct QuerySpec {
+    /// The question.
+    pub prompt: String,
+    /// `directQuote` mode: the answer is verbatim text of the page.
+    pub direct_quote: bool,
 }
 
 /// Which outputs the caller asked for.
@@ -76,6 +105,28 @@ pub struct Formats {
     pub screenshot: Option<ScreenshotSpec>,
     /// `branding`
     pub branding: bool,
+    /// `json`
+    pub json: Option<JsonSpec>,
+    /// `summary`
+    pub summary: bool,
+    /// `question`: the question
+    pub question: Option<String>,
+    /// `query` (deprecated)
+    pub query: Option<QuerySpec>,
+    /// `highlights`: what to find
+    pub highlights: Option<String>,
+}
+
+impl Formats {
+    /// Whether a language model produces any of these formats.
+    pub fn need_model(&self) -> bool {
+        self.json.is_some()
+            || self.summary
+            || self.question.is_some()
+            || self.query.is_some()
+            || self.highlights.is_some()
+            || self.change_tracking.as_ref().is_some_and(|c| c.json.is_some())
+    }
 }
 
 /// How PDFs are handled (`parsers`).
@@ -140,6 +191,11 @@ pub struct ScrapeOptions {
     pub actions: Vec<Action>,
     /// Persistent browser profile.
     pub profile: Option<Profile>,
+    /// Language-model cleaning pass over the Markdown (`onlyCleanContent`).
+    pub only_clean_content: bool,
+    /// Not an option of the API: the label of the API key the request came with, so the
+    /// language-model tokens its pages use are counted per key.
+    pub payer_key: Option<String>,
 }
 
 impl Default for ScrapeOptions {
@@ -166,6 +222,8 @@ impl Default for ScrapeOptions {
             wait_for_ms: 0,
             actions: Vec::new(),
             profile: None,
+            only_clean_content: false,
+            payer_key: None,
         }
     }
 }
@@ -200,6 +258,11 @@ impl ScrapeOptions {
     /// Sensitive requests (actions, a profile) are never written to the shared cache.
     fn is_personal(&self) -> bool {
         !self.actions.is_empty() || self.profile.is_some()
+    }
+
+    /// Whether a language model works on this request's pages.
+    pub fn need_model(&self) -> bool {
+        self.formats.need_model() || self.only_clean_content
     }
 
     /// Whether only the cache may be used (never the target).

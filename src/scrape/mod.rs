@@ -9,6 +9,7 @@ pub mod credits;
 pub mod document;
 pub mod engine;
 pub mod links;
+mod model_formats;
 mod pool;
 pub mod profiles;
 pub mod reindex;
@@ -78,6 +79,9 @@ pub enum ScrapeError {
     /// Storage failed.
     #[error("storage error: {0}")]
     Store(#[from] StoreError),
+    /// The language model failed a format that needs it.
+    #[error("language model: {0}")]
+    Model(#[from] crate::llm::LlmError),
     /// A worker task died.
     #[error("internal error: {0}")]
     Internal(String),
@@ -112,6 +116,7 @@ impl ErrorCode for ScrapeError {
                 BrowserError::Navigation(_) => Code::ScrapeSiteError,
                 _ => Code::BrowserFailed,
             },
+            Self::Model(_) => Code::LlmFailed,
             Self::Store(_) | Self::Internal(_) => Code::Unknown,
         }
     }
@@ -131,6 +136,8 @@ pub struct Scraper {
     profiles: Arc<std::sync::OnceLock<Arc<dyn profiles::ProfileKeeper>>>,
     /// Where stored pages go to be searchable, once the server started its index.
     index: Arc<std::sync::OnceLock<crate::search::indexer::IndexHandle>>,
+    /// The language model, when one is configured.
+    llm: Option<crate::llm::Llm>,
 }
 
 /// Where an interact session can find a scrape's page state.
@@ -203,6 +210,7 @@ impl Scraper {
         };
         let key = store.secret(links::KEY_NAME).map_err(|e| format!("file link key: {e}"))?;
         let links = links::FileLinks::new(key);
+        let llm = crate::llm::Llm::from_settings(&settings.llm, store.clone())?;
         Ok(Self {
             engine,
             browser,
@@ -213,7 +221,20 @@ impl Scraper {
             links,
             profiles: Arc::default(),
             index: Arc::default(),
+            llm,
         })
+    }
+
+    /// The language model, when one is configured.
+    pub fn llm(&self) -> Option<&crate::llm::Llm> {
+        self.llm.as_ref()
+    }
+
+    /// Uses `llm` as the language model (a test's or another protocol's client).
+    #[must_use]
+    pub fn with_llm(mut self, llm: crate::llm::Llm) -> Self {
+        self.llm = Some(llm);
+        self
     }
 
     /// Links stored files under `base` (the address the server listens on), unless a
@@ -431,6 +452,9 @@ impl Scraper {
         {
             index.offer(page);
         }
+        if options.need_model() {
+            model_formats::apply(self.llm.as_ref(), job, &mut doc, &mut warnings, deadline).await?;
+        }
         if let Some(spec) = &options.formats.change_tracking {
             if options.zero_data_retention {
                 warnings.push("change tracking keeps no history for zero-data-retention requests; compared with the stored baseline only".to_owned());
@@ -475,7 +499,9 @@ impl Scraper {
         sourced: Sourced,
         discover: bool,
     ) -> Result<(document::Built, Sourced), ScrapeError> {
-        let options = job.options.clone();
+        let mut options = job.options.clone();
+        // The model reads the page as Markdown, asked for or not (dropped again after).
+        options.formats.markdown |= options.need_model();
         let source_url = job.source_url.clone();
         let limits = self.settings.documents.limits();
         let size = sourced.page.body.len();

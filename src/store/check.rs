@@ -55,7 +55,7 @@ fn reader(name: &str) -> fn(&[u8]) -> std::result::Result<(), CodecError> {
         trees::PAGE_CACHE => typed::<super::page_cache::StoredPage>,
         trees::CHANGE_HISTORY => typed::<super::Baseline>,
         trees::TEAMS => typed::<super::teams::TeamRecord>,
-        trees::LEDGER => typed::<u64>,
+        trees::LEDGER | trees::TOKENS => typed::<u64>,
         trees::ACTIVITY => typed::<super::activity::ActivityRecord>,
         trees::FILES => typed::<super::files::StoredFile>,
         trees::PROFILES => typed::<super::profiles::ProfileState>,

@@ -77,26 +77,31 @@ impl Ledger {
         if credits == 0 {
             return Ok(());
         }
-        let key = key(team, month_of(at_ms));
-        loop {
-            let current = self.tree.get(&key)?;
-            let used = match &current {
-                Some(bytes) => match self.q.read::<u64>(&self.tree, &key, bytes)? {
-                    Some(used) => used,
-                    None => continue,
-                },
-                None => 0,
-            };
-            let next = codec::encode(&used.saturating_add(credits))?;
-            if self.tree.compare_and_swap(&key, current, Some(next))?.is_ok() {
-                return Ok(());
-            }
-        }
+        add_to(&self.tree, &self.q, &key(team, month_of(at_ms)), credits)
     }
 
     /// Credits the team used in `month`.
     pub fn used(&self, team: &TeamId, month: Month) -> Result<u64> {
         Ok(self.q.get::<u64>(&self.tree, &key(team, month))?.unwrap_or(0))
+    }
+}
+
+/// Adds `n` to the counter at `key` of `tree` (compare-and-swap, so concurrent additions
+/// never lose one).
+pub(super) fn add_to(tree: &sled::Tree, q: &Quarantine, key: &[u8], n: u64) -> Result<()> {
+    loop {
+        let current = tree.get(key)?;
+        let used = match &current {
+            Some(bytes) => match q.read::<u64>(tree, key, bytes)? {
+                Some(used) => used,
+                None => continue,
+            },
+            None => 0,
+        };
+        let next = codec::encode(&used.saturating_add(n))?;
+        if tree.compare_and_swap(key, current, Some(next))?.is_ok() {
+            return Ok(());
+        }
     }
 }
 

@@ -30,6 +30,7 @@ pub mod scrapes;
 mod secrets;
 pub mod space;
 pub mod teams;
+pub mod tokens;
 
 use std::path::Path;
 
@@ -64,6 +65,8 @@ pub mod trees {
     pub const TEAMS: &str = "teams";
     /// (team, month) → credits used.
     pub const LEDGER: &str = "credit_ledger";
+    /// (team, month, key label) → language-model tokens used.
+    pub const TOKENS: &str = "token_ledger";
     /// (team, time, id) → activity record.
     pub const ACTIVITY: &str = "activity";
     /// File id → screenshot or PDF.
@@ -157,6 +160,8 @@ pub struct Store {
     pub teams: TeamStore,
     /// Credits used.
     pub ledger: Ledger,
+    /// Language-model tokens used.
+    pub tokens: tokens::TokenLedger,
     /// What teams started, for a day.
     pub activity: ActivityLog,
     /// Screenshots and PDFs.
@@ -243,6 +248,7 @@ impl Store {
             outbox: Outbox::open(&db, q.clone())?,
             teams: TeamStore::new(db.open_tree(trees::TEAMS)?, q.clone()),
             ledger: Ledger::new(db.open_tree(trees::LEDGER)?, q.clone()),
+            tokens: tokens::TokenLedger::new(db.open_tree(trees::TOKENS)?, q.clone()),
             activity: ActivityLog::new(db.open_tree(trees::ACTIVITY)?, q.clone()),
             files: files::FileStore::new(db.open_tree(trees::FILES)?, q.clone()),
             profiles: profiles::ProfileStore::new(db.open_tree(trees::PROFILES)?, q.clone()),

@@ -48,6 +48,8 @@ enum Request {
     KeyTeam([u8; 32]),
     /// Credits the team used in the month through this node.
     Used(String, Month),
+    /// Language-model tokens the team used in the month through this node.
+    Tokens(String, Month),
     /// The sender holds `held` of the team's slots and has `want` pages waiting (to the
     /// team's owner).
     Slots {
@@ -85,6 +87,8 @@ enum Response {
     KeyTeam(Option<String>),
     /// See [`Request::Used`].
     Used(u64),
+    /// See [`Request::Tokens`]: the total and the use per key label.
+    Tokens(u64, Vec<(String, u64)>),
     /// See [`Request::Slots`].
     Slots(Grant),
     /// See [`Request::Rate`]: `None` when allowed, else how long to wait (ms).
@@ -252,6 +256,37 @@ impl Teams {
         }
         Ok(used)
     }
+
+    /// Language-model tokens the team used in `month` on every live node: the total and
+    /// the use per key label.
+    pub async fn tokens_everywhere(
+        &self,
+        team: &TeamId,
+        month: Month,
+    ) -> Result<(u64, Vec<(String, u64)>), crate::store::StoreError> {
+        let (mut total, mine) = self.tokens_used(team, month)?;
+        let mut by_key: std::collections::BTreeMap<String, u64> = mine.into_iter().collect();
+        if let Some(cluster) = self.cluster.get() {
+            let request = Request::Tokens(team.as_str().to_owned(), month);
+            let asks = peers(cluster);
+            let answers =
+                futures::future::join_all(asks.iter().map(|node| ask(cluster, node, &request))).await;
+            for (node, answer) in asks.iter().zip(answers) {
+                match answer {
+                    Some(Response::Tokens(n, keys)) => {
+                        total = total.saturating_add(n);
+                        for (label, n) in keys {
+                            *by_key.entry(label).or_default() += n;
+                        }
+                    }
+                    _ => {
+                        tracing::warn!(node = %node, team = %team.as_str(), "a node's token use is not counted")
+                    }
+                }
+            }
+        }
+        Ok((total, by_key.into_iter().collect()))
+    }
 }
 
 /// Answers the peers' questions about teams.
@@ -271,6 +306,11 @@ impl crate::cluster::Handler for TeamsHandler {
                         .map_err(|e| e.to_string())?
                         .map(|t| t.as_str().to_owned()),
                 ),
+                Request::Tokens(team, month) => {
+                    let team = TeamId::parse(&team).map_err(|e| e.clone())?;
+                    let (total, by_key) = teams.tokens_used(&team, month).map_err(|e| e.to_string())?;
+                    Response::Tokens(total, by_key)
+                }
                 Request::Used(team, month) => {
                     let team = TeamId::parse(&team).map_err(|e| e.clone())?;
                     Response::Used(teams.used(&team, month).map_err(|e| e.to_string())?)

@@ -162,6 +162,11 @@ impl Teams {
         self.store.ledger.used(team, month)
     }
 
+    /// Language-model tokens used in `month` through this node: in total, and per key label.
+    pub fn tokens_used(&self, team: &TeamId, month: Month) -> Result<(u64, Vec<(String, u64)>), StoreError> {
+        Ok((self.store.tokens.used(team, month)?, self.store.tokens.by_key(team, month)?))
+    }
+
     /// Credits left this month (on every node of a cluster); `None` is unlimited.
     pub async fn remaining(&self, team: &TeamId) -> Result<Option<u64>, StoreError> {
         let Some(plan) = self.plan(team).credits else { return Ok(None) };
@@ -269,6 +274,18 @@ impl Teams {
         };
         limiter.check().map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
     }
+}
+
+/// How a key is named in usage reports: its first three and last six characters
+/// (`fc-…a1b2c3`), enough to tell a team's keys apart without revealing them.
+pub fn key_label(value: &str) -> String {
+    let chars: Vec<char> = value.chars().collect();
+    if chars.len() <= 12 {
+        return format!("…{}", chars.iter().skip(chars.len().saturating_sub(4)).collect::<String>());
+    }
+    let head: String = chars[..3].iter().collect();
+    let tail: String = chars[chars.len() - 6..].iter().collect();
+    format!("{head}…{tail}")
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ pub mod crawlsite;
 pub mod docpages;
 pub mod hostile;
 pub mod jspages;
+pub mod openai;
 pub mod process;
 pub mod proxy;
 pub mod receiver;

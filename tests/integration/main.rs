@@ -20,6 +20,7 @@ mod engine;
 mod faults;
 mod hostile;
 mod interact;
+mod llm;
 mod map;
 mod observe;
 mod openapi;
