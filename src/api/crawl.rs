@@ -65,6 +65,7 @@ pub async fn start(
     let mut map = body::object(&bytes)?;
     body::reject_unknown(&mut map, &[CRAWL_KEYS, body::field_names::<CrawlBody>()], "")?;
     let (url, _) = target::parse(map.remove("url"), "url")?;
+    super::crawl_prompt::apply(&state, &auth, url.as_str(), &mut map).await?;
     let options = crawl_body::parse(map, auth.caller())?;
     if let Some(webhook) = &options.webhook {
         super::webhook::check_allowed(webhook, state.scraper.engine().policy())?;

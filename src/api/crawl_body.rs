@@ -21,7 +21,8 @@ const MAX_DELAY_SECS: f64 = 60.0;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schema(as = CrawlOptions)]
 pub struct CrawlBody {
-    /// Natural-language crawl instructions (needs a language model; not available yet).
+    /// Natural-language crawl instructions, turned into crawl options by the language model
+    /// (options given explicitly win); needs `llm.base_url`.
     pub prompt: Option<String>,
     /// Regexes on the URL path; matching URLs are not crawled.
     pub exclude_paths: Option<Vec<String>>,
@@ -82,10 +83,7 @@ pub fn parse(map: Map<String, Value>, caller: Caller<'_>) -> Result<CrawlOptions
 impl CrawlBody {
     fn validate(self, caller: Caller<'_>) -> Result<CrawlOptions, ApiError> {
         if self.prompt.as_deref().is_some_and(|p| !p.is_empty()) {
-            return Err(ApiError::not_available(
-                "prompt",
-                "generating crawl options needs a language model, which is not configured",
-            ));
+            return Err(ApiError::not_available("prompt", super::formats::NO_MODEL));
         }
         if (self.ignore_robots_txt == Some(true) || self.robots_user_agent.is_some())
             && !caller.flags.enterprise

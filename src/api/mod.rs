@@ -12,6 +12,7 @@ pub mod body;
 pub mod cluster;
 pub mod crawl;
 pub mod crawl_body;
+pub mod crawl_prompt;
 pub mod error;
 pub mod files;
 pub mod formats;
@@ -27,6 +28,7 @@ pub mod options;
 pub mod parse;
 pub mod scrape;
 pub mod search;
+pub mod support;
 pub mod target;
 pub mod team;
 pub mod webhook;
@@ -105,10 +107,11 @@ pub fn create_app(
         Surface::Metrics => true,
     };
     let api = surface == Surface::Api;
-    let routes: [fn(&mut web::ServiceConfig); 12] = [
+    let routes: [fn(&mut web::ServiceConfig); 14] = [
         health::configure,
         openapi::configure,
         scrape::configure,
+        crawl_prompt::configure,
         crawl::configure,
         batch::configure,
         map::configure,
@@ -118,6 +121,7 @@ pub fn create_app(
         files::configure,
         interact::configure,
         cluster::configure,
+        support::configure,
     ];
     // Metrics recorded from the first request on.
     let _ = observe::recorder();

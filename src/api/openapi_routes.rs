@@ -156,6 +156,42 @@ pub fn add(doc: &mut Value) {
         ),
         true,
     );
+    let body_of = |properties: Value, required: Value| {
+        json!({"required": true, "content": {"application/json": {"schema": {
+            "type": "object", "required": required, "properties": properties}}}})
+    };
+    let prompt = json!({"type": "string", "minLength": 1, "maxLength": 10000});
+    paths["/v2/crawl/params-preview"]["post"] = operation(
+        "Crawl options proposed for a prompt (by the language model, or read by rules without one)",
+        vec![],
+        json_response(
+            "Proposed options",
+            success_with(json!({"data": object.clone(), "warning": {"type": "string"}})),
+        ),
+        true,
+    );
+    paths["/v2/crawl/params-preview"]["post"]["requestBody"] = body_of(
+        json!({"url": {"type": "string", "format": "uri"}, "prompt": prompt}),
+        json!(["url", "prompt"]),
+    );
+    paths["/v2/support/docs-search"]["post"] = operation(
+        "A question about this server answered from its documentation",
+        vec![],
+        json_response(
+            "Answer",
+            success_with(json!({
+                "requestId": {"type": "string"}, "answer": {"type": "string"},
+                "evidence": list(json!({"type": "object", "properties": {
+                    "pathOrUrl": {"type": "string"}, "reason": {"type": "string"}}})),
+                "usage": object.clone(), "durationMs": {"type": "integer"}, "warning": {"type": "string"},
+            })),
+        ),
+        true,
+    );
+    paths["/v2/support/docs-search"]["post"]["requestBody"] = body_of(
+        json!({"question": {"type": "string", "minLength": 1, "maxLength": 2000}}),
+        json!(["question"]),
+    );
     let binary = |mime: &str, what: &str| json!({"description": what, "content": {mime: {"schema": {"type": "string", "format": "binary"}}}});
     paths["/v2/files/{name}"]["get"] = operation(
         "A screenshot or PDF of a scrape (a signed link)",

@@ -166,6 +166,15 @@ impl SearchIndex {
         Self::open_with(dir, false)
     }
 
+    /// An empty index in memory (the documentation's passages).
+    pub fn in_memory() -> tantivy::Result<Self> {
+        let (schema, fields) = schema();
+        let index = Index::create_in_ram(schema);
+        let writer = Some(Mutex::new(index.writer_with_num_threads(1, 15 << 20)?));
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
+        Ok(Self { index, reader, writer, fields })
+    }
+
     fn open_with(dir: &Path, write: bool) -> tantivy::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let (schema, fields) = schema();

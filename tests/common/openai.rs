@@ -209,9 +209,27 @@ fn scripted(system: &str, user: &str) -> String {
             .unwrap_or_default();
         return json!({"quotes": [found, "A sentence the page never said."]}).to_string();
     }
+    if system.contains("questions about ferrocrawl") {
+        let first = user.split("\n").nth(1).unwrap_or_default();
+        return json!({"answer": format!("According to the documentation: {first}"), "sources": [1]})
+            .to_string();
+    }
     if system.contains("answer questions") {
         let question = user.rsplit("Question: ").next().unwrap_or_default();
         return format!("About {}: {question}", title(user));
+    }
+    if system.contains("request for a web crawl") {
+        let request = user.rsplit("Request: ").next().unwrap_or_default();
+        if request.contains("broken") {
+            return json!({"includePaths": ["[unclosed"]}).to_string();
+        }
+        let paths: Vec<String> = request
+            .split_whitespace()
+            .filter(|w| w.starts_with('/'))
+            .map(|w| format!("^{}(/.*)?$", w.trim_end_matches([',', '.'])))
+            .collect();
+        let limit = request.split_whitespace().find_map(|w| w.parse::<u64>().ok());
+        return json!({"includePaths": paths, "limit": limit, "allowSubdomains": null}).to_string();
     }
     if system.contains("extract structured data") {
         return format!("```json\n{}\n```", json!({"title": title(user)}));

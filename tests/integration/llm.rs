@@ -212,3 +212,85 @@ async fn without_a_model_the_formats_name_the_setting() {
         assert!(message.contains("llm.base_url"), "{message}");
     }
 }
+
+#[tokio::test]
+async fn crawl_options_come_from_the_prompt() {
+    let model = FakeModel::start(Behaviour::default());
+    let with_model = server_with(&model, |_| {}).await;
+    let body = json!({"url": "https://example.com", "prompt": "the /blog section, 25 pages"});
+    let (status, answer) =
+        with_model.request(reqwest::Method::POST, "/v2/crawl/params-preview", Some(&body)).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["data"]["url"], "https://example.com/");
+    assert_eq!(answer["data"]["includePaths"], json!(["^/blog(/.*)?$"]));
+    assert_eq!(answer["data"]["limit"], 25);
+    assert!(answer["data"].get("allowSubdomains").is_none(), "nulls are left out: {answer}");
+    let broken = json!({"url": "https://example.com", "prompt": "something broken"});
+    let got = with_model.request(reqwest::Method::POST, "/v2/crawl/params-preview", Some(&broken)).await;
+    let message = assert_error(&got, 400, "BAD_REQUEST");
+    assert!(message.contains("rephras") && message.contains("includePaths"), "{message}");
+    // Without a model: the rule-based reading, said in the warning.
+    let plain = TestServer::start().await;
+    let body = json!({"url": "https://example.com", "prompt": "only /docs, skip /docs/old, at most 40 pages, no subdomains"});
+    let (status, answer) =
+        plain.request(reqwest::Method::POST, "/v2/crawl/params-preview", Some(&body)).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["data"]["includePaths"], json!(["^/docs(/.*)?$"]));
+    assert_eq!(answer["data"]["excludePaths"], json!(["^/docs/old(/.*)?$"]));
+    assert_eq!(answer["data"]["limit"], 40);
+    assert_eq!(answer["data"]["allowSubdomains"], false);
+    assert!(answer["warning"].as_str().unwrap_or_default().contains("llm.base_url"), "{answer}");
+    let missing = plain
+        .request(
+            reqwest::Method::POST,
+            "/v2/crawl/params-preview",
+            Some(&json!({"url": "https://example.com"})),
+        )
+        .await;
+    assert!(assert_error(&missing, 400, "BAD_REQUEST").contains("`prompt`"));
+    // A crawl's prompt needs the model; explicit options win over it.
+    let site = FixtureSite::start();
+    // The start page answers slowly, so the crawl is still active when its options are read.
+    let crawl = json!({"url": site.url("/slow"), "prompt": "/guides, 1 page", "limit": 3});
+    let got = plain.request(reqwest::Method::POST, "/v2/crawl", Some(&crawl)).await;
+    assert!(assert_error(&got, 400, "FEATURE_NOT_AVAILABLE").contains("llm.base_url"));
+    let id = with_model.start_crawl(crawl).await;
+    let (_, active) = with_model.request(reqwest::Method::GET, "/v2/crawl/active", None).await;
+    let options = active["crawls"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["id"] == id.as_str()))
+        .map(|c| c["options"].clone());
+    let options = options.unwrap_or_else(|| panic!("the crawl is active: {active}"));
+    assert_eq!(options["includePaths"], json!(["^/guides(/.*)?$"]), "the prompt's paths: {options}");
+    assert_eq!(options["limit"], 3, "the explicit limit won over the prompt's 1: {options}");
+}
+
+#[tokio::test]
+async fn documentation_questions_are_answered_with_evidence() {
+    let plain = TestServer::start().await;
+    let question = json!({"question": "Which setting limits the calls in flight to the language model?"});
+    let (status, answer) =
+        plain.request(reqwest::Method::POST, "/v2/support/docs-search", Some(&question)).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["evidence"][0]["pathOrUrl"], "config/default.toml#llm", "{answer}");
+    assert!(answer["answer"].as_str().unwrap_or_default().contains("max_concurrency"), "{answer}");
+    assert!(answer["warning"].as_str().unwrap_or_default().contains("extractive"), "{answer}");
+    assert_eq!(answer["usage"]["totalTokens"], 0);
+    assert!(answer["requestId"].as_str().is_some() && answer["durationMs"].is_u64());
+    let model = FakeModel::start(Behaviour::default());
+    let app = server_with(&model, |_| {}).await;
+    let (status, answer) =
+        app.request(reqwest::Method::POST, "/v2/support/docs-search", Some(&question)).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(
+        answer["answer"].as_str().unwrap_or_default().starts_with("According to the documentation"),
+        "{answer}"
+    );
+    assert_eq!(answer["evidence"].as_array().map(Vec::len), Some(1), "{answer}");
+    assert_eq!(answer["usage"]["totalTokens"], 120);
+    let excerpts = model.requests()[0]["messages"][1]["content"].as_str().unwrap_or_default().to_owned();
+    assert!(excerpts.starts_with("[1] config/default.toml#llm"), "{excerpts}");
+    let empty =
+        app.request(reqwest::Method::POST, "/v2/support/docs-search", Some(&json!({"question": ""}))).await;
+    assert!(assert_error(&empty, 400, "BAD_REQUEST").contains("`question`"));
+}

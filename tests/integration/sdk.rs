@@ -1,9 +1,10 @@
 //! The official Firecrawl SDKs work against the server: Python (`firecrawl-py`) for scrape,
-//! crawl, map and search; JavaScript (`@mendable/firecrawl-js`) for search. The test
+//! crawl, map, search and the language-model formats; JavaScript (`@mendable/firecrawl-js`) for search. The test
 //! command installs the SDKs; a missing SDK fails its test rather than skipping it.
 
 use std::process::Command;
 
+use crate::common::openai::{Behaviour, FakeModel};
 use crate::common::searchsite::SearchSite;
 use crate::common::{CrawlSite, FixtureSite, KEY, TestServer};
 
@@ -60,6 +61,22 @@ async fn python_sdk_scrapes_through_the_server() {
     let app = TestServer::start().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_scrape.py");
     run_script(script, app.base.clone(), site.url(""), "sdk ok").await;
+}
+
+#[tokio::test]
+async fn python_sdk_uses_the_language_model_formats() {
+    let site = FixtureSite::start();
+    let model = FakeModel::start(Behaviour::default());
+    let url = model.url();
+    let app = TestServer::builder()
+        .settings(move |s| {
+            s.llm.base_url = url;
+            s.llm.model = "test-model".into();
+        })
+        .start()
+        .await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_llm.py");
+    run_script(script, app.base.clone(), site.url(""), "sdk llm ok").await;
 }
 
 #[tokio::test]
