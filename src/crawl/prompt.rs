@@ -76,10 +76,10 @@ pub fn options(prompt: &str) -> Map<String, Value> {
             out.insert("limit".into(), json!(n));
         }
     }
-    if let Some(c) = DEPTH.captures(prompt) {
-        if let Some(n) = c.get(1).or(c.get(2)).and_then(|m| m.as_str().parse::<u32>().ok()) {
-            out.insert("maxDiscoveryDepth".into(), json!(n));
-        }
+    if let Some(c) = DEPTH.captures(prompt)
+        && let Some(n) = c.get(1).or(c.get(2)).and_then(|m| m.as_str().parse::<u32>().ok())
+    {
+        out.insert("maxDiscoveryDepth".into(), json!(n));
     }
     if let Some(c) = DELAY.captures(prompt) {
         let (number, unit) = match (c.get(1), c.get(2)) {
