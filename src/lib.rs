@@ -136,8 +136,14 @@ pub async fn serve(
             api::forward::Handler::new(format!("http://{reachable}")).map_err(StartupError::Engine)?;
         cluster.serve(cluster::Channel::Http, forward);
     }
-    let search_providers =
+    let search_providers: Arc<[Arc<dyn search::Provider>]> =
         search::providers(&settings, scraper.search_index().map(|h| Arc::clone(&h.index))).into();
+    let model_jobs = service::model_jobs::ModelJobs::new(runtime.clone(), Arc::clone(&search_providers));
+    match model_jobs.resume() {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(jobs = n, "extract and agent jobs resumed"),
+        Err(e) => tracing::warn!(error = %e, "extract and agent jobs could not be resumed"),
+    }
     let state = web::Data::new(api::AppState {
         settings: Arc::clone(&settings),
         scraper,
@@ -145,6 +151,7 @@ pub async fn serve(
         jobs,
         services_runtime: tokio::runtime::Handle::current(),
         search_providers,
+        model_jobs,
     });
     let openapi = web::Data::new(api::openapi::OpenApiJson::build());
     let workers = match settings.server.workers {

@@ -21,6 +21,7 @@ pub mod health;
 pub mod interact;
 pub mod job_view;
 pub mod map;
+pub mod model_jobs;
 pub mod observe;
 pub mod openapi;
 pub mod openapi_routes;
@@ -63,6 +64,8 @@ pub struct AppState {
     pub services_runtime: tokio::runtime::Handle,
     /// The search providers of `search.providers`, in order, made once.
     pub search_providers: Arc<[Arc<dyn crate::search::Provider>]>,
+    /// Extract and agent jobs.
+    pub model_jobs: crate::service::model_jobs::ModelJobs,
 }
 
 impl AppState {
@@ -107,7 +110,7 @@ pub fn create_app(
         Surface::Metrics => true,
     };
     let api = surface == Surface::Api;
-    let routes: [fn(&mut web::ServiceConfig); 14] = [
+    let routes: [fn(&mut web::ServiceConfig); 15] = [
         health::configure,
         openapi::configure,
         scrape::configure,
@@ -122,6 +125,7 @@ pub fn create_app(
         interact::configure,
         cluster::configure,
         support::configure,
+        model_jobs::configure,
     ];
     // Metrics recorded from the first request on.
     let _ = observe::recorder();

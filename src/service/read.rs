@@ -75,7 +75,7 @@ pub struct ActiveJob {
     pub job: Job,
 }
 
-async fn blocking<T: Send + 'static>(
+pub(super) async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, JobError> + Send + 'static,
 ) -> Result<T, JobError> {
     tokio::task::spawn_blocking(work).await.map_err(|e| JobError::Internal(e.to_string()))?

@@ -56,6 +56,7 @@ fn reader(name: &str) -> fn(&[u8]) -> std::result::Result<(), CodecError> {
         trees::CHANGE_HISTORY => typed::<super::Baseline>,
         trees::TEAMS => typed::<super::teams::TeamRecord>,
         trees::LEDGER | trees::TOKENS => typed::<u64>,
+        trees::MODEL_JOBS => typed::<super::model_jobs::ModelJobRecord>,
         trees::ACTIVITY => typed::<super::activity::ActivityRecord>,
         trees::FILES => typed::<super::files::StoredFile>,
         trees::PROFILES => typed::<super::profiles::ProfileState>,

@@ -21,6 +21,7 @@ pub mod keys;
 pub mod ledger;
 mod legacy;
 mod migrate;
+pub mod model_jobs;
 pub mod outbox;
 pub mod page_cache;
 pub mod profiles;
@@ -67,6 +68,8 @@ pub mod trees {
     pub const LEDGER: &str = "credit_ledger";
     /// (team, month, key label) → language-model tokens used.
     pub const TOKENS: &str = "token_ledger";
+    /// Extract or agent job id → its request, state and result.
+    pub const MODEL_JOBS: &str = "model_jobs";
     /// (team, time, id) → activity record.
     pub const ACTIVITY: &str = "activity";
     /// File id → screenshot or PDF.
@@ -162,6 +165,8 @@ pub struct Store {
     pub ledger: Ledger,
     /// Language-model tokens used.
     pub tokens: tokens::TokenLedger,
+    /// Extract and agent jobs.
+    pub model_jobs: model_jobs::ModelJobStore,
     /// What teams started, for a day.
     pub activity: ActivityLog,
     /// Screenshots and PDFs.
@@ -249,6 +254,7 @@ impl Store {
             teams: TeamStore::new(db.open_tree(trees::TEAMS)?, q.clone()),
             ledger: Ledger::new(db.open_tree(trees::LEDGER)?, q.clone()),
             tokens: tokens::TokenLedger::new(db.open_tree(trees::TOKENS)?, q.clone()),
+            model_jobs: model_jobs::ModelJobStore::new(db.open_tree(trees::MODEL_JOBS)?, q.clone()),
             activity: ActivityLog::new(db.open_tree(trees::ACTIVITY)?, q.clone()),
             files: files::FileStore::new(db.open_tree(trees::FILES)?, q.clone()),
             profiles: profiles::ProfileStore::new(db.open_tree(trees::PROFILES)?, q.clone()),

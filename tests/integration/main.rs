@@ -21,6 +21,7 @@ mod faults;
 mod hostile;
 mod interact;
 mod llm;
+mod llm_jobs;
 mod map;
 mod observe;
 mod openapi;

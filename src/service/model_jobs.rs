@@ -1,0 +1,443 @@
+//! Extract and agent jobs (`POST /v2/extract`, `POST /v2/agent`; contract §11): asynchronous
+//! jobs that gather pages (the URLs given, or the best search results for the prompt when
+//! none are), scrape each within the team's concurrency limit, have the language model
+//! extract what the prompt and schema ask for from every page, and merge the pages' values
+//! into one. The job's record is written before the answer, and a job found unfinished at
+//! start runs again, so an accepted job is never lost. Billing follows the contract:
+//! at least 20 credits must be left to start; the job costs one credit per 15 tokens used.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use url::Url;
+
+use super::JobError;
+use super::read::blocking;
+use crate::actors::Runtime;
+use crate::llm::{Llm, Payer, tokens};
+use crate::model::{JobId, ScrapeOptions, TeamId, time};
+use crate::scrape::ScrapeJob;
+use crate::search::{Provider, SearchRequest, Source};
+use crate::store::StoreError;
+use crate::store::model_jobs::ModelJobRecord;
+
+/// Credits a team must have left to start a job.
+pub const MIN_CREDITS: u64 = 20;
+/// Tokens per credit.
+const TOKENS_PER_CREDIT: u64 = 15;
+/// Pages gathered at most.
+pub const MAX_PAGES: usize = 10;
+/// Pages scraped and extracted at once.
+const PARALLEL: usize = 4;
+/// How long a job is kept after it was accepted.
+const KEEP_MS: u64 = 24 * 3_600_000;
+/// Time a job may take unless its request says.
+const DEFAULT_TIMEOUT_MS: u64 = 300_000;
+
+/// Which job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// `POST /v2/extract`
+    Extract,
+    /// `POST /v2/agent`
+    Agent,
+}
+
+impl Kind {
+    /// Its name (the activity endpoint too).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Extract => "extract",
+            Self::Agent => "agent",
+        }
+    }
+}
+
+/// A validated request.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModelJobRequest {
+    /// Which job.
+    pub kind: Kind,
+    /// Pages to read; empty: found by searching for the prompt.
+    pub urls: Vec<String>,
+    /// What to extract, in words.
+    pub prompt: Option<String>,
+    /// Extra instructions for the model.
+    pub system_prompt: Option<String>,
+    /// JSON Schema of the result.
+    pub schema: Option<Value>,
+    /// How pages are scraped.
+    pub scrape: ScrapeOptions,
+    /// Also search for the prompt when URLs are given.
+    pub web_search: bool,
+    /// Stop gathering once this many credits are used (agent `maxCredits`).
+    pub max_credits: Option<u64>,
+    /// The agent model name asked for, echoed in the status.
+    pub model: Option<String>,
+    /// Time the job may take (ms).
+    pub timeout_ms: Option<u64>,
+}
+
+/// Extract and agent jobs of this node.
+#[derive(Clone)]
+pub struct ModelJobs {
+    runtime: Runtime,
+    providers: Arc<[Arc<dyn Provider>]>,
+}
+
+impl std::fmt::Debug for ModelJobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelJobs").finish_non_exhaustive()
+    }
+}
+
+/// What a job produced.
+struct Outcome {
+    value: Value,
+    sources: Vec<(String, Vec<String>)>,
+    warnings: Vec<String>,
+    tokens: u64,
+}
+
+impl ModelJobs {
+    /// The jobs of the node running `runtime`, gathering pages with `providers` when a
+    /// request gives no URLs.
+    pub fn new(runtime: Runtime, providers: Arc<[Arc<dyn Provider>]>) -> Self {
+        Self { runtime, providers }
+    }
+
+    /// Accepts a job for `payer`: checks the credits, keeps the request, starts it.
+    pub async fn start(&self, payer: Payer, request: ModelJobRequest) -> Result<JobId, JobError> {
+        let services = self.runtime.services();
+        services.teams.require(&payer.team, MIN_CREDITS).await?;
+        let id = services.new_id();
+        let now = time::now_ms();
+        let record = ModelJobRecord {
+            kind: request.kind.name().to_owned(),
+            team: payer.team.as_str().to_owned(),
+            key: payer.key.clone(),
+            request_json: serde_json::to_vec(&request).map_err(StoreError::from)?,
+            status: "processing".to_owned(),
+            result_json: Vec::new(),
+            error: None,
+            sources: Vec::new(),
+            warnings: Vec::new(),
+            created_ms: now,
+            expires_ms: now + KEEP_MS,
+            credits: 0,
+            tokens: 0,
+        };
+        let (put, store) = (record.clone(), services.store.clone());
+        blocking(move || Ok(store.model_jobs.put(id, &put)?)).await?;
+        let target = request.urls.first().map(String::as_str);
+        services.teams.note_activity(&payer.team, request.kind.name(), id, target)?;
+        self.spawn(id, record);
+        Ok(id)
+    }
+
+    /// Job `id` of `team`.
+    pub async fn get(&self, id: JobId, team: &TeamId) -> Result<Option<ModelJobRecord>, JobError> {
+        let (store, team) = (self.runtime.services().store.clone(), team.clone());
+        blocking(move || Ok(store.model_jobs.get(id, Some(&team))?)).await
+    }
+
+    /// Cancels job `id` of `team`; whether it was still running.
+    pub async fn cancel(&self, id: JobId, team: &TeamId) -> Result<bool, JobError> {
+        let Some(record) = self.get(id, team).await? else { return Err(JobError::NotFound) };
+        if record.status != "processing" {
+            return Ok(false);
+        }
+        let store = self.runtime.services().store.clone();
+        let cancelled = ModelJobRecord { status: "cancelled".to_owned(), ..record };
+        blocking(move || Ok(store.model_jobs.put(id, &cancelled)?)).await?;
+        Ok(true)
+    }
+
+    /// Runs again every job a stopped process left unfinished.
+    pub fn resume(&self) -> Result<usize, StoreError> {
+        let unfinished = self.runtime.services().store.model_jobs.unfinished()?;
+        let count = unfinished.len();
+        for (id, record) in unfinished {
+            self.spawn(id, record);
+        }
+        Ok(count)
+    }
+
+    fn spawn(&self, id: JobId, record: ModelJobRecord) {
+        let jobs = self.clone();
+        tokio::spawn(async move {
+            let store = jobs.runtime.services().store.clone();
+            let outcome = jobs.run(&record).await;
+            let Ok(Some(current)) = store.model_jobs.get(id, None) else { return };
+            if current.status != "processing" {
+                return; // cancelled meanwhile
+            }
+            let finished = match outcome {
+                Ok(done) => {
+                    let credits = done.tokens.div_ceil(TOKENS_PER_CREDIT).max(1);
+                    let team = TeamId::parse(&record.team).ok();
+                    if let Some(team) = &team
+                        && let Err(e) = jobs.runtime.services().teams.charge(team, credits)
+                    {
+                        tracing::warn!(error = %e, "credits of an extract job not recorded");
+                    }
+                    ModelJobRecord {
+                        status: "completed".to_owned(),
+                        result_json: serde_json::to_vec(&done.value).unwrap_or_default(),
+                        sources: done.sources,
+                        warnings: done.warnings,
+                        credits,
+                        tokens: done.tokens,
+                        ..current
+                    }
+                }
+                Err(error) => ModelJobRecord { status: "failed".to_owned(), error: Some(error), ..current },
+            };
+            if let Err(e) = store.model_jobs.put(id, &finished) {
+                tracing::warn!(error = %e, job = %id, "an extract job's result was not stored");
+            }
+        });
+    }
+
+    async fn run(&self, record: &ModelJobRecord) -> Result<Outcome, String> {
+        let request: ModelJobRequest =
+            serde_json::from_slice(&record.request_json).map_err(|e| format!("unreadable request: {e}"))?;
+        let services = self.runtime.services();
+        let llm = services.scraper.llm().cloned().ok_or("no language model is configured (llm.base_url)")?;
+        let team = TeamId::parse(&record.team).map_err(|e| e.clone())?;
+        let payer = Payer { team: team.clone(), key: record.key.clone() };
+        let timeout = Duration::from_millis(request.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS));
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut warnings = Vec::new();
+        let urls = self.gather(&request, &mut warnings).await;
+        if urls.is_empty() {
+            return Err(
+                "no pages to read: give `urls`, or a prompt that the search index can answer".to_owned()
+            );
+        }
+        let task = task_of(&request);
+        let scrape = &request.scrape;
+        let extracted: Vec<_> =
+            futures::stream::iter(
+                urls.into_iter().map(|url| {
+                    let (llm, payer, task) = (llm.clone(), payer.clone(), task.clone());
+                    let schema = request.schema.clone();
+                    async move {
+                        (url.clone(), self.page(&llm, &payer, &url, scrape, &task, schema, deadline).await)
+                    }
+                }),
+            )
+            .buffered(PARALLEL)
+            .collect()
+            .await;
+        let (mut values, mut sources, mut tokens) = (Vec::new(), Vec::new(), 0u64);
+        for (url, result) in extracted {
+            match result {
+                Ok((value, used, notes)) => {
+                    tokens += used;
+                    warnings.extend(notes);
+                    if request.max_credits.is_some_and(|max| tokens.div_ceil(TOKENS_PER_CREDIT) > max) {
+                        warnings.push(format!("Stopped at {url}: maxCredits reached."));
+                        break;
+                    }
+                    values.push(value);
+                    sources.push(url);
+                }
+                Err(e) => warnings.push(format!("{url}: {e}")),
+            }
+        }
+        if values.is_empty() {
+            return Err(format!("no page could be read: {}", warnings.join("; ")));
+        }
+        let sources = sources_of(&values, &sources);
+        Ok(Outcome { value: merge(values), sources, warnings, tokens })
+    }
+
+    /// The pages to read: the request's URLs, and search results for the prompt when there
+    /// are none (or web search is asked for).
+    async fn gather(&self, request: &ModelJobRequest, warnings: &mut Vec<String>) -> Vec<String> {
+        let mut urls: Vec<String> = request.urls.clone();
+        let Some(prompt) = request.prompt.as_deref().filter(|_| urls.is_empty() || request.web_search) else {
+            return urls;
+        };
+        let words = crate::search::docs::keywords(prompt).join(" ");
+        let Ok(query) = crate::search::query::parse(&words) else { return urls };
+        let search = SearchRequest {
+            raw: words,
+            query,
+            limit: MAX_PAGES,
+            sources: vec![Source::Web],
+            categories: Vec::new(),
+            include_domains: Vec::new(),
+            exclude_domains: Vec::new(),
+            tbs: crate::search::Tbs::default(),
+            language: String::new(),
+            country: String::new(),
+            location: None,
+            safe: false,
+        };
+        for provider in self.providers.iter() {
+            match provider.search(&search).await {
+                Ok(found) if !found.web.is_empty() => {
+                    urls.extend(found.web.into_iter().map(|r| r.url));
+                    break;
+                }
+                Ok(_) => {}
+                Err(e) => warnings.push(format!("search provider {} failed: {e}", provider.name())),
+            }
+        }
+        urls.dedup();
+        urls.truncate(MAX_PAGES);
+        urls
+    }
+
+    /// One page scraped (within the team's concurrency limit) and extracted: the value, the
+    /// tokens used, and warnings.
+    #[allow(clippy::too_many_arguments)]
+    async fn page(
+        &self,
+        llm: &Llm,
+        payer: &Payer,
+        url: &str,
+        options: &ScrapeOptions,
+        task: &str,
+        schema: Option<Value>,
+        deadline: tokio::time::Instant,
+    ) -> Result<(Value, u64, Vec<String>), String> {
+        let services = self.runtime.services();
+        let parsed = Url::parse(url).map_err(|e| e.to_string())?;
+        let admission = services.teams.admit(&payer.team).await;
+        let job = ScrapeJob {
+            id: services.new_id(),
+            team: payer.team.clone(),
+            url: parsed,
+            source_url: url.to_owned(),
+            options: ScrapeOptions { zero_data_retention: false, ..options.clone() },
+            queued_ms: admission.waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX)),
+        };
+        let page = services.scraper.scrape_page(&job, false).await.map_err(|e| e.to_string())?;
+        drop(admission);
+        let markdown = page.document.markdown.unwrap_or_default();
+        let limit = llm.settings().max_input_tokens.saturating_sub(1_000).max(256);
+        let (text, was_cut) = tokens::cut(&markdown, limit);
+        let mut notes = Vec::new();
+        if was_cut {
+            notes.push(format!("{url} was cut to {limit} tokens (cl100k estimate) for the language model."));
+        }
+        let input = crate::llm::prompts::page(url, page.document.metadata.title.as_deref(), text);
+        let found = llm
+            .structured(payer, task, &input, schema.as_ref(), deadline)
+            .await
+            .map_err(|e| e.to_string())?;
+        notes.extend(found.warnings.into_iter().map(|w| format!("{url}: {w}")));
+        Ok((found.value, found.usage.total(), notes))
+    }
+}
+
+/// The instructions for every page of a job.
+fn task_of(request: &ModelJobRequest) -> String {
+    let mut task = crate::llm::prompts::EXTRACT.to_owned();
+    if let Some(system) = &request.system_prompt {
+        task = format!("{system}\n{task}");
+    }
+    if let Some(prompt) = &request.prompt {
+        task.push_str(&format!("\nWhat to extract: {prompt}"));
+    }
+    if request.schema.is_none() {
+        task.push_str("\nAnswer with a JSON object.");
+    }
+    task
+}
+
+/// The pages' values as one: objects merged key by key (arrays joined without repeats,
+/// the first non-null scalar kept), arrays joined, otherwise the first value.
+pub fn merge(values: Vec<Value>) -> Value {
+    let mut iter = values.into_iter();
+    let Some(mut merged) = iter.next() else { return Value::Null };
+    for value in iter {
+        merged = merge_two(merged, value);
+    }
+    merged
+}
+
+fn merge_two(a: Value, b: Value) -> Value {
+    match (a, b) {
+        (Value::Object(mut a), Value::Object(b)) => {
+            for (key, value) in b {
+                let joined = match a.remove(&key) {
+                    Some(existing) => merge_two(existing, value),
+                    None => value,
+                };
+                a.insert(key, joined);
+            }
+            Value::Object(a)
+        }
+        (Value::Array(mut a), Value::Array(b)) => {
+            for item in b {
+                if !a.contains(&item) {
+                    a.push(item);
+                }
+            }
+            Value::Array(a)
+        }
+        (Value::Null, b) => b,
+        (a, _) => a,
+    }
+}
+
+/// For each top-level field of the values (`data` for values that are not objects), the
+/// URLs of the pages whose value gave it something other than null.
+fn sources_of(values: &[Value], urls: &[String]) -> Vec<(String, Vec<String>)> {
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    let mut add = |field: &str, url: &String| match out.iter_mut().find(|(f, _)| f == field) {
+        Some((_, list)) => list.push(url.clone()),
+        None => out.push((field.to_owned(), vec![url.clone()])),
+    };
+    for (value, url) in values.iter().zip(urls) {
+        match value {
+            Value::Object(map) => {
+                map.iter().filter(|(_, v)| !v.is_null()).for_each(|(field, _)| add(field, url));
+            }
+            Value::Null => {}
+            _ => add("data", url),
+        }
+    }
+    out
+}
+
+/// The status answer's data: the merged result of a completed job.
+pub fn result_of(record: &ModelJobRecord) -> Value {
+    serde_json::from_slice(&record.result_json).unwrap_or(Value::Null)
+}
+
+/// The request a job was started with.
+pub fn request_of(record: &ModelJobRecord) -> Option<ModelJobRequest> {
+    serde_json::from_slice(&record.request_json).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn values_of_pages_merge() {
+        let merged = merge(vec![
+            json!({"name": "Acme", "products": ["a", "b"], "ceo": null, "address": {"city": "Paris"}}),
+            json!({"name": "Other", "products": ["b", "c"], "ceo": "Ann", "address": {"zip": "75001"}}),
+        ]);
+        assert_eq!(
+            merged,
+            json!({"name": "Acme", "products": ["a", "b", "c"], "ceo": "Ann", "address": {"city": "Paris", "zip": "75001"}})
+        );
+        assert_eq!(merge(vec![json!([1]), json!([1, 2])]), json!([1, 2]));
+        assert_eq!(merge(Vec::new()), Value::Null);
+        let urls = ["a".to_owned(), "b".to_owned()];
+        let sources = sources_of(&[json!({"x": 1, "y": null}), json!({"x": 2, "y": 3})], &urls);
+        assert_eq!(sources, [("x".to_owned(), urls.to_vec()), ("y".to_owned(), vec!["b".to_owned()])]);
+    }
+}

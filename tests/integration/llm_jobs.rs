@@ -1,0 +1,142 @@
+//! Extract and agent jobs through the real server and a stand-in model server: pages
+//! given or found in the search index, values merged, status, credits and tokens, cancel,
+//! a job that survives a restart, and the refusals without a model.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::common::openai::{Behaviour, FakeModel};
+use crate::common::{FixtureSite, TestServer, assert_error, wait_for};
+
+fn with_model(model: &FakeModel) -> crate::common::Builder {
+    let url = model.url();
+    TestServer::builder().settings(move |s| {
+        s.llm.base_url = url;
+        s.llm.model = "test-model".into();
+    })
+}
+
+async fn finished(app: &TestServer, path: &str) -> Value {
+    wait_for(path, Duration::from_secs(30), || async {
+        let (status, body) = app.request(reqwest::Method::GET, path, None).await;
+        assert_eq!(status, 200, "{body}");
+        (body["status"] != "processing").then_some(body)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn extract_merges_the_values_of_every_page() {
+    let (site, model) = (FixtureSite::start(), FakeModel::start(Behaviour::default()));
+    model.queue(&[r#"{"topics": ["tomatoes"]}"#, r#"{"topics": ["tomatoes", "compost"]}"#]);
+    let app = with_model(&model).start().await;
+    let schema =
+        json!({"type": "object", "properties": {"topics": {"type": "array", "items": {"type": "string"}}}});
+    let body = json!({"urls": [site.url("/article"), site.url("/short-post"), "not a url"], "prompt": "the topics", "schema": schema});
+    let (status, started) = app.request(reqwest::Method::POST, "/v2/extract", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    assert_eq!(started["invalidURLs"], json!(["not a url"]));
+    let id = started["id"].as_str().expect("id").to_owned();
+    let done = finished(&app, &format!("/v2/extract/{id}")).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let mut topics: Vec<String> = serde_json::from_value(done["data"]["topics"].clone()).expect("topics");
+    topics.sort();
+    assert_eq!(topics, ["compost", "tomatoes"], "merged without repeats: {done}");
+    assert_eq!(done["sources"]["topics"].as_array().map(Vec::len), Some(2), "{done}");
+    assert_eq!(done["tokensUsed"], 240, "two calls of 120 tokens: {done}");
+    assert_eq!(done["creditsUsed"], 16, "15 tokens a credit, rounded up: {done}");
+    assert!(done["expiresAt"].as_str().is_some());
+    // The task the model got carries the prompt.
+    let task = model.requests()[0]["messages"][0]["content"].as_str().unwrap_or_default().to_owned();
+    assert!(task.contains("What to extract: the topics"), "{task}");
+    // Another team does not see it; an agent id route does not serve it.
+    let (status, _) = app.request(reqwest::Method::GET, &format!("/v2/agent/{id}"), None).await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn a_prompt_alone_reads_the_pages_the_index_finds() {
+    let (site, model) = (FixtureSite::start(), FakeModel::start(Behaviour::default()));
+    let app = with_model(&model).start().await;
+    let (status, _) = app.scrape(json!({"url": site.url("/article")})).await;
+    assert_eq!(status, 200);
+    wait_for("the page in the index", Duration::from_secs(20), || async {
+        let (_, found) = app
+            .request(reqwest::Method::POST, "/v2/search", Some(&json!({"query": "tomatoes gardener"})))
+            .await;
+        (found["data"]["web"].as_array().is_some_and(|w| !w.is_empty())).then_some(())
+    })
+    .await;
+    let body = json!({"prompt": "What do tomatoes need from a gardener?"});
+    let (status, started) = app.request(reqwest::Method::POST, "/v2/agent", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let id = started["id"].as_str().expect("id").to_owned();
+    let done = finished(&app, &format!("/v2/agent/{id}")).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["model"], "spark-1-pro");
+    assert_eq!(done["sources"], json!({"title": [site.url("/article")]}), "{done}");
+    assert_eq!(done["data"]["title"], "Growing Tomatoes at Home", "{done}");
+}
+
+#[tokio::test]
+async fn a_job_survives_a_restart_and_can_be_cancelled() {
+    let site = FixtureSite::start();
+    let slow = FakeModel::start(Behaviour { delay: Some(Duration::from_secs(30)), ..Behaviour::default() });
+    let app = with_model(&slow).start().await;
+    let body = json!({"urls": [site.url("/article")], "prompt": "the title"});
+    let (_, started) = app.request(reqwest::Method::POST, "/v2/extract", Some(&body)).await;
+    let id = started["id"].as_str().expect("id").to_owned();
+    let data = app.stop();
+    let model = FakeModel::start(Behaviour::default());
+    let url = model.url();
+    let app = TestServer::builder_on(data)
+        .settings(move |s| {
+            s.llm.base_url = url;
+            s.llm.model = "test-model".into();
+        })
+        .start()
+        .await;
+    let done = finished(&app, &format!("/v2/extract/{id}")).await;
+    assert_eq!(done["status"], "completed", "run again after the restart: {done}");
+    assert_eq!(done["data"]["title"], "Growing Tomatoes at Home");
+    // Cancelling.
+    let stuck = with_model(&slow).start().await;
+    let (_, started) = stuck
+        .request(
+            reqwest::Method::POST,
+            "/v2/agent",
+            Some(&json!({"prompt": "x", "urls": [site.url("/article")]})),
+        )
+        .await;
+    let id = started["id"].as_str().expect("id").to_owned();
+    let (status, cancelled) = stuck.request(reqwest::Method::DELETE, &format!("/v2/agent/{id}"), None).await;
+    assert_eq!((status, cancelled), (200, json!({"success": true})));
+    let (_, body) = stuck.request(reqwest::Method::GET, &format!("/v2/agent/{id}"), None).await;
+    assert_eq!(body["status"], "failed", "{body}");
+    assert_eq!(body["error"], "The job was cancelled.");
+}
+
+#[tokio::test]
+async fn requests_are_checked() {
+    let model = FakeModel::start(Behaviour::default());
+    let app = with_model(&model).start().await;
+    let post = |body: Value, path: &'static str| {
+        let app = &app;
+        async move { app.request(reqwest::Method::POST, path, Some(&body)).await }
+    };
+    assert!(
+        assert_error(&post(json!({}), "/v2/extract").await, 400, "BAD_REQUEST")
+            .contains("`urls` or `prompt`")
+    );
+    assert!(
+        assert_error(&post(json!({"urls": []}), "/v2/agent").await, 400, "BAD_REQUEST").contains("`prompt`")
+    );
+    let bad_schema = json!({"prompt": "x", "schema": {"type": 3}});
+    assert!(assert_error(&post(bad_schema, "/v2/extract").await, 400, "BAD_REQUEST").contains("`schema`"));
+    let bad_model = json!({"prompt": "x", "model": "gpt"});
+    assert!(assert_error(&post(bad_model, "/v2/agent").await, 400, "BAD_REQUEST").contains("`model`"));
+    let plain = TestServer::start().await;
+    let got = plain.request(reqwest::Method::POST, "/v2/extract", Some(&json!({"prompt": "x"}))).await;
+    assert!(assert_error(&got, 400, "FEATURE_NOT_AVAILABLE").contains("llm.base_url"));
+}
