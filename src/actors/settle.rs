@@ -437,6 +437,7 @@ mod tests {
                     change_status: ChangeStatus::New,
                     visibility: Visibility::Visible,
                     diff: None,
+                    json: None,
                 });
                 let links = vec!["http://a.test/next".to_owned()];
                 let outcome = match remote {

@@ -226,6 +226,9 @@ pub struct ChangeTracking {
     /// Unified diff of the Markdown (git-diff mode, when changed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// json mode: each extracted field that changed, as `{previous, current}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub json: Option<Value>,
 }
 
 /// How the page changed since the previous scrape.

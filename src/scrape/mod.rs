@@ -452,22 +452,24 @@ impl Scraper {
         {
             index.offer(page);
         }
-        if options.need_model() {
-            model_formats::apply(self.llm.as_ref(), job, &mut doc, &mut warnings, deadline).await?;
-        }
+        let extracted = if options.need_model() {
+            model_formats::apply(self.llm.as_ref(), job, &mut doc, &mut warnings, deadline).await?
+        } else {
+            None
+        };
         if let Some(spec) = &options.formats.change_tracking {
             if options.zero_data_retention {
                 warnings.push("change tracking keeps no history for zero-data-retention requests; compared with the stored baseline only".to_owned());
             }
             let markdown = doc.markdown.as_deref().unwrap_or_default();
             let url = cache::canonical(&job.url);
+            let current = change::Current { markdown, extracted: extracted.as_ref(), status };
             let tracked = change::track(
                 &self.store.history,
                 &job.team,
                 &url,
                 spec,
-                markdown,
-                status,
+                &current,
                 !options.zero_data_retention,
             )?;
             doc.change_tracking = Some(tracked);

@@ -10,19 +10,20 @@ use tokio::time::Instant;
 
 use super::{ScrapeError, ScrapeJob};
 use crate::llm::{Llm, LlmError, Message, Payer, Shape, Tier, prompts, tokens};
-use crate::model::Document;
+use crate::model::{Document, JsonSpec};
 
 /// Tokens kept free of the page in each call, for the instructions and the question.
 const PROMPT_RESERVE: usize = 1_000;
 
-/// Produces the model formats `job` asks for into `doc`.
+/// Produces the model formats `job` asks for into `doc`; returns what change tracking's
+/// json mode extracted, when it is on.
 pub(super) async fn apply(
     llm: Option<&Llm>,
     job: &ScrapeJob,
     doc: &mut Document,
     warnings: &mut Vec<String>,
     deadline: Instant,
-) -> Result<(), ScrapeError> {
+) -> Result<Option<Value>, ScrapeError> {
     let options = &job.options;
     let formats = &options.formats;
     let Some(llm) = llm else {
@@ -33,7 +34,7 @@ pub(super) async fn apply(
         if !formats.markdown {
             doc.markdown = None;
         }
-        return Ok(());
+        return Ok(None);
     };
     let payer = Payer { team: job.team.clone(), key: options.payer_key.clone() };
     let mut markdown = doc.markdown.take().unwrap_or_default();
@@ -56,15 +57,9 @@ pub(super) async fn apply(
         let reply = llm.call(&payer, Tier::Cheap, messages, Shape::Text, deadline).await?;
         Ok::<_, LlmError>(Some(reply.text.trim().to_owned()))
     };
-    let extracted = async {
-        let Some(spec) = &formats.json else { return Ok::<_, LlmError>(None) };
-        let task = match &spec.prompt {
-            Some(prompt) => format!("{}\nWhat to extract: {prompt}", prompts::EXTRACT),
-            None => prompts::EXTRACT.to_owned(),
-        };
-        let schema = spec.schema_value();
-        llm.structured(&payer, &task, &page, schema.as_ref(), deadline).await.map(Some)
-    };
+    let extracted = extract(llm, &payer, &page, formats.json.as_ref(), deadline);
+    let tracked_spec = formats.change_tracking.as_ref().and_then(|c| c.json.as_ref());
+    let tracked = extract(llm, &payer, &page, tracked_spec, deadline);
     let question = formats.question.as_deref().or(formats
         .query
         .as_ref()
@@ -82,8 +77,8 @@ pub(super) async fn apply(
     let quote_request = formats.query.as_ref().filter(|q| q.direct_quote).map(|q| q.prompt.as_str());
     let direct = quotes(llm, &payer, &page, quote_request, deadline);
     let highlights = quotes(llm, &payer, &page, formats.highlights.as_deref(), deadline);
-    let (summary, extracted, answer, direct, highlights) =
-        tokio::join!(summary, extracted, answer, direct, highlights);
+    let (summary, extracted, tracked, answer, direct, highlights) =
+        tokio::join!(summary, extracted, tracked, answer, direct, highlights);
     doc.summary = summary?;
     if let Some(found) = extracted? {
         warnings.extend(found.warnings);
@@ -98,10 +93,31 @@ pub(super) async fn apply(
         warnings.extend(unquoted(kept.1, "highlights"));
         doc.highlights = Some(kept.0.join("\n\n"));
     }
+    let tracked = tracked?.map(|found| {
+        warnings.extend(found.warnings);
+        found.value
+    });
     if formats.markdown {
         doc.markdown = Some(markdown);
     }
-    Ok(())
+    Ok(tracked)
+}
+
+/// What `spec` asks for, extracted from `page`.
+async fn extract(
+    llm: &Llm,
+    payer: &Payer,
+    page: &str,
+    spec: Option<&JsonSpec>,
+    deadline: Instant,
+) -> Result<Option<crate::llm::structured::Structured>, LlmError> {
+    let Some(spec) = spec else { return Ok(None) };
+    let task = match &spec.prompt {
+        Some(prompt) => format!("{}\nWhat to extract: {prompt}", prompts::EXTRACT),
+        None => prompts::EXTRACT.to_owned(),
+    };
+    let schema = spec.schema_value();
+    llm.structured(payer, &task, page, schema.as_ref(), deadline).await.map(Some)
 }
 
 /// Verbatim passages of `page` answering `request`, and how many the model gave that were

@@ -72,7 +72,7 @@ fn reader(name: &str) -> fn(&[u8]) -> std::result::Result<(), CodecError> {
         jobs::trees::QUEUE => typed::<QueueEntry>,
         jobs::trees::ERRORS => typed::<ErrorEntry>,
         outbox::trees::OUTBOX => typed::<Delivery>,
-        jobs::trees::PAGES | outbox::trees::BODIES => json,
+        jobs::trees::PAGES | outbox::trees::BODIES | trees::CHANGE_EXTRACTED => json,
         jobs::trees::BLOCKED => {
             |b| std::str::from_utf8(b).map(drop).map_err(|e| CodecError::Json(serde::de::Error::custom(e)))
         }

@@ -1,5 +1,6 @@
 //! Change-tracking baselines: for each team, URL and tag, the Markdown of the most recent
-//! scrape and when it happened. Histories of different tags (and the untagged one) are
+//! scrape and when it happened, and (in a tree of its own, as plain JSON) what the json
+//! mode extracted from it last. Histories of different tags (and the untagged one) are
 //! independent, and teams never see each other's.
 
 use serde::{Deserialize, Serialize};
@@ -23,12 +24,30 @@ codec::records!(Baseline => 1);
 #[derive(Debug, Clone)]
 pub struct HistoryStore {
     tree: sled::Tree,
+    extracted: sled::Tree,
     q: Quarantine,
 }
 
 impl HistoryStore {
-    pub(super) fn new(tree: sled::Tree, q: Quarantine) -> Self {
-        Self { tree, q }
+    pub(super) fn new(tree: sled::Tree, extracted: sled::Tree, q: Quarantine) -> Self {
+        Self { tree, extracted, q }
+    }
+
+    /// Replaces the last extraction of the json mode (JSON text) and returns the one it
+    /// replaced.
+    pub fn swap_extracted(
+        &self,
+        team: &TeamId,
+        url: &str,
+        tag: Option<&str>,
+        json: &[u8],
+    ) -> Result<Option<Vec<u8>>> {
+        Ok(self.extracted.insert(Self::key(team, url, tag), json)?.map(|v| v.to_vec()))
+    }
+
+    /// The last extraction of the json mode, without replacing it.
+    pub fn extracted(&self, team: &TeamId, url: &str, tag: Option<&str>) -> Result<Option<Vec<u8>>> {
+        Ok(self.extracted.get(Self::key(team, url, tag))?.map(|v| v.to_vec()))
     }
 
     fn key(team: &TeamId, url: &str, tag: Option<&str>) -> [u8; 32] {
@@ -80,5 +99,8 @@ mod tests {
         assert_eq!(store.history.get(&a, "u", Some("t")).expect("get"), None);
         assert_eq!(store.history.get(&b, "u", None).expect("get"), None);
         assert_eq!(store.history.get(&a, "u", None).expect("get"), Some(second));
+        assert_eq!(store.history.swap_extracted(&a, "u", None, b"{}").expect("swap"), None);
+        assert_eq!(store.history.extracted(&a, "u", None).expect("get").as_deref(), Some(&b"{}"[..]));
+        assert_eq!(store.history.extracted(&b, "u", None).expect("get"), None);
     }
 }

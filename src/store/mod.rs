@@ -60,6 +60,8 @@ pub mod trees {
     pub const PAGE_BODIES: &str = "page_bodies";
     /// (team, URL, tag) → last Markdown, for change tracking.
     pub const CHANGE_HISTORY: &str = "change_history";
+    /// (team, URL, tag) → what change tracking's json mode extracted last (JSON).
+    pub const CHANGE_EXTRACTED: &str = "change_extracted";
     /// (team, key) → job id.
     pub const IDEMPOTENCY: &str = "idempotency";
     /// Team name → team record.
@@ -247,7 +249,11 @@ impl Store {
                 db.open_tree(trees::PAGE_BODIES)?,
                 q.clone(),
             ),
-            history: HistoryStore::new(db.open_tree(trees::CHANGE_HISTORY)?, q.clone()),
+            history: HistoryStore::new(
+                db.open_tree(trees::CHANGE_HISTORY)?,
+                db.open_tree(trees::CHANGE_EXTRACTED)?,
+                q.clone(),
+            ),
             jobs: JobStore::open(&db, q.clone())?,
             idempotency: IdempotencyStore::new(db.open_tree(trees::IDEMPOTENCY)?),
             outbox: Outbox::open(&db, q.clone())?,

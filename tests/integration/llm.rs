@@ -294,3 +294,22 @@ async fn documentation_questions_are_answered_with_evidence() {
         app.request(reqwest::Method::POST, "/v2/support/docs-search", Some(&json!({"question": ""}))).await;
     assert!(assert_error(&empty, 400, "BAD_REQUEST").contains("`question`"));
 }
+
+#[tokio::test]
+async fn change_tracking_compares_what_the_model_extracted() {
+    let (site, model) = (FixtureSite::start(), FakeModel::start(Behaviour::default()));
+    model.queue(&[r#"{"price": 10, "name": "Widget"}"#, r#"{"price": 12, "name": "Widget"}"#]);
+    let app = server_with(&model, |_| {}).await;
+    let tracking = json!({"type": "changeTracking", "modes": ["json", "git-diff"], "prompt": "the price"});
+    let body = json!({"url": site.url("/changing"), "formats": ["markdown", tracking]});
+    let first = scrape_ok(&app, body.clone()).await;
+    assert_eq!(first["changeTracking"]["changeStatus"], "new", "{first}");
+    assert_eq!(first["changeTracking"]["json"]["price"], json!({"previous": null, "current": 10}));
+    assert_eq!(first["metadata"]["creditsUsed"], 5);
+    site.set_version(2);
+    let second = scrape_ok(&app, body).await;
+    assert_eq!(second["changeTracking"]["changeStatus"], "changed", "{second}");
+    assert_eq!(second["changeTracking"]["json"], json!({"price": {"previous": 10, "current": 12}}));
+    assert!(second["changeTracking"]["diff"].as_str().is_some(), "git-diff too: {second}");
+    assert!(second.get("json").is_none(), "the json format was not asked for: {second}");
+}
