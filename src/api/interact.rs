@@ -70,6 +70,9 @@ struct InteractResponse {
     killed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    /// The agent's answer (with `prompt` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<String>,
 }
 
 /// What ending a session answers.
@@ -85,6 +88,8 @@ struct EndResponse {
 /// A validated interact request.
 struct Work {
     code: String,
+    /// The agent's task, instead of code.
+    prompt: Option<String>,
     language: Language,
     timeout: Duration,
     /// The team's session to run in, instead of the scrape's own.
@@ -116,10 +121,20 @@ fn validate(state: &AppState, bytes: &[u8]) -> Result<Work, ApiError> {
             if prompt.is_empty() || prompt.chars().count() > 10_000 {
                 return Err(ApiError::bad_request("Invalid value for `prompt`: 1 to 10000 characters"));
             }
-            return Err(ApiError::new(
-                Code::AgentUnavailable,
-                "`prompt` needs a language model, which this server does not have yet; send `code`",
-            ));
+            if state.scraper.llm().is_none() {
+                return Err(ApiError::new(
+                    Code::AgentUnavailable,
+                    "`prompt` needs a language model; the operator sets llm.base_url to enable it (or send `code`)",
+                ));
+            }
+            let timeout = Duration::from_secs(timeout);
+            return Ok(Work {
+                code: String::new(),
+                prompt: Some(prompt),
+                language: Language::Node,
+                timeout,
+                session,
+            });
         }
         (Some(code), None) => code,
     };
@@ -138,7 +153,7 @@ fn validate(state: &AppState, bytes: &[u8]) -> Result<Work, ApiError> {
             &format!("`{name}` code is not enabled on this server (browser.code_languages)"),
         ));
     }
-    Ok(Work { code, language, timeout: Duration::from_secs(timeout), session })
+    Ok(Work { code, prompt: None, language, timeout: Duration::from_secs(timeout), session })
 }
 
 /// Run code in a scrape's live browser session (created on first use).
@@ -197,31 +212,16 @@ pub async fn interact(
         None => session_for(&state, &auth.team, id).await?,
     };
     let _ = state.runtime.browser_cast(BrowserMsg::Touch(view.session_id.clone())).await;
-    let call = view
-        .actor
-        .call(
-            |reply| SessionMsg::Execute {
-                code: work.code,
-                language: work.language,
-                timeout: work.timeout,
-                reply,
-            },
-            Some(work.timeout + Duration::from_secs(15)),
-        )
-        .await;
-    let _ = state.runtime.browser_cast(BrowserMsg::Touch(view.session_id.clone())).await;
-    let outcome: CodeOutcome = match call {
-        Ok(ractor::rpc::CallResult::Success(Ok(outcome))) => outcome,
-        Ok(ractor::rpc::CallResult::Success(Err(why))) => {
-            return Err(ApiError::new(Code::BrowserFailed, format!("The browser session ended: {why}.")));
+    let (outcome, output) = match (&work.prompt, state.scraper.llm()) {
+        (Some(prompt), Some(llm)) => {
+            let _ = state.runtime.browser_cast(BrowserMsg::Prompted(view.session_id.clone())).await;
+            let done =
+                super::interact_agent::run(llm, &auth.payer(), &view.actor, prompt, work.timeout).await;
+            (done.outcome, done.output)
         }
-        _ => {
-            return Err(ApiError::new(
-                Code::BrowserFailed,
-                "The browser session stopped while running the code.",
-            ));
-        }
+        _ => (run_code(&view, work).await?, None),
     };
+    let _ = state.runtime.browser_cast(BrowserMsg::Touch(view.session_id.clone())).await;
     let base = state.scraper.public_base();
     Ok(HttpResponse::Ok().json(InteractResponse {
         success: outcome.exit_code == 0 && !outcome.killed,
@@ -234,7 +234,31 @@ pub async fn interact(
         exit_code: outcome.exit_code,
         killed: outcome.killed,
         error: outcome.error,
+        output,
     }))
+}
+
+/// Runs the request's code in the session.
+async fn run_code(view: &SessionView, work: Work) -> Result<CodeOutcome, ApiError> {
+    let call = view
+        .actor
+        .call(
+            |reply| SessionMsg::Execute {
+                code: work.code,
+                language: work.language,
+                timeout: work.timeout,
+                reply,
+            },
+            Some(work.timeout + Duration::from_secs(15)),
+        )
+        .await;
+    match call {
+        Ok(ractor::rpc::CallResult::Success(Ok(outcome))) => Ok(outcome),
+        Ok(ractor::rpc::CallResult::Success(Err(why))) => {
+            Err(ApiError::new(Code::BrowserFailed, format!("The browser session ended: {why}.")))
+        }
+        _ => Err(ApiError::new(Code::BrowserFailed, "The browser session stopped while running the code.")),
+    }
 }
 
 fn forbidden() -> ApiError {

@@ -19,6 +19,7 @@ pub mod formats;
 pub mod forward;
 pub mod health;
 pub mod interact;
+pub mod interact_agent;
 pub mod job_view;
 pub mod map;
 pub mod model_jobs;

@@ -192,6 +192,43 @@ pub fn add(doc: &mut Value) {
         json!({"question": {"type": "string", "minLength": 1, "maxLength": 2000}}),
         json!(["question"]),
     );
+    let job_started = json_response("Job accepted", success_with(json!({"id": {"type": "string"}})));
+    let job_state = json_response(
+        "The job's state; `data` once completed",
+        success_with(json!({
+            "status": {"type": "string", "enum": ["processing", "completed", "failed", "cancelled"]},
+            "data": {}, "error": {"type": "string"}, "warning": {"type": "string"}, "sources": object.clone(),
+            "expiresAt": {"type": "string"}, "creditsUsed": {"type": "integer"}, "tokensUsed": {"type": "integer"},
+        })),
+    );
+    let urls = json!({"type": "array", "maxItems": 10, "items": {"type": "string", "format": "uri"}});
+    paths["/v2/extract"]["post"] =
+        operation("Extract structured data from pages (a job)", vec![], job_started.clone(), true);
+    paths["/v2/extract"]["post"]["requestBody"] = body_of(
+        json!({"urls": urls, "prompt": prompt, "systemPrompt": {"type": "string"}, "schema": object.clone(),
+            "enableWebSearch": {"type": "boolean"}, "scrapeOptions": object.clone(), "ignoreInvalidURLs": {"type": "boolean"},
+            "timeout": {"type": "integer"}}),
+        json!([]),
+    );
+    paths["/v2/extract/{id}"]["get"] =
+        operation("An extract job's state", vec![id()], job_state.clone(), true);
+    paths["/v2/agent"]["post"] =
+        operation("Research a prompt across pages (a job)", vec![], job_started, true);
+    paths["/v2/agent"]["post"]["requestBody"] = body_of(
+        json!({"prompt": prompt, "urls": urls, "schema": object.clone(), "maxCredits": {"type": "integer"},
+            "model": {"type": "string", "enum": ["spark-1-pro", "spark-1-mini", "spark-2"]}}),
+        json!(["prompt"]),
+    );
+    paths["/v2/agent/{id}"]["get"] = operation("An agent job's state", vec![id()], job_state, true);
+    paths["/v2/agent/{id}"]["delete"] = operation(
+        "Cancel an agent job",
+        vec![id()],
+        json_response(
+            "Whether it was running",
+            json!({"type": "object", "properties": {"success": {"type": "boolean"}}}),
+        ),
+        true,
+    );
     let binary = |mime: &str, what: &str| json!({"description": what, "content": {mime: {"schema": {"type": "string", "format": "binary"}}}});
     paths["/v2/files/{name}"]["get"] = operation(
         "A screenshot or PDF of a scrape (a signed link)",

@@ -36,6 +36,23 @@ pub fn cut(text: &str, max: usize) -> (&str, bool) {
     (&text[..end], true)
 }
 
+/// [`cut`] for an owned text, counted on the blocking pool when it has to be (counting
+/// runs at some 6 MB/s, too long to hold an async worker for a long page).
+pub async fn cut_off_worker(text: String, max: usize) -> (String, bool) {
+    if text.len() <= max {
+        return (text, false);
+    }
+    tokio::task::spawn_blocking(move || {
+        let (kept, was_cut) = cut(&text, max);
+        let end = kept.len();
+        let mut text = text;
+        text.truncate(end);
+        (text, was_cut)
+    })
+    .await
+    .unwrap_or_else(|_| (String::new(), true))
+}
+
 /// What a call cost by our count, for servers that do not say.
 pub fn estimate(request: &ChatRequest, answer: &str) -> Usage {
     let input = request.messages.iter().map(|m| count(&m.content) as u64 + PER_MESSAGE).sum::<u64>();

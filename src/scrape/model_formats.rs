@@ -42,13 +42,13 @@ pub(super) async fn apply(
         markdown = clean(llm, &payer, markdown, warnings, deadline).await?;
     }
     let limit = llm.settings().max_input_tokens.saturating_sub(PROMPT_RESERVE).max(256);
-    let (text, was_cut) = tokens::cut(&markdown, limit);
+    let (text, was_cut) = tokens::cut_off_worker(markdown.clone(), limit).await;
     if was_cut {
         warnings.push(format!(
             "The page was cut to {limit} tokens (cl100k estimate) for the language model (llm.max_input_tokens)."
         ));
     }
-    let page = prompts::page(job.url.as_str(), doc.metadata.title.as_deref(), text);
+    let page = prompts::page(job.url.as_str(), doc.metadata.title.as_deref(), &text);
     let summary = async {
         if !formats.summary {
             return Ok(None);

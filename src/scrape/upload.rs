@@ -59,13 +59,36 @@ impl Scraper {
     pub async fn parse_upload(&self, upload: Upload) -> Result<Document, ScrapeError> {
         let limits = self.settings.documents.limits();
         let Upload { id, team, file_name, content_type, bytes, options, queued_ms } = upload;
-        let task_options = options.clone();
+        let mut task_options = options.clone();
+        // The model reads the file as Markdown, asked for or not.
+        task_options.formats.markdown |= options.need_model();
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(options.timeout_ms);
+        let name = file_name.clone();
         let built = super::pool::convert(bytes.len(), move || {
             convert_file(&file_name, content_type.as_deref(), &bytes, &task_options, &limits)
         })
         .await??;
         let pdf_pages = built.pdf_pages;
         let mut doc = built.document;
+        if options.need_model() {
+            let url = url::Url::parse("file:///upload")
+                .and_then(|base| base.join(&name))
+                .or_else(|_| url::Url::parse("file:///upload"));
+            let job = super::ScrapeJob {
+                id,
+                team: team.clone(),
+                url: url.map_err(|e| ScrapeError::Internal(e.to_string()))?,
+                source_url: name,
+                options: options.clone(),
+                queued_ms,
+            };
+            let mut warnings = Vec::new();
+            let work = super::model_formats::apply(self.llm(), &job, &mut doc, &mut warnings, deadline);
+            tokio::time::timeout_at(deadline, work)
+                .await
+                .map_err(|_| ScrapeError::Timeout { ms: options.timeout_ms })??;
+            warnings.iter().for_each(|w| doc.add_warning(w));
+        }
         let meta = &mut doc.metadata;
         meta.scrape_id = Some(id.to_string());
         meta.credits_used = credits::for_page(&options, ProxyUsed::Basic, pdf_pages);

@@ -323,12 +323,12 @@ impl ModelJobs {
         drop(admission);
         let markdown = page.document.markdown.unwrap_or_default();
         let limit = llm.settings().max_input_tokens.saturating_sub(1_000).max(256);
-        let (text, was_cut) = tokens::cut(&markdown, limit);
+        let (text, was_cut) = tokens::cut_off_worker(markdown, limit).await;
         let mut notes = Vec::new();
         if was_cut {
             notes.push(format!("{url} was cut to {limit} tokens (cl100k estimate) for the language model."));
         }
-        let input = crate::llm::prompts::page(url, page.document.metadata.title.as_deref(), text);
+        let input = crate::llm::prompts::page(url, page.document.metadata.title.as_deref(), &text);
         let found = llm
             .structured(payer, task, &input, schema.as_ref(), deadline)
             .await

@@ -218,6 +218,9 @@ fn scripted(system: &str, user: &str) -> String {
         let question = user.rsplit("Question: ").next().unwrap_or_default();
         return format!("About {}: {question}", title(user));
     }
+    if system.contains("operate a web browser") {
+        return browse(user).to_string();
+    }
     if system.contains("request for a web crawl") {
         let request = user.rsplit("Request: ").next().unwrap_or_default();
         if request.contains("broken") {
@@ -235,4 +238,27 @@ fn scripted(system: &str, user: &str) -> String {
         return format!("```json\n{}\n```", json!({"title": title(user)}));
     }
     "I do not know this task.".to_owned()
+}
+
+/// One step of the browsing agent: type "quokka" into the text box, press Enter, then
+/// answer with the page's line about the search.
+fn browse(user: &str) -> Value {
+    let steps = user
+        .split("Steps so far:\n")
+        .nth(1)
+        .and_then(|s| s.split("\n\nPage now:").next())
+        .unwrap_or_default();
+    let box_ref = user
+        .lines()
+        .find(|l| l.contains("] input:text"))
+        .and_then(|l| l.trim_start_matches('[').split(']').next())
+        .and_then(|n| n.parse::<u64>().ok());
+    if steps == "(none)" {
+        return json!({"action": "type", "ref": box_ref, "text": "quokka"});
+    }
+    if !steps.contains("press") {
+        return json!({"action": "press", "key": "Enter"});
+    }
+    let found = user.lines().find(|l| l.contains("Searched for")).unwrap_or("nothing found");
+    json!({"action": "answer", "text": found.trim()})
 }

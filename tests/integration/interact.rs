@@ -404,3 +404,42 @@ async fn the_live_view_stays_live_during_a_run() {
     let (status, got) = running.await;
     assert_eq!((status, got["result"].as_str()), (200, Some("done")), "{got}");
 }
+
+#[tokio::test]
+async fn a_prompt_is_carried_out_by_the_model_in_the_page() {
+    let site = FixtureSite::start();
+    let model = crate::common::openai::FakeModel::start(crate::common::openai::Behaviour::default());
+    let url = model.url();
+    let app = TestServer::builder()
+        .settings(move |s| {
+            s.llm.base_url = url;
+            s.llm.model = "test-model".into();
+        })
+        .start()
+        .await;
+    let id = scrape_id(&app, site.url("/js/interactive"), json!({"formats": ["markdown"]})).await;
+    let prompt = "Search the page for quokka and tell me what it says";
+    let (status, got) = run(&app, &id, json!({"prompt": prompt, "timeout": 60})).await;
+    assert_eq!(status, 200, "{got}");
+    assert_eq!(got["success"], true, "{got}");
+    assert_eq!(got["output"], "Searched for quokka", "{got}");
+    let steps = got["stdout"].as_str().unwrap_or_default();
+    assert!(
+        steps.contains("1. type \"quokka\" into [")
+            && steps.contains("2. press \"Enter\"")
+            && steps.contains("3. answer"),
+        "{steps}"
+    );
+    assert!(
+        got["result"].as_str().unwrap_or_default().contains("Searched for quokka"),
+        "the final snapshot: {got}"
+    );
+    // The page really changed: code in the same session sees it.
+    let after = node(&app, &id, "document.getElementById('result').textContent").await;
+    assert_eq!(after["result"], "Searched for quokka");
+    assert_eq!(model.requests().len(), 3, "one model call per step");
+    // A session an agent worked in is billed at the agent's rate (420 an hour, at least 7).
+    let (status, ended) = app.request(Method::DELETE, &format!("/v2/scrape/{id}/interact"), None).await;
+    assert_eq!(status, 200, "{ended}");
+    assert_eq!(ended["creditsBilled"], 7, "{ended}");
+}

@@ -313,3 +313,22 @@ async fn change_tracking_compares_what_the_model_extracted() {
     assert!(second["changeTracking"]["diff"].as_str().is_some(), "git-diff too: {second}");
     assert!(second.get("json").is_none(), "the json format was not asked for: {second}");
 }
+
+#[tokio::test]
+async fn uploaded_files_get_the_model_formats_too() {
+    let model = FakeModel::start(Behaviour::default());
+    let app = server_with(&model, |_| {}).await;
+    let docx = ferrocrawl::documents::samples::docx(
+        r#"<w:p><w:r><w:t>Sow kale in early spring.</w:t></w:r></w:p>"#,
+        "Seeds",
+        "A gardener",
+    );
+    let options = json!({"formats": ["summary"]}).to_string();
+    let parts = [("file", Some("seeds.docx"), None, &docx[..]), ("options", None, None, options.as_bytes())];
+    let (status, body) = crate::parse::upload(&app, &parts).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["summary"], "A page about Seeds.", "{body}");
+    assert!(body["data"].get("markdown").is_none(), "{body}");
+    let page = model.requests()[0]["messages"][1]["content"].as_str().unwrap_or_default().to_owned();
+    assert!(page.contains("Sow kale in early spring."), "{page}");
+}

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::common::{KEY, TestServer, assert_error, decode, docpages};
 
 /// One part of a form: name, file name, Content-Type, bytes.
-type Part<'a> = (&'a str, Option<&'a str>, Option<&'a str>, &'a [u8]);
+pub(crate) type Part<'a> = (&'a str, Option<&'a str>, Option<&'a str>, &'a [u8]);
 
 /// A `multipart/form-data` body and its Content-Type.
 fn form(parts: &[Part<'_>]) -> (String, Vec<u8>) {
@@ -32,7 +32,7 @@ fn form(parts: &[Part<'_>]) -> (String, Vec<u8>) {
     (format!("multipart/form-data; boundary={boundary}"), body)
 }
 
-async fn upload(app: &TestServer, parts: &[Part<'_>]) -> (u16, Value) {
+pub(crate) async fn upload(app: &TestServer, parts: &[Part<'_>]) -> (u16, Value) {
     let (content_type, body) = form(parts);
     let resp = app
         .client()

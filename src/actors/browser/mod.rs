@@ -91,6 +91,8 @@ pub enum BrowserMsg {
     Access(String, RpcReplyPort<Option<LiveAccess>>),
     /// Marks activity on a session, by id (its idle clock restarts).
     Touch(String),
+    /// The session ran an agent `prompt`: it is billed at the agent's rate.
+    Prompted(String),
     /// Scrape `scrape` (of this node) uses session `session`, which lives on another node.
     BindElsewhere {
         /// The scrape.
@@ -110,6 +112,8 @@ struct Entry {
     browser: Liveness,
     started: Instant,
     last_activity_ms: u64,
+    /// An agent prompt ran in it.
+    prompted: bool,
     ended: Option<(Ended, Instant)>,
 }
 
@@ -165,7 +169,8 @@ impl BrowserState {
         );
         // The actor closes the tab when it stops; with its browser gone there is no tab left.
         let cleanup_queued = actor_running && entry.browser.is_alive();
-        let ended = Ended { duration_ms, credits: registry::credits_for(duration_ms), cleanup_queued };
+        let credits = registry::credits_for(duration_ms, entry.prompted);
+        let ended = Ended { duration_ms, credits, cleanup_queued };
         entry.ended = Some((ended, Instant::now()));
         entry.view.actor.stop(Some(why.to_owned()));
         if let Err(e) = self.services.teams.charge(&entry.team, ended.credits) {
@@ -269,6 +274,11 @@ impl Actor for BrowserSupervisor {
                     entry.last_activity_ms = time::now_ms();
                 }
             }
+            BrowserMsg::Prompted(session) => {
+                if let Some(entry) = state.sessions.get_mut(&session) {
+                    entry.prompted = true;
+                }
+            }
             BrowserMsg::Tick => {
                 state.services.scraper.browser().heal().await;
                 let settings = &state.services.settings.browser;
@@ -360,6 +370,7 @@ async fn adopt(
         browser,
         started: Instant::now(),
         last_activity_ms: time::now_ms(),
+        prompted: false,
         ended: None,
     };
     state.by_scrape.insert(opened.scrape_id, view.session_id.clone());

@@ -12,10 +12,20 @@ use crate::model::JobId;
 pub const CREDITS_PER_HOUR: u64 = 120;
 /// The least a session costs.
 pub const MIN_CREDITS: u64 = 2;
+/// Credits per hour of a session an agent `prompt` ran in.
+pub const PROMPTED_CREDITS_PER_HOUR: u64 = 420;
+/// The least such a session costs.
+pub const PROMPTED_MIN_CREDITS: u64 = 7;
 
-/// Credits billed for a session that lasted `duration_ms`.
-pub fn credits_for(duration_ms: u64) -> u64 {
-    duration_ms.saturating_mul(CREDITS_PER_HOUR).div_ceil(3_600_000).max(MIN_CREDITS)
+/// Credits billed for a session that lasted `duration_ms` (`prompted`: an agent prompt ran
+/// in it).
+pub fn credits_for(duration_ms: u64, prompted: bool) -> u64 {
+    let (rate, least) = if prompted {
+        (PROMPTED_CREDITS_PER_HOUR, PROMPTED_MIN_CREDITS)
+    } else {
+        (CREDITS_PER_HOUR, MIN_CREDITS)
+    };
+    duration_ms.saturating_mul(rate).div_ceil(3_600_000).max(least)
 }
 
 /// A live session as its owner sees it.
@@ -96,10 +106,12 @@ mod tests {
 
     #[test]
     fn sessions_bill_by_the_hour_with_a_minimum() {
-        assert_eq!(credits_for(0), 2);
-        assert_eq!(credits_for(60_000), 2);
-        assert_eq!(credits_for(3_600_000), 120);
-        assert_eq!(credits_for(3_600_001), 121);
+        assert_eq!(credits_for(0, false), 2);
+        assert_eq!(credits_for(60_000, false), 2);
+        assert_eq!(credits_for(3_600_000, false), 120);
+        assert_eq!(credits_for(3_600_001, false), 121);
+        assert_eq!(credits_for(60_000, true), 7);
+        assert_eq!(credits_for(3_600_000, true), 420);
         assert_ne!(token(None), token(None));
         assert_eq!(token(None).len(), 32);
         let tagged = token(Some(0xdead_beef));

@@ -1,0 +1,143 @@
+//! What the language-model features cost outside the model.
+//!
+//! 1. Input tokens per page on set A (cl100k): the raw HTML, the whole page as Markdown,
+//!    the main content as Markdown (what the formats send), and that text after the cut at
+//!    the default `llm.max_input_tokens` (less the prompt's reserve): median and p95.
+//! 2. Overhead per call: `Llm::structured` with a schema against a loopback server that
+//!    answers a fixed completion at once, over set A's main-content pages: the page cut
+//!    and wrapped, the request written, sent and read, the answer parsed and validated, the
+//!    tokens recorded. Everything but the model's own thinking; median and p95 per call.
+//!
+//! `cargo bench --bench llm` (pages from `BENCH_PAGES`, default
+//! `../shared/datasets/extraction-A/pages`).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use actix_web::{App, HttpResponse, HttpServer, web};
+use ferrocrawl::extract::{ExtractOptions, Wanted, extract};
+use ferrocrawl::llm::{Llm, LlmSettings, Payer, openai::OpenAi, prompts, tokens};
+use ferrocrawl::model::TeamId;
+use serde_json::json;
+
+fn pages() -> Vec<String> {
+    let dir = std::env::var_os("BENCH_PAGES").map(PathBuf::from).unwrap_or_else(|| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/extraction-A/pages")
+    });
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|entries| entries.filter_map(Result::ok).map(|e| e.path().join("source.html")).collect())
+        .unwrap_or_default();
+    paths.retain(|p| p.is_file());
+    paths.sort();
+    paths
+        .iter()
+        .filter_map(|p| std::fs::read(p).ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .collect()
+}
+
+fn quantiles(mut values: Vec<f64>) -> (f64, f64) {
+    values.sort_by(f64::total_cmp);
+    let at = |q: f64| values[((values.len() - 1) as f64 * q).round() as usize];
+    (at(0.5), at(0.95))
+}
+
+fn markdown(html: &str, main_only: bool) -> String {
+    let url = url::Url::parse("http://fakehost/test/page.html").expect("url");
+    let options = ExtractOptions { only_main_content: main_only, ..ExtractOptions::default() };
+    let wanted = Wanted { markdown: true, html: false, links: false, images: false };
+    extract(html, &url, &options, wanted).markdown.unwrap_or_default()
+}
+
+/// A chat-completions server that answers every call at once with the same JSON.
+fn instant_server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    std::thread::spawn(move || {
+        actix_web::rt::System::new().block_on(async move {
+            HttpServer::new(|| {
+                App::new().route(
+                    "/v1/chat/completions",
+                    web::post().to(|_: web::Bytes| async {
+                        HttpResponse::Ok().json(json!({"choices": [{"message": {"content": "{\"title\": \"A page\", \"price\": 12.5}"}}],
+                            "usage": {"prompt_tokens": 1000, "completion_tokens": 12}}))
+                    }),
+                )
+            })
+            .workers(1)
+            .listen(listener)
+            .expect("listen")
+            .run()
+            .await
+            .expect("serve");
+        });
+    });
+    url
+}
+
+fn main() {
+    let pages = pages();
+    assert!(!pages.is_empty(), "no pages (set BENCH_PAGES)");
+    let settings = LlmSettings::default();
+    let limit = settings.max_input_tokens - 1_000;
+    let (mut raw, mut whole, mut main_text, mut sent, mut cut_ms) = (vec![], vec![], vec![], vec![], vec![]);
+    let mut texts = Vec::new();
+    for html in &pages {
+        raw.push(tokens::count(html) as f64);
+        whole.push(tokens::count(&markdown(html, false)) as f64);
+        let text = markdown(html, true);
+        main_text.push(tokens::count(&text) as f64);
+        let started = Instant::now();
+        let (kept, _) = tokens::cut(&text, limit);
+        let page = prompts::page("http://fakehost/test/page.html", Some("A page"), kept);
+        cut_ms.push(started.elapsed().as_secs_f64() * 1000.0);
+        sent.push(tokens::count(kept) as f64);
+        texts.push(page);
+    }
+    println!("set A: {} pages, tokens per page (cl100k), median / p95:", pages.len());
+    for (name, values) in [
+        ("raw HTML", raw),
+        ("whole page Markdown", whole),
+        ("main content Markdown", main_text),
+        ("sent (cut at 11 000)", sent),
+    ] {
+        let (median, p95) = quantiles(values);
+        println!("  {name:<24} {median:>8.0} / {p95:>8.0}");
+    }
+    let (median, p95) = quantiles(cut_ms);
+    println!("cut and wrap per page: {median:.3} / {p95:.3} ms");
+
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("rt");
+    ferrocrawl::scrape::engine::http::install_crypto_provider();
+    let settings = LlmSettings { base_url: instant_server(), model: "m".into(), ..LlmSettings::default() };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = ferrocrawl::store::Store::open(dir.path()).expect("store");
+    let llm = Llm::with_model(&settings, Arc::new(OpenAi::new(&settings).expect("client")), store);
+    let payer = Payer { team: TeamId::parse("bench").expect("team"), key: None };
+    let schema = json!({"type": "object", "properties": {"title": {"type": "string"}, "price": {"type": "number"}}, "required": ["title"]});
+    let rounds = 5;
+    let per_call: Vec<f64> = runtime.block_on(async {
+        std::thread::sleep(Duration::from_millis(200));
+        let mut out = Vec::new();
+        for round in 0..rounds {
+            for text in &texts {
+                let started = Instant::now();
+                let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+                let found = llm
+                    .structured(&payer, prompts::EXTRACT, text, Some(&schema), deadline)
+                    .await
+                    .expect("call");
+                assert_eq!(found.value["title"], "A page");
+                if round > 0 {
+                    out.push(started.elapsed().as_secs_f64() * 1000.0);
+                }
+            }
+        }
+        out
+    });
+    let (median, p95) = quantiles(per_call.clone());
+    println!("structured call outside the model ({} calls): {median:.3} / {p95:.3} ms", per_call.len());
+}
