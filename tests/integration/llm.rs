@@ -332,3 +332,27 @@ async fn uploaded_files_get_the_model_formats_too() {
     let page = model.requests()[0]["messages"][1]["content"].as_str().unwrap_or_default().to_owned();
     assert!(page.contains("Sow kale in early spring."), "{page}");
 }
+
+#[tokio::test]
+async fn search_results_are_scraped_with_the_model_formats_and_the_key_file_is_read() {
+    let (site, model) = (FixtureSite::start(), FakeModel::start(Behaviour::default()));
+    let key_dir = tempfile::tempdir().expect("tempdir");
+    let key_file = key_dir.path().join("model-key");
+    std::fs::write(&key_file, "from-a-file\n").expect("write key");
+    let app = server_with(&model, move |s| {
+        s.llm.api_key = String::new();
+        s.llm.api_key_file = Some(key_file);
+    })
+    .await;
+    let (status, _) = app.scrape(json!({"url": site.url("/article")})).await;
+    assert_eq!(status, 200);
+    let found = crate::common::wait_for("the page in the index", Duration::from_secs(20), || async {
+        let body = json!({"query": "tomatoes gardener", "scrapeOptions": {"formats": ["summary"]}});
+        let (status, found) = app.request(reqwest::Method::POST, "/v2/search", Some(&body)).await;
+        assert_eq!(status, 200, "{found}");
+        found["data"]["web"].as_array().filter(|w| !w.is_empty()).cloned()
+    })
+    .await;
+    assert_eq!(found[0]["summary"], "A page about Growing Tomatoes at Home.", "{found:?}");
+    assert_eq!(model.authorizations()[0].as_deref(), Some("Bearer from-a-file"));
+}
