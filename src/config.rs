@@ -2,6 +2,9 @@
 //! variables and command-line overrides, merged in that order (later wins) and validated
 //! once at start-up. Unknown keys anywhere are an error, so a typo never goes unnoticed.
 
+mod llm;
+pub use llm::LlmSettings;
+
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -52,7 +55,7 @@ pub struct Settings {
     pub search: SearchSettings,
     /// The language-model server (off unless `base_url` is set).
     #[serde(default)]
-    pub llm: crate::llm::LlmSettings,
+    pub llm: LlmSettings,
     /// Joining other nodes into one service (off unless `listen` is set).
     pub cluster: ClusterSettings,
     /// Plan flags per team name.

@@ -180,17 +180,23 @@ async fn credit_usage(state: web::Data<AppState>, auth: Authenticated) -> Result
     }})))
 }
 
-/// Language-model tokens: the plan's credits at 15 tokens each, less the tokens the team's
-/// model calls really used this month (on every node).
+/// Tokens, as the contract counts them: 15 to a credit, so what is left is the credits left
+/// (on every node) at 15 tokens each. The tokens the team's model calls really used are in
+/// `/v2/team/token-usage/historical`.
 async fn token_usage(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
     let (teams, team) = (Arc::clone(&state.runtime.services().teams), auth.team.clone());
     let (remaining, plan, start, end) = state
         .off_worker(async move {
             let month = ledger::month_of(time::now_ms());
             let (start, end) = ledger::month_bounds(month);
-            let plan = teams.plan(&team).credits.map(|c| c.saturating_mul(TOKENS_PER_CREDIT));
-            let (used, _) = teams.tokens_everywhere(&team, month).await?;
-            let remaining = plan.map_or(UNLIMITED, |p| p.saturating_sub(used));
+            let plan = teams.plan(&team).credits;
+            let remaining = match plan {
+                Some(plan) => plan
+                    .saturating_sub(teams.used_everywhere(&team, month).await?)
+                    .saturating_mul(TOKENS_PER_CREDIT),
+                None => UNLIMITED,
+            };
+            let plan = plan.map(|c| c.saturating_mul(TOKENS_PER_CREDIT));
             Ok::<_, ApiError>((remaining, plan, time::iso_ms(start), time::iso_ms(end)))
         })
         .await?;

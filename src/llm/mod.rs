@@ -13,7 +13,6 @@
 pub mod gate;
 pub mod openai;
 pub mod prompts;
-mod settings;
 pub mod structured;
 pub mod tokens;
 
@@ -26,7 +25,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::time::Instant;
 
-pub use settings::LlmSettings;
+pub use crate::config::LlmSettings;
 
 use crate::model::TeamId;
 use crate::store::Store;

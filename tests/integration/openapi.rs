@@ -108,6 +108,12 @@ const SERVED: &[&str] = &[
     "/v2/team/activity",
     "/v2/files/{name}",
     "/v2/cluster",
+    "/v2/crawl/params-preview",
+    "/v2/support/docs-search",
+    "/v2/extract",
+    "/v2/extract/{id}",
+    "/v2/agent",
+    "/v2/agent/{id}",
 ];
 
 #[tokio::test]
