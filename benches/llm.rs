@@ -9,7 +9,8 @@
 //!    tokens recorded. Everything but the model's own thinking; median and p95 per call.
 //!
 //! `cargo bench --bench llm` (pages from `BENCH_PAGES`, default
-//! `../shared/datasets/extraction-A/pages`).
+//! `../shared/datasets/extraction-A/pages`); under `cargo test` (no `--bench`) five pages
+//! and one round, as a smoke test of the harness.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -78,7 +79,11 @@ fn instant_server() -> String {
 }
 
 fn main() {
-    let pages = pages();
+    let full = std::env::args().any(|a| a == "--bench");
+    let mut pages = pages();
+    if !full {
+        pages.truncate(5);
+    }
     assert!(!pages.is_empty(), "no pages (set BENCH_PAGES)");
     let settings = LlmSettings::default();
     let limit = settings.max_input_tokens - 1_000;
@@ -118,7 +123,7 @@ fn main() {
     let llm = Llm::with_model(&settings, Arc::new(OpenAi::new(&settings).expect("client")), store);
     let payer = Payer { team: TeamId::parse("bench").expect("team"), key: None };
     let schema = json!({"type": "object", "properties": {"title": {"type": "string"}, "price": {"type": "number"}}, "required": ["title"]});
-    let rounds = 5;
+    let rounds = if full { 5 } else { 2 };
     let per_call: Vec<f64> = runtime.block_on(async {
         std::thread::sleep(Duration::from_millis(200));
         let mut out = Vec::new();

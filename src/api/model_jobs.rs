@@ -235,16 +235,30 @@ async fn start(state: &AppState, auth: &Authenticated, request: ModelJobRequest)
     Ok(id.to_string())
 }
 
+/// The job id of the path, or the answer of the node that owns the job when that is
+/// another node.
+async fn here(
+    state: &AppState,
+    request: &HttpRequest,
+    path: &str,
+) -> Result<Result<crate::model::JobId, HttpResponse>, ApiError> {
+    let id = super::scrape::parse_job_id(path)?;
+    match forward::to_node_of(state, request, &[], id.tag()).await {
+        Some(answer) => Ok(Err(answer?)),
+        None => Ok(Ok(id)),
+    }
+}
+
 async fn status(
     state: web::Data<AppState>,
     auth: Authenticated,
     request: HttpRequest,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = super::scrape::parse_job_id(&path)?;
-    if let Some(answer) = forward::to_node_of(&state, &request, &[], id.tag()).await {
-        return answer;
-    }
+    let id = match here(&state, &request, &path).await? {
+        Ok(id) => id,
+        Err(answer) => return Ok(answer),
+    };
     let agent = request.path().starts_with("/v2/agent");
     let (jobs, team) = (state.model_jobs.clone(), auth.team.clone());
     let record = state.off_worker(async move { Ok(jobs.get(id, &team).await?) }).await?;
@@ -289,10 +303,10 @@ async fn cancel(
     request: HttpRequest,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let id = super::scrape::parse_job_id(&path)?;
-    if let Some(answer) = forward::to_node_of(&state, &request, &[], id.tag()).await {
-        return answer;
-    }
+    let id = match here(&state, &request, &path).await? {
+        Ok(id) => id,
+        Err(answer) => return Ok(answer),
+    };
     let (jobs, team) = (state.model_jobs.clone(), auth.team.clone());
     let cancelled = state.off_worker(async move { Ok(jobs.cancel(id, &team).await?) }).await?;
     Ok(HttpResponse::Ok().json(json!({"success": cancelled})))

@@ -160,20 +160,32 @@ async fn activity(
     })))
 }
 
-async fn credit_usage(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
+/// (remaining, plan, period start, period end) in units of `scale` per credit, over every
+/// node.
+async fn usage(
+    state: &AppState,
+    auth: &Authenticated,
+    scale: u64,
+) -> Result<(u64, Option<u64>, String, String), ApiError> {
     let (teams, team) = (Arc::clone(&state.runtime.services().teams), auth.team.clone());
-    let (remaining, plan, start, end) = state
+    state
         .off_worker(async move {
             let month = ledger::month_of(time::now_ms());
             let (start, end) = ledger::month_bounds(month);
             let plan = teams.plan(&team).credits;
             let remaining = match plan {
-                Some(plan) => plan.saturating_sub(teams.used_everywhere(&team, month).await?),
+                Some(plan) => {
+                    plan.saturating_sub(teams.used_everywhere(&team, month).await?).saturating_mul(scale)
+                }
                 None => UNLIMITED,
             };
-            Ok::<_, ApiError>((remaining, plan, time::iso_ms(start), time::iso_ms(end)))
+            Ok((remaining, plan.map(|p| p.saturating_mul(scale)), time::iso_ms(start), time::iso_ms(end)))
         })
-        .await?;
+        .await
+}
+
+async fn credit_usage(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
+    let (remaining, plan, start, end) = usage(&state, &auth, 1).await?;
     Ok(HttpResponse::Ok().json(json!({"success": true, "data": {
         "remainingCredits": remaining, "planCredits": plan, "unlimited": plan.is_none(),
         "billingPeriodStart": start, "billingPeriodEnd": end,
@@ -181,25 +193,10 @@ async fn credit_usage(state: web::Data<AppState>, auth: Authenticated) -> Result
 }
 
 /// Tokens, as the contract counts them: 15 to a credit, so what is left is the credits left
-/// (on every node) at 15 tokens each. The tokens the team's model calls really used are in
+/// at 15 tokens each. The tokens the team's model calls really used are in
 /// `/v2/team/token-usage/historical`.
 async fn token_usage(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
-    let (teams, team) = (Arc::clone(&state.runtime.services().teams), auth.team.clone());
-    let (remaining, plan, start, end) = state
-        .off_worker(async move {
-            let month = ledger::month_of(time::now_ms());
-            let (start, end) = ledger::month_bounds(month);
-            let plan = teams.plan(&team).credits;
-            let remaining = match plan {
-                Some(plan) => plan
-                    .saturating_sub(teams.used_everywhere(&team, month).await?)
-                    .saturating_mul(TOKENS_PER_CREDIT),
-                None => UNLIMITED,
-            };
-            let plan = plan.map(|c| c.saturating_mul(TOKENS_PER_CREDIT));
-            Ok::<_, ApiError>((remaining, plan, time::iso_ms(start), time::iso_ms(end)))
-        })
-        .await?;
+    let (remaining, plan, start, end) = usage(&state, &auth, TOKENS_PER_CREDIT).await?;
     Ok(HttpResponse::Ok().json(json!({"success": true, "data": {
         "remainingTokens": remaining, "planTokens": plan, "unlimited": plan.is_none(),
         "billingPeriodStart": start, "billingPeriodEnd": end,

@@ -82,6 +82,20 @@ impl FakeModel {
         Self { port, state, _server: server }
     }
 
+    /// A test server whose language model is this stand-in (model `test-model`).
+    pub fn server(&self) -> super::Builder {
+        self.server_on(tempfile::tempdir().expect("tempdir"))
+    }
+
+    /// [`FakeModel::server`] on an existing data directory.
+    pub fn server_on(&self, data: tempfile::TempDir) -> super::Builder {
+        let url = self.url();
+        super::TestServer::builder_on(data).settings(move |s| {
+            s.llm.base_url = url;
+            s.llm.model = "test-model".into();
+        })
+    }
+
     /// The base URL to configure (`llm.base_url`).
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/v1", self.port)

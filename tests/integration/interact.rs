@@ -409,14 +409,7 @@ async fn the_live_view_stays_live_during_a_run() {
 async fn a_prompt_is_carried_out_by_the_model_in_the_page() {
     let site = FixtureSite::start();
     let model = crate::common::openai::FakeModel::start(crate::common::openai::Behaviour::default());
-    let url = model.url();
-    let app = TestServer::builder()
-        .settings(move |s| {
-            s.llm.base_url = url;
-            s.llm.model = "test-model".into();
-        })
-        .start()
-        .await;
+    let app = model.server().start().await;
     let id = scrape_id(&app, site.url("/js/interactive"), json!({"formats": ["markdown"]})).await;
     let prompt = "Search the page for quokka and tell me what it says";
     let (status, got) = run(&app, &id, json!({"prompt": prompt, "timeout": 60})).await;

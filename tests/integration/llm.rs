@@ -16,11 +16,9 @@ const SCHEMA: &str =
     r#"{"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}"#;
 
 async fn server_with(model: &FakeModel, tune: impl FnOnce(&mut ferrocrawl::config::Settings)) -> TestServer {
-    let url = model.url();
-    TestServer::builder()
+    model
+        .server()
         .settings(move |s| {
-            s.llm.base_url = url;
-            s.llm.model = "test-model".into();
             s.llm.api_key = "model-secret".into();
             tune(s);
         })

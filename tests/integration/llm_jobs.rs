@@ -9,14 +9,6 @@ use serde_json::{Value, json};
 use crate::common::openai::{Behaviour, FakeModel};
 use crate::common::{FixtureSite, TestServer, assert_error, wait_for};
 
-fn with_model(model: &FakeModel) -> crate::common::Builder {
-    let url = model.url();
-    TestServer::builder().settings(move |s| {
-        s.llm.base_url = url;
-        s.llm.model = "test-model".into();
-    })
-}
-
 async fn finished(app: &TestServer, path: &str) -> Value {
     wait_for(path, Duration::from_secs(30), || async {
         let (status, body) = app.request(reqwest::Method::GET, path, None).await;
@@ -30,7 +22,7 @@ async fn finished(app: &TestServer, path: &str) -> Value {
 async fn extract_merges_the_values_of_every_page() {
     let (site, model) = (FixtureSite::start(), FakeModel::start(Behaviour::default()));
     model.queue(&[r#"{"topics": ["tomatoes"]}"#, r#"{"topics": ["tomatoes", "compost"]}"#]);
-    let app = with_model(&model).start().await;
+    let app = model.server().start().await;
     let schema =
         json!({"type": "object", "properties": {"topics": {"type": "array", "items": {"type": "string"}}}});
     let body = json!({"urls": [site.url("/article"), site.url("/short-post"), "not a url"], "prompt": "the topics", "schema": schema});
@@ -58,7 +50,7 @@ async fn extract_merges_the_values_of_every_page() {
 #[tokio::test]
 async fn a_prompt_alone_reads_the_pages_the_index_finds() {
     let (site, model) = (FixtureSite::start(), FakeModel::start(Behaviour::default()));
-    let app = with_model(&model).start().await;
+    let app = model.server().start().await;
     let (status, _) = app.scrape(json!({"url": site.url("/article")})).await;
     assert_eq!(status, 200);
     wait_for("the page in the index", Duration::from_secs(20), || async {
@@ -83,25 +75,18 @@ async fn a_prompt_alone_reads_the_pages_the_index_finds() {
 async fn a_job_survives_a_restart_and_can_be_cancelled() {
     let site = FixtureSite::start();
     let slow = FakeModel::start(Behaviour { delay: Some(Duration::from_secs(30)), ..Behaviour::default() });
-    let app = with_model(&slow).start().await;
+    let app = slow.server().start().await;
     let body = json!({"urls": [site.url("/article")], "prompt": "the title"});
     let (_, started) = app.request(reqwest::Method::POST, "/v2/extract", Some(&body)).await;
     let id = started["id"].as_str().expect("id").to_owned();
     let data = app.stop();
     let model = FakeModel::start(Behaviour::default());
-    let url = model.url();
-    let app = TestServer::builder_on(data)
-        .settings(move |s| {
-            s.llm.base_url = url;
-            s.llm.model = "test-model".into();
-        })
-        .start()
-        .await;
+    let app = model.server_on(data).start().await;
     let done = finished(&app, &format!("/v2/extract/{id}")).await;
     assert_eq!(done["status"], "completed", "run again after the restart: {done}");
     assert_eq!(done["data"]["title"], "Growing Tomatoes at Home");
     // Cancelling.
-    let stuck = with_model(&slow).start().await;
+    let stuck = slow.server().start().await;
     let (_, started) = stuck
         .request(
             reqwest::Method::POST,
@@ -120,7 +105,7 @@ async fn a_job_survives_a_restart_and_can_be_cancelled() {
 #[tokio::test]
 async fn requests_are_checked() {
     let model = FakeModel::start(Behaviour::default());
-    let app = with_model(&model).start().await;
+    let app = model.server().start().await;
     let post = |body: Value, path: &'static str| {
         let app = &app;
         async move { app.request(reqwest::Method::POST, path, Some(&body)).await }

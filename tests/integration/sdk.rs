@@ -67,14 +67,7 @@ async fn python_sdk_scrapes_through_the_server() {
 async fn python_sdk_uses_the_language_model_formats() {
     let site = FixtureSite::start();
     let model = FakeModel::start(Behaviour::default());
-    let url = model.url();
-    let app = TestServer::builder()
-        .settings(move |s| {
-            s.llm.base_url = url;
-            s.llm.model = "test-model".into();
-        })
-        .start()
-        .await;
+    let app = model.server().start().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_llm.py");
     run_script(script, app.base.clone(), site.url(""), "sdk llm ok").await;
 }
