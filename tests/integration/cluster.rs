@@ -128,7 +128,7 @@ impl Node {
 }
 
 /// Sends a request with `key` to `base`.
-async fn call(
+pub(crate) async fn call(
     base: &str,
     key: &str,
     method: reqwest::Method,

@@ -11,6 +11,7 @@ mod cache;
 mod change;
 mod cli;
 mod cluster;
+mod cluster_llm;
 mod crawl;
 mod deep_pages;
 mod discovery;

@@ -1,0 +1,52 @@
+//! The language-model features in a cluster of real child processes: an extract job
+//! accepted by one node is read through another (passed to its owner by the id's tag), and
+//! the tokens a team used are summed over the nodes that made the calls.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::cluster::{Node, call};
+use crate::common::openai::{Behaviour, FakeModel};
+use crate::common::{FixtureSite, wait_for};
+
+#[tokio::test]
+async fn model_jobs_and_token_use_hold_for_the_whole_cluster() {
+    let site = FixtureSite::start();
+    let model = FakeModel::start(Behaviour::default());
+    let url = model.url();
+    let env = [("FERROCRAWL_LLM__BASE_URL", url.as_str()), ("FERROCRAWL_LLM__MODEL", "test-model")];
+    let a = Node::start("a", None, &env);
+    let b = Node::start("b", Some(&a.cluster_addr), &env);
+    for node in [&a, &b] {
+        node.wait_live(&["a", "b"], Duration::from_secs(20)).await;
+    }
+    let body = json!({"urls": [site.url("/article")], "prompt": "the title"});
+    let (status, started) = call(a.base(), &a.key, Method::POST, "/v2/extract", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let path = format!("/v2/extract/{}", started["id"].as_str().expect("id"));
+    let done = wait_for("the job through the other node", Duration::from_secs(30), || async {
+        let (status, body) = call(b.base(), &b.key, Method::GET, &path, None).await;
+        assert_eq!(status, 200, "{body}");
+        (body["status"] == "completed").then_some(body)
+    })
+    .await;
+    assert_eq!(done["data"]["title"], "Growing Tomatoes at Home", "{done}");
+    // A summary scraped through b: its call is made where the site's actor lives.
+    let scrape = json!({"url": site.url("/short-post"), "formats": ["summary"]});
+    let (status, scraped) = call(b.base(), &b.key, Method::POST, "/v2/scrape", Some(&scrape)).await;
+    assert_eq!(status, 200, "{scraped}");
+    assert!(scraped["data"]["summary"].as_str().is_some_and(|s| s.starts_with("A page about")), "{scraped}");
+    let calls = model.requests().len() as u64;
+    for node in [&a, &b] {
+        let (_, history) =
+            call(node.base(), &node.key, Method::GET, "/v2/team/token-usage/historical", None).await;
+        assert_eq!(
+            history["periods"][0]["tokensUsed"],
+            calls * 120,
+            "every node's calls, asked on {}: {history}",
+            node.name
+        );
+    }
+}
