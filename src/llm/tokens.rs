@@ -1,43 +1,52 @@
-//! Token counts, estimated with OpenAI's cl100k tokenizer (`tiktoken-rs`): exact for the
-//! GPT-4 family, within some 10–20 % for Llama, Qwen or Mistral tokenizers, which is what
-//! a limit and a usage estimate need. Used to cut page text at `llm.max_input_tokens` and
-//! to count tokens when a server leaves `usage` out of its answer.
+//! Token counts, estimated with OpenAI's cl100k tokenizer (`bpe-openai`, a linear-time
+//! byte-pair encoder that gives tiktoken's exact counts): exact for the GPT-4 family,
+//! within some 10–20 % for Llama, Qwen or Mistral tokenizers, which is what a limit and a
+//! usage estimate need. Used to cut page text at `llm.max_input_tokens` and to count
+//! tokens when a server leaves `usage` out of its answer.
 
 use super::{ChatRequest, Usage};
 
 /// Tokens every message adds beyond its text (role and separators), as OpenAI counts them.
 const PER_MESSAGE: u64 = 4;
 
-fn bpe() -> &'static tiktoken_rs::CoreBPE {
-    tiktoken_rs::cl100k_base_singleton()
+fn tokenizer() -> &'static bpe_openai::Tokenizer {
+    bpe_openai::cl100k_base()
 }
 
 /// Tokens of `text`.
 pub fn count(text: &str) -> usize {
-    bpe().encode_ordinary(text).len()
+    tokenizer().count(text)
 }
 
-/// `text` cut to at most `max` tokens, on a token boundary (and a character boundary), and
-/// whether it was cut. No token is shorter than a byte, so a text of at most `max` bytes
-/// is returned without counting.
+/// `text` cut to at most `max` tokens, on a token boundary (backed off to a character
+/// boundary), and whether it was cut. No token is
+/// shorter than a byte, so a text of at most `max` bytes is returned without counting.
 pub fn cut(text: &str, max: usize) -> (&str, bool) {
     if text.len() <= max {
         return (text, false);
     }
-    let tokens = bpe().encode_ordinary(text);
-    if tokens.len() <= max {
-        return (text, false);
+    let t = tokenizer();
+    let mut used = 0;
+    for piece in t.split(text) {
+        let n = t.bpe.count(piece.as_bytes());
+        if used + n > max {
+            // The piece is a slice of `text`; the cut falls inside it, after the tokens that
+            // still fit, backed off to a character boundary.
+            let start = piece.as_ptr() as usize - text.as_ptr() as usize;
+            let tokens = t.bpe.encode_via_backtracking(piece.as_bytes());
+            let mut end = start + t.bpe.decode_tokens(&tokens[..max - used]).len();
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            return (&text[..end], true);
+        }
+        used += n;
     }
-    let kept: usize = tokens[..max].iter().map(|t| bpe().decode_bytes(&[*t]).map_or(0, |b| b.len())).sum();
-    let mut end = kept.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&text[..end], true)
+    (text, false)
 }
 
-/// [`cut`] for an owned text, counted on the blocking pool when it has to be (counting
-/// runs at some 6 MB/s, too long to hold an async worker for a long page).
+/// [`cut`] for an owned text, counted on the blocking pool when it has to be, so a long
+/// page never holds an async worker.
 pub async fn cut_off_worker(text: String, max: usize) -> (String, bool) {
     if text.len() <= max {
         return (text, false);
@@ -75,5 +84,6 @@ mod tests {
         let accents = "é".repeat(300);
         let (kept, was_cut) = cut(&accents, 10);
         assert!(was_cut && !kept.is_empty() && kept.chars().all(|c| c == 'é'));
+        assert!(count(kept) <= 10);
     }
 }
