@@ -159,7 +159,13 @@ async fn clean(
     deadline: Instant,
 ) -> Result<String, LlmError> {
     let limit = llm.settings().max_output_tokens;
-    let size = if markdown.len() <= limit { 0 } else { tokens::count(&markdown) };
+    let size = if markdown.len() <= limit {
+        0
+    } else {
+        // Counted on the blocking pool: a long page takes milliseconds.
+        let text = markdown.clone();
+        tokio::task::spawn_blocking(move || tokens::count(&text)).await.unwrap_or(usize::MAX)
+    };
     if size > limit {
         warnings.push(format!(
             "onlyCleanContent was skipped: the Markdown ({size} tokens) is longer than the cleaning \
