@@ -12,11 +12,8 @@ use serde_json::{Map, Value, json};
 
 use super::auth::Authenticated;
 use super::error::ApiError;
-use super::{AppState, body, crawl_body, target};
+use super::{AppState, body, crawl_body, formats, target};
 use crate::model::Code;
-
-/// Longest prompt (characters).
-const MAX_PROMPT_CHARS: usize = 10_000;
 
 /// The options a model may propose.
 const PROPOSED: &[&str] = &[
@@ -55,16 +52,9 @@ struct PreviewBody {
     integration: Option<String>,
 }
 
-/// The prompt of a request: a string of 1 to 10 000 characters.
-fn prompt_of(value: Option<&Value>, field: &str) -> Result<String, ApiError> {
-    match value {
-        Some(Value::String(p)) if !p.trim().is_empty() && p.chars().count() <= MAX_PROMPT_CHARS => {
-            Ok(p.clone())
-        }
-        _ => Err(ApiError::bad_request(format!(
-            "`{field}` is required: a string of 1 to {MAX_PROMPT_CHARS} characters"
-        ))),
-    }
+/// The prompt of a request, required.
+fn prompt_of(value: Option<Value>) -> Result<String, ApiError> {
+    formats::prompt(value, "prompt")?.ok_or_else(|| ApiError::bad_request("`prompt` is required"))
 }
 
 async fn preview(
@@ -74,7 +64,7 @@ async fn preview(
 ) -> Result<HttpResponse, ApiError> {
     let request: PreviewBody = body::typed(Value::Object(body::object(&bytes)?), "")?;
     let (url, _) = target::parse(request.url, "url")?;
-    let prompt = prompt_of(request.prompt.as_ref(), "prompt")?;
+    let prompt = prompt_of(request.prompt)?;
     let (proposal, warning) = propose(&state, &auth, url.as_str(), &prompt).await?;
     crawl_body::parse(proposal.clone(), auth.caller()).map_err(|e| unusable(&e))?;
     let mut data = Map::from_iter([("url".to_owned(), Value::String(url.to_string()))]);
@@ -94,7 +84,7 @@ pub async fn apply(
     if state.scraper.llm().is_none() || map.get("prompt").is_none_or(Value::is_null) {
         return Ok(());
     }
-    let prompt = prompt_of(map.remove("prompt").as_ref(), "prompt")?;
+    let prompt = prompt_of(map.remove("prompt"))?;
     let (proposal, _) = propose(state, auth, url, &prompt).await?;
     for (key, value) in proposal {
         map.entry(key).or_insert(value);

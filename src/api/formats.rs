@@ -180,15 +180,28 @@ pub fn parse(entries: Vec<Value>, prefix: &str, model: bool) -> Result<Formats, 
     Ok(formats)
 }
 
-/// A required non-empty string of at most [`MAX_PROMPT_CHARS`] characters, taken out of
-/// `object`.
-fn text(object: &mut Map<String, Value>, key: &str, at: &str) -> Result<String, ApiError> {
-    match object.remove(key) {
-        Some(Value::String(s)) if !s.trim().is_empty() && s.chars().count() <= MAX_PROMPT_CHARS => Ok(s),
-        _ => Err(ApiError::bad_request(format!(
-            "`{at}.{key}` is required: a string of 1 to {MAX_PROMPT_CHARS} characters"
+/// A prompt, question or query: absent (or null), or a string of 1 to
+/// [`MAX_PROMPT_CHARS`] characters; anything else is a 400 naming `field`.
+pub fn prompt(value: Option<Value>, field: &str) -> Result<Option<String>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.trim().is_empty() && s.chars().count() <= MAX_PROMPT_CHARS => {
+            Ok(Some(s))
+        }
+        Some(_) => Err(ApiError::bad_request(format!(
+            "`{field}` must be a string of 1 to {MAX_PROMPT_CHARS} characters"
         ))),
     }
+}
+
+/// A required [`prompt`] taken out of `object`.
+fn text(object: &mut Map<String, Value>, key: &str, at: &str) -> Result<String, ApiError> {
+    let field = format!("{at}.{key}");
+    prompt(object.remove(key), &field)?.ok_or_else(|| {
+        ApiError::bad_request(format!(
+            "`{field}` is required: a string of 1 to {MAX_PROMPT_CHARS} characters"
+        ))
+    })
 }
 
 /// `schema` and `prompt` of a `json` format (or change tracking's json mode), taken out of
@@ -204,13 +217,7 @@ fn json_spec(object: &mut Map<String, Value>, at: &str) -> Result<JsonSpec, ApiE
         }
         Some(_) => return Err(ApiError::bad_request(format!("`{at}.schema` must be a JSON Schema object"))),
     };
-    let prompt = match object.get("prompt") {
-        None | Some(Value::Null) => {
-            object.remove("prompt");
-            None
-        }
-        Some(_) => Some(text(object, "prompt", at)?),
-    };
+    let prompt = prompt(object.remove("prompt"), &format!("{at}.prompt"))?;
     Ok(JsonSpec { schema, prompt })
 }
 

@@ -14,9 +14,6 @@ use super::{AppState, body, formats, forward, target};
 use crate::model::time;
 use crate::service::model_jobs::{self, Kind, ModelJobRequest};
 
-/// Longest prompt (characters).
-const MAX_PROMPT_CHARS: usize = 10_000;
-
 /// Registers the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/v2/extract").route(web::post().to(start_extract)))
@@ -88,18 +85,6 @@ fn need_model(state: &AppState, what: &str) -> Result<(), ApiError> {
     }
 }
 
-fn prompt_of(value: Option<Value>) -> Result<Option<String>, ApiError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(p)) if !p.trim().is_empty() && p.chars().count() <= MAX_PROMPT_CHARS => {
-            Ok(Some(p))
-        }
-        Some(_) => Err(ApiError::bad_request(format!(
-            "`prompt` must be a string of 1 to {MAX_PROMPT_CHARS} characters"
-        ))),
-    }
-}
-
 fn schema_of(value: Option<Value>) -> Result<Option<Value>, ApiError> {
     match value {
         None | Some(Value::Null) => Ok(None),
@@ -151,7 +136,7 @@ async fn start_extract(
     refuse_hosted(body.threat_protection.as_ref(), None, None, "")?;
     no_webhook(body.webhook.as_ref())?;
     let (urls, invalid) = urls_of(body.urls, body.ignore_invalid_urls.unwrap_or(true))?;
-    let prompt = prompt_of(body.prompt)?;
+    let prompt = formats::prompt(body.prompt, "prompt")?;
     if urls.is_empty() && prompt.is_none() {
         return Err(ApiError::bad_request("either `urls` or `prompt` is required"));
     }
@@ -185,7 +170,8 @@ async fn start_agent(
     let body: AgentBody = body::typed(Value::Object(body::object(&bytes)?), "")?;
     refuse_hosted(body.threat_protection.as_ref(), None, body.audit_metadata.as_ref(), "")?;
     no_webhook(body.webhook.as_ref())?;
-    let prompt = prompt_of(body.prompt)?.ok_or_else(|| ApiError::bad_request("`prompt` is required"))?;
+    let prompt = formats::prompt(body.prompt, "prompt")?
+        .ok_or_else(|| ApiError::bad_request("`prompt` is required"))?;
     let model = match body.model.as_deref() {
         None => "spark-1-pro".to_owned(),
         Some(m @ ("spark-1-pro" | "spark-1-mini" | "spark-2")) => m.to_owned(),

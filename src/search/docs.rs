@@ -8,7 +8,7 @@
 use std::sync::OnceLock;
 
 use super::index::{IndexedPage, SearchIndex};
-use super::{SearchRequest, Source, Tbs, local, query};
+use super::{SearchRequest, local, query};
 
 /// The documents: (path, text).
 const SOURCES: &[(&str, &str)] = &[
@@ -86,20 +86,7 @@ impl Docs {
         }
         let raw = words.join(" ");
         let Ok(query) = query::parse(&raw) else { return Vec::new() };
-        let request = SearchRequest {
-            raw,
-            query,
-            limit: n.saturating_mul(4).max(20),
-            sources: vec![Source::Web],
-            categories: Vec::new(),
-            include_domains: Vec::new(),
-            exclude_domains: Vec::new(),
-            tbs: Tbs::default(),
-            language: String::new(),
-            country: String::new(),
-            location: None,
-            safe: false,
-        };
+        let request = SearchRequest::web(raw, query, n.saturating_mul(4).max(20));
         let Ok(found) = local::search(&self.index, &request) else { return Vec::new() };
         let mut ranked: Vec<(&Passage, Vec<String>)> = found
             .web

@@ -147,6 +147,27 @@ pub struct SearchRequest {
     pub safe: bool,
 }
 
+impl SearchRequest {
+    /// A plain request for `limit` web results of `raw` (already parsed as `query`), with no
+    /// filter, time range or location.
+    pub fn web(raw: String, query: Query, limit: usize) -> Self {
+        Self {
+            raw,
+            query,
+            limit,
+            sources: vec![Source::Web],
+            categories: Vec::new(),
+            include_domains: Vec::new(),
+            exclude_domains: Vec::new(),
+            tbs: Tbs::default(),
+            language: String::new(),
+            country: String::new(),
+            location: None,
+            safe: false,
+        }
+    }
+}
+
 /// A web result.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct WebResult {

@@ -20,7 +20,7 @@ use crate::actors::Runtime;
 use crate::llm::{Llm, Payer, tokens};
 use crate::model::{JobId, ScrapeOptions, TeamId, time};
 use crate::scrape::ScrapeJob;
-use crate::search::{Provider, SearchRequest, Source};
+use crate::search::{Provider, SearchRequest};
 use crate::store::StoreError;
 use crate::store::model_jobs::ModelJobRecord;
 
@@ -170,34 +170,15 @@ impl ModelJobs {
     fn spawn(&self, id: JobId, record: ModelJobRecord) {
         let jobs = self.clone();
         tokio::spawn(async move {
-            let store = jobs.runtime.services().store.clone();
             let outcome = jobs.run(&record).await;
-            let Ok(Some(current)) = store.model_jobs.get(id, None) else { return };
-            if current.status != "processing" {
-                return; // cancelled meanwhile
-            }
-            let finished = match outcome {
-                Ok(done) => {
-                    let credits = done.tokens.div_ceil(TOKENS_PER_CREDIT).max(1);
-                    let team = TeamId::parse(&record.team).ok();
-                    if let Some(team) = &team
-                        && let Err(e) = jobs.runtime.services().teams.charge(team, credits)
-                    {
-                        tracing::warn!(error = %e, "credits of an extract job not recorded");
-                    }
-                    ModelJobRecord {
-                        status: "completed".to_owned(),
-                        result_json: serde_json::to_vec(&done.value).unwrap_or_default(),
-                        sources: done.sources,
-                        warnings: done.warnings,
-                        credits,
-                        tokens: done.tokens,
-                        ..current
-                    }
-                }
-                Err(error) => ModelJobRecord { status: "failed".to_owned(), error: Some(error), ..current },
-            };
-            if let Err(e) = store.model_jobs.put(id, &finished) {
+            let services = jobs.runtime.services();
+            let (store, teams) = (services.store.clone(), std::sync::Arc::clone(&services.teams));
+            // The result is written (and flushed) off the async workers.
+            let written = blocking(move || {
+                finish(&store, &teams, id, &record.team, outcome);
+                Ok(())
+            });
+            if let Err(e) = written.await {
                 tracing::warn!(error = %e, job = %id, "an extract job's result was not stored");
             }
         });
@@ -266,20 +247,7 @@ impl ModelJobs {
         };
         let words = crate::search::docs::keywords(prompt).join(" ");
         let Ok(query) = crate::search::query::parse(&words) else { return urls };
-        let search = SearchRequest {
-            raw: words,
-            query,
-            limit: MAX_PAGES,
-            sources: vec![Source::Web],
-            categories: Vec::new(),
-            include_domains: Vec::new(),
-            exclude_domains: Vec::new(),
-            tbs: crate::search::Tbs::default(),
-            language: String::new(),
-            country: String::new(),
-            location: None,
-            safe: false,
-        };
+        let search = SearchRequest::web(words, query, MAX_PAGES);
         for provider in self.providers.iter() {
             match provider.search(&search).await {
                 Ok(found) if !found.web.is_empty() => {
@@ -335,6 +303,44 @@ impl ModelJobs {
             .map_err(|e| e.to_string())?;
         notes.extend(found.warnings.into_iter().map(|w| format!("{url}: {w}")));
         Ok((found.value, found.usage.total(), notes))
+    }
+}
+
+/// Records how job `id` of `team` ended, unless it was cancelled meanwhile: its result
+/// (charging its credits) or why it failed.
+fn finish(
+    store: &crate::store::Store,
+    teams: &crate::teams::Teams,
+    id: JobId,
+    team: &str,
+    outcome: Result<Outcome, String>,
+) {
+    let Ok(Some(current)) = store.model_jobs.get(id, None) else { return };
+    if current.status != "processing" {
+        return; // cancelled meanwhile
+    }
+    let finished = match outcome {
+        Ok(done) => {
+            let credits = done.tokens.div_ceil(TOKENS_PER_CREDIT).max(1);
+            if let Ok(team) = TeamId::parse(team)
+                && let Err(e) = teams.charge(&team, credits)
+            {
+                tracing::warn!(error = %e, "credits of an extract job not recorded");
+            }
+            ModelJobRecord {
+                status: "completed".to_owned(),
+                result_json: serde_json::to_vec(&done.value).unwrap_or_default(),
+                sources: done.sources,
+                warnings: done.warnings,
+                credits,
+                tokens: done.tokens,
+                ..current
+            }
+        }
+        Err(error) => ModelJobRecord { status: "failed".to_owned(), error: Some(error), ..current },
+    };
+    if let Err(e) = store.model_jobs.put(id, &finished) {
+        tracing::warn!(error = %e, job = %id, "an extract job's result was not stored");
     }
 }
 

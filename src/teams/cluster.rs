@@ -232,6 +232,15 @@ impl Teams {
         self.check_rate(team)
     }
 
+    /// `request` asked of every live peer at once, with each one's answer (none when this
+    /// node is alone).
+    async fn ask_peers(&self, request: &Request) -> Vec<(String, Option<Response>)> {
+        let Some(cluster) = self.cluster.get() else { return Vec::new() };
+        let asks = peers(cluster);
+        let answers = futures::future::join_all(asks.iter().map(|node| ask(cluster, node, request))).await;
+        asks.into_iter().zip(answers).collect()
+    }
+
     /// Credits the team used in `month` on every live node (this one alone when it is not
     /// part of a cluster).
     pub async fn used_everywhere(
@@ -240,17 +249,11 @@ impl Teams {
         month: Month,
     ) -> Result<u64, crate::store::StoreError> {
         let mut used = self.used(team, month)?;
-        if let Some(cluster) = self.cluster.get() {
-            let request = Request::Used(team.as_str().to_owned(), month);
-            let asks = peers(cluster);
-            let answers =
-                futures::future::join_all(asks.iter().map(|node| ask(cluster, node, &request))).await;
-            for (node, answer) in asks.iter().zip(answers) {
-                match answer {
-                    Some(Response::Used(n)) => used = used.saturating_add(n),
-                    _ => {
-                        tracing::warn!(node = %node, team = %team.as_str(), "a node's credit use is not counted")
-                    }
+        for (node, answer) in self.ask_peers(&Request::Used(team.as_str().to_owned(), month)).await {
+            match answer {
+                Some(Response::Used(n)) => used = used.saturating_add(n),
+                _ => {
+                    tracing::warn!(node = %node, team = %team.as_str(), "a node's credit use is not counted")
                 }
             }
         }
@@ -266,23 +269,15 @@ impl Teams {
     ) -> Result<(u64, Vec<(String, u64)>), crate::store::StoreError> {
         let (mut total, mine) = self.tokens_used(team, month)?;
         let mut by_key: std::collections::BTreeMap<String, u64> = mine.into_iter().collect();
-        if let Some(cluster) = self.cluster.get() {
-            let request = Request::Tokens(team.as_str().to_owned(), month);
-            let asks = peers(cluster);
-            let answers =
-                futures::future::join_all(asks.iter().map(|node| ask(cluster, node, &request))).await;
-            for (node, answer) in asks.iter().zip(answers) {
-                match answer {
-                    Some(Response::Tokens(n, keys)) => {
-                        total = total.saturating_add(n);
-                        for (label, n) in keys {
-                            *by_key.entry(label).or_default() += n;
-                        }
-                    }
-                    _ => {
-                        tracing::warn!(node = %node, team = %team.as_str(), "a node's token use is not counted")
+        for (node, answer) in self.ask_peers(&Request::Tokens(team.as_str().to_owned(), month)).await {
+            match answer {
+                Some(Response::Tokens(n, keys)) => {
+                    total = total.saturating_add(n);
+                    for (label, n) in keys {
+                        *by_key.entry(label).or_default() += n;
                     }
                 }
+                _ => tracing::warn!(node = %node, team = %team.as_str(), "a node's token use is not counted"),
             }
         }
         Ok((total, by_key.into_iter().collect()))
