@@ -22,8 +22,13 @@ use crate::scrape::engine::browser::actions;
 pub const TIMEOUT_EXIT: i32 = 124;
 /// Output kept per stream; the rest is cut.
 const OUTPUT_CAP: usize = 1 << 20;
-/// How long console events may trail the evaluation's reply.
+/// How long console events may trail the evaluation's reply when the page cannot be asked
+/// to mark their end (its script was terminated), and the longest wait for that mark.
 const CONSOLE_TRAIL: Duration = Duration::from_millis(30);
+const CONSOLE_FLUSH_LIMIT: Duration = Duration::from_secs(3);
+/// A console line written after the code's own: once it is seen, every earlier line is too
+/// (the page's console events arrive in order). Never part of the output.
+const CONSOLE_MARK: &str = "\u{1}ferrocrawl:console-flushed";
 
 /// A language `code` may be written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -99,10 +104,16 @@ pub async fn run_node(page: &Page, code: &str, timeout: Duration) -> CodeOutcome
     };
     let output = Arc::new(Mutex::new((String::new(), String::new())));
     let sink = Arc::clone(&output);
+    let flushed = Arc::new(tokio::sync::Notify::new());
+    let seen_mark = Arc::clone(&flushed);
     let collector = tokio::spawn(async move {
         let mut console = console;
         while let Some(event) = console.next().await {
             let line = event.args.iter().map(console_text).collect::<Vec<_>>().join(" ");
+            if line == CONSOLE_MARK {
+                seen_mark.notify_one();
+                continue;
+            }
             let mut out = sink.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             let to_stderr = matches!(
                 event.r#type,
@@ -118,8 +129,18 @@ pub async fn run_node(page: &Page, code: &str, timeout: Duration) -> CodeOutcome
     let evaluated = tokio::time::timeout(timeout, actions::evaluate(page, code)).await;
     if evaluated.is_err() {
         let _ = page.execute(TerminateExecutionParams::default()).await;
+        tokio::time::sleep(CONSOLE_TRAIL).await;
+    } else {
+        // Wait for the code's console lines however busy the machine is: they are all in
+        // once the mark written after them has arrived.
+        let mark = format!("console.debug({})", serde_json::Value::from(CONSOLE_MARK));
+        let wait = flushed.notified();
+        if actions::evaluate(page, &mark).await.is_ok() {
+            let _ = tokio::time::timeout(CONSOLE_FLUSH_LIMIT, wait).await;
+        } else {
+            tokio::time::sleep(CONSOLE_TRAIL).await;
+        }
     }
-    tokio::time::sleep(CONSOLE_TRAIL).await;
     collector.abort();
     let (stdout, mut stderr) =
         std::mem::take(&mut *output.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
