@@ -2,7 +2,8 @@
 //! `STORAGE_UNAVAILABLE`, scrapes still answered, running jobs paused, nothing committed
 //! lost, all resumed once space is back), SIGTERM in the middle of crawls (a quick exit and
 //! every crawl finished after the restart, each page once), and a second server started on
-//! a data directory in use (refused, saying why).
+//! a data directory in use (refused, saying why), and a server killed with -9 (its Chromium
+//! processes end with it).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -299,4 +300,23 @@ async fn a_second_server_on_a_data_directory_in_use_refuses_to_start() {
     let (status, _) = api.call(reqwest::Method::GET, "/v2/team/credit-usage", None).await;
     assert_eq!(status, 200);
     first.terminate();
+}
+
+#[tokio::test]
+async fn a_killed_server_takes_its_browsers_with_it() {
+    let site = crate::common::FixtureSite::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Binary::serve(dir.path(), &[]);
+    let api = Api::of(&server, dir.path());
+    let (status, body) = api.post("/v2/scrape", json!({"url": site.url("/js/late"), "waitFor": 10})).await;
+    assert_eq!(status, 200, "{body}");
+    let browsers = crate::browser::browsers_of(dir.path());
+    assert!(!browsers.is_empty(), "the scrape started a Chromium of this server");
+
+    server.kill9();
+    // Nothing was left to stop them: they end because their parent did.
+    wait_for("the browsers to end with the server", Duration::from_secs(15), || async {
+        crate::browser::browsers_of(dir.path()).is_empty().then_some(())
+    })
+    .await;
 }

@@ -62,22 +62,33 @@ impl Instance {
             .tempdir_in(profiles)
             .map_err(|e| format!("creating the browser profile directory: {e}"))?;
         let (width, height) = DESKTOP_VIEWPORT;
-        let mut builder = BrowserConfig::builder()
-            .chrome_executable(executable)
-            .user_data_dir(profile.path())
-            .launch_timeout(timeout)
-            .request_timeout(Duration::from_secs(60))
-            .viewport(Viewport { width, height, ..Viewport::default() })
-            .window_size(width, height)
-            .disable_default_args()
-            // The builder adds the leading dashes itself.
-            .args(FLAGS.iter().map(|flag| flag.trim_start_matches("--")));
-        if running_as_root() {
-            builder = builder.no_sandbox();
-        }
-        let config = builder.build()?;
-        let (mut browser, mut handler) =
-            Browser::launch(config).await.map_err(|e| format!("starting Chromium failed: {e}"))?;
+        let config = |program: &Path| {
+            let mut builder = BrowserConfig::builder()
+                .chrome_executable(program)
+                .user_data_dir(profile.path())
+                .launch_timeout(timeout)
+                .request_timeout(Duration::from_secs(60))
+                .viewport(Viewport { width, height, ..Viewport::default() })
+                .window_size(width, height)
+                .disable_default_args()
+                // The builder adds the leading dashes itself.
+                .args(FLAGS.iter().map(|flag| flag.trim_start_matches("--")));
+            if running_as_root() {
+                builder = builder.no_sandbox();
+            }
+            builder.build()
+        };
+        let launched = match guarded_launcher(executable, profiles) {
+            Some(launcher) => match Browser::launch(config(&launcher)?).await {
+                Err(chromiumoxide::error::CdpError::Io(e)) => {
+                    tracing::warn!(error = %e, "starting Chromium through its launcher failed; starting it directly");
+                    Browser::launch(config(executable)?).await
+                }
+                other => other,
+            },
+            None => Browser::launch(config(executable)?).await,
+        };
+        let (mut browser, mut handler) = launched.map_err(|e| format!("starting Chromium failed: {e}"))?;
         let pid = browser.get_mut_child().and_then(|c| c.inner.id());
         let alive = Arc::new(AtomicBool::new(true));
         let (tell, died) = tokio::sync::watch::channel(false);
@@ -166,6 +177,52 @@ impl Drop for Instance {
         self.handler.abort();
         self.watchdog.abort();
     }
+}
+
+/// Where `setpriv` (util-linux, on every Debian system) is looked for.
+const SETPRIV: &str = "/usr/bin/setpriv";
+
+/// A launcher script in `profiles` that starts `executable` with the parent-death signal set
+/// to SIGKILL (`setpriv --pdeathsig KILL`, kept across the exec), so a browser never
+/// outlives the server that started it, whatever ends the server (kill -9, a crash, the
+/// out-of-memory killer). `None` where `setpriv` is missing or the script cannot be
+/// written: the browser is then started directly and stopped only when the server drops it.
+fn guarded_launcher(executable: &Path, profiles: &Path) -> Option<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if !Path::new(SETPRIV).is_file() {
+        return None;
+    }
+    let quoted = executable.to_str()?.replace('\'', "'\\''");
+    let script = format!("#!/bin/sh\nexec {SETPRIV} --pdeathsig KILL '{quoted}' \"$@\"\n");
+    let path = profiles.join(format!("launch-{:016x}", fnv1a(script.as_bytes())));
+    if path.is_file() {
+        return Some(path);
+    }
+    // Written under a temporary name and renamed, so a launch never runs a half-written
+    // script; the content names its own file, so a changed executable gets a new one.
+    let staging = profiles.join(format!(".launch-{}", std::process::id()));
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o700)
+        .open(&staging)
+        .and_then(|mut file| file.write_all(script.as_bytes()))
+        .and_then(|()| std::fs::rename(&staging, &path));
+    match written {
+        Ok(()) => Some(path),
+        Err(e) => {
+            tracing::warn!(error = %e, "writing the browser launcher failed; browsers are started directly");
+            let _ = std::fs::remove_file(&staging);
+            None
+        }
+    }
+}
+
+/// A stable 64-bit FNV-1a hash (names the launcher after its content).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, b| (hash ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
 }
 
 /// How often the process is checked.
