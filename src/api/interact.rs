@@ -32,8 +32,17 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::delete().to(stop_interact)),
     );
     for base in ["/v2/browser", "/v2/interact"] {
-        cfg.service(web::resource(base).route(web::delete().to(delete_by_body)))
-            .service(web::resource(format!("{base}/{{sessionId}}")).route(web::delete().to(delete_session)));
+        cfg.service(
+            web::resource(base)
+                .route(web::post().to(super::browser::create))
+                .route(web::get().to(super::browser::list))
+                .route(web::delete().to(delete_by_body)),
+        )
+        .service(web::resource(format!("{base}/{{sessionId}}")).route(web::delete().to(delete_session)))
+        .service(
+            web::resource(format!("{base}/{{sessionId}}/execute"))
+                .route(web::post().to(super::browser::execute)),
+        );
     }
     cfg.service(web::resource("/v2/live/{token}").route(web::get().to(live_page)))
         .service(web::resource("/v2/live/{token}/frame").route(web::get().to(live_frame)))
@@ -55,12 +64,13 @@ struct InteractBody {
     existing_session_id: Option<String>,
 }
 
-/// What `POST .../interact` answers.
+/// What `POST .../interact` and `POST /v2/browser/{id}/execute` answer.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct InteractResponse {
+pub(super) struct InteractResponse {
     success: bool,
     session_id: String,
+    cdp_url: String,
     live_view_url: String,
     interactive_live_view_url: String,
     stdout: String,
@@ -75,6 +85,26 @@ struct InteractResponse {
     output: Option<String>,
 }
 
+impl InteractResponse {
+    /// The answer for `outcome` in session `view`, its links under `base`.
+    pub(super) fn new(base: &str, view: SessionView, outcome: CodeOutcome, output: Option<String>) -> Self {
+        Self {
+            success: outcome.exit_code == 0 && !outcome.killed,
+            session_id: view.session_id,
+            cdp_url: super::cdp::url(base, &view.control_token),
+            live_view_url: format!("{base}/v2/live/{}", view.view_token),
+            interactive_live_view_url: format!("{base}/v2/live/{}", view.control_token),
+            stdout: outcome.stdout,
+            result: outcome.result,
+            stderr: outcome.stderr,
+            exit_code: outcome.exit_code,
+            killed: outcome.killed,
+            error: outcome.error,
+            output,
+        }
+    }
+}
+
 /// What ending a session answers.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -86,17 +116,17 @@ struct EndResponse {
 }
 
 /// A validated interact request.
-struct Work {
+pub(super) struct Work {
     code: String,
     /// The agent's task, instead of code.
-    prompt: Option<String>,
+    pub(super) prompt: Option<String>,
     language: Language,
-    timeout: Duration,
+    pub(super) timeout: Duration,
     /// The team's session to run in, instead of the scrape's own.
     session: Option<String>,
 }
 
-fn validate(state: &AppState, bytes: &[u8]) -> Result<Work, ApiError> {
+pub(super) fn validate(state: &AppState, bytes: &[u8]) -> Result<Work, ApiError> {
     let mut map = body::object(bytes)?;
     body::reject_unknown(&mut map, &[body::field_names::<InteractBody>()], "")?;
     let body: InteractBody = body::typed(Value::Object(map), "")?;
@@ -222,24 +252,11 @@ pub async fn interact(
         _ => (run_code(&view, work).await?, None),
     };
     let _ = state.runtime.browser_cast(BrowserMsg::Touch(view.session_id.clone())).await;
-    let base = state.scraper.public_base();
-    Ok(HttpResponse::Ok().json(InteractResponse {
-        success: outcome.exit_code == 0 && !outcome.killed,
-        session_id: view.session_id,
-        live_view_url: format!("{base}/v2/live/{}", view.view_token),
-        interactive_live_view_url: format!("{base}/v2/live/{}", view.control_token),
-        stdout: outcome.stdout,
-        result: outcome.result,
-        stderr: outcome.stderr,
-        exit_code: outcome.exit_code,
-        killed: outcome.killed,
-        error: outcome.error,
-        output,
-    }))
+    Ok(HttpResponse::Ok().json(InteractResponse::new(state.scraper.public_base(), view, outcome, output)))
 }
 
 /// Runs the request's code in the session.
-async fn run_code(view: &SessionView, work: Work) -> Result<CodeOutcome, ApiError> {
+pub(super) async fn run_code(view: &SessionView, work: Work) -> Result<CodeOutcome, ApiError> {
     let call = view
         .actor
         .call(
@@ -345,7 +362,14 @@ async fn session_for(state: &AppState, team: &TeamId, id: JobId) -> Result<Sessi
         })
         .await?;
     let save_profile = replay.options.profile.as_ref().filter(|p| p.save_changes).map(|p| p.name.clone());
-    let opened = Box::new(Opened { team: team.clone(), scrape_id: id, tab, save_profile });
+    let opened = Box::new(Opened {
+        team: team.clone(),
+        scrape_id: id,
+        standalone: false,
+        tab,
+        save_profile,
+        limits: crate::actors::browser::Limits::default(),
+    });
     let view = state.runtime.browser_call(|reply| BrowserMsg::Adopt(opened, reply)).await?;
     let view = view.map_err(|AdoptError::Limit| limit())?;
     let (teams, who) = (std::sync::Arc::clone(&state.runtime.services().teams), team.clone());
@@ -463,7 +487,7 @@ pub async fn delete_session(
 
 /// Passes a request about browser session `session` to the node that holds it (its id
 /// carries the node's tag); `None` when that is this node.
-async fn on_session_node(
+pub(super) async fn on_session_node(
     state: &AppState,
     request: &HttpRequest,
     body: &[u8],
@@ -504,7 +528,7 @@ async fn end(state: &AppState, key: SessionKey, team: TeamId) -> Result<HttpResp
     }))
 }
 
-async fn access(state: &AppState, token: &str) -> Result<LiveAccess, ApiError> {
+pub(super) async fn access(state: &AppState, token: &str) -> Result<LiveAccess, ApiError> {
     let token = token.to_owned();
     state.runtime.browser_call(|reply| BrowserMsg::Access(token, reply)).await?.ok_or_else(live_ended)
 }

@@ -9,6 +9,8 @@ pub mod actions;
 pub mod auth;
 pub mod batch;
 pub mod body;
+pub mod browser;
+pub mod cdp;
 pub mod cluster;
 pub mod crawl;
 pub mod crawl_body;
@@ -111,7 +113,7 @@ pub fn create_app(
         Surface::Metrics => true,
     };
     let api = surface == Surface::Api;
-    let routes: [fn(&mut web::ServiceConfig); 15] = [
+    let routes: [fn(&mut web::ServiceConfig); 16] = [
         health::configure,
         openapi::configure,
         scrape::configure,
@@ -124,6 +126,7 @@ pub fn create_app(
         team::configure,
         files::configure,
         interact::configure,
+        cdp::configure,
         cluster::configure,
         support::configure,
         model_jobs::configure,

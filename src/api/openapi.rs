@@ -11,12 +11,12 @@ use super::crawl::{self, StartedJob};
 use super::crawl_body::CrawlBody;
 use super::error::ErrorBody;
 use super::health::{self, Health};
-use super::interact;
 use super::map::{self, MapBody};
 use super::options::{LocationBody, ScrapeOptionsBody};
 use super::parse;
 use super::scrape::{self, ScrapeResponse};
 use super::search;
+use super::{browser, interact};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -31,6 +31,9 @@ use super::search;
         interact::interact,
         interact::stop_interact,
         interact::delete_session,
+        browser::create,
+        browser::list,
+        browser::execute,
         crawl::start,
         crawl::status,
         batch::start,

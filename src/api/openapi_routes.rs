@@ -253,6 +253,12 @@ pub fn add(doc: &mut Value) {
     );
     paths["/v2/live/{token}/input"]["post"]["requestBody"] =
         json!({"required": true, "content": {"application/json": {"schema": {"type": "object"}}}});
+    paths["/v2/cdp/{token}"]["get"] = operation(
+        "A session's DevTools WebSocket (its cdpUrl): page commands pass, others are refused",
+        vec![path_param("token", "Interactive live-view token")],
+        binary("application/octet-stream", "101 Switching Protocols, then DevTools messages"),
+        false,
+    );
     paths["/v2/cluster"]["get"] = operation(
         "Members of the cluster (admin teams)",
         vec![],
@@ -264,6 +270,12 @@ pub fn add(doc: &mut Value) {
     );
     let by_id = paths["/v2/browser/{sessionId}"]["delete"].clone();
     paths["/v2/interact/{sessionId}"]["delete"] = by_id;
+    let execute = paths["/v2/browser/{sessionId}/execute"]["post"].clone();
+    paths["/v2/interact/{sessionId}/execute"]["post"] = execute;
+    for method in ["get", "post"] {
+        let same = paths["/v2/browser"][method].clone();
+        paths["/v2/interact"][method] = same;
+    }
     let ended = paths["/v2/browser/{sessionId}"]["delete"]["responses"]["200"].clone();
     for base in ["/v2/browser", "/v2/interact"] {
         paths[base]["delete"] =

@@ -191,6 +191,17 @@ impl Scraper {
         self.browser.replay(&request).await.map_err(ScrapeError::Browser)
     }
 
+    /// Opens a blank tab for a browser session made without a scrape (`POST /v2/browser`),
+    /// with the team's profile `profile` when named.
+    pub async fn open_blank(&self, team: &TeamId, profile: Option<&str>) -> Result<Tab, ScrapeError> {
+        let state = match profile {
+            Some(name) => self.load_profile(team, name, &mut Vec::new()).await?,
+            None => None,
+        };
+        let user_agent = &self.settings.scrape.user_agent;
+        self.browser.blank(user_agent, state.as_ref()).await.map_err(ScrapeError::Browser)
+    }
+
     /// Puts browser output into the document.
     pub(super) fn attach(
         &self,

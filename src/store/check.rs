@@ -66,6 +66,7 @@ fn reader(name: &str) -> fn(&[u8]) -> std::result::Result<(), CodecError> {
                 .map(drop)
                 .map_err(CodecError::from)
         },
+        trees::BROWSER_SESSIONS => typed::<super::browser_sessions::SessionRecord>,
         trees::QUARANTINE => typed::<QuarantinedRecord>,
         jobs::trees::JOBS => typed::<JobRecord>,
         jobs::trees::COUNTERS => typed::<Counters>,

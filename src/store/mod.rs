@@ -11,6 +11,7 @@
 //! records belong in `spawn_blocking`.
 
 pub mod activity;
+pub mod browser_sessions;
 pub mod check;
 mod codec;
 pub mod files;
@@ -80,6 +81,8 @@ pub mod trees {
     pub const PROFILES: &str = "browser_profiles";
     /// Scrape id → URL and options, for interact sessions.
     pub const REPLAYS: &str = "scrape_replays";
+    /// Browser session id → owner, times and cost.
+    pub const BROWSER_SESSIONS: &str = "browser_sessions";
     /// (tree, key) → a record that did not decode, with the error.
     pub const QUARANTINE: &str = "quarantine";
 }
@@ -177,6 +180,8 @@ pub struct Store {
     pub profiles: profiles::ProfileStore,
     /// Replay contexts of scrapes.
     pub replays: replays::ReplayStore,
+    /// Browser sessions, live and destroyed.
+    pub browser_sessions: browser_sessions::SessionStore,
     /// Records that did not decode.
     pub quarantine: quarantine::Quarantine,
     /// Free space on the disk, against `storage.min_free_mb`.
@@ -265,6 +270,10 @@ impl Store {
             files: files::FileStore::new(db.open_tree(trees::FILES)?, q.clone()),
             profiles: profiles::ProfileStore::new(db.open_tree(trees::PROFILES)?, q.clone()),
             replays: replays::ReplayStore::new(db.open_tree(trees::REPLAYS)?, q.clone()),
+            browser_sessions: browser_sessions::SessionStore::new(
+                db.open_tree(trees::BROWSER_SESSIONS)?,
+                q.clone(),
+            ),
             quarantine: q,
             space: space::Space::new(data_dir.to_path_buf(), min_free),
             meta: db.open_tree(trees::META)?,

@@ -7,6 +7,7 @@ mod common;
 mod architecture;
 mod batch;
 mod browser;
+mod browser_sessions;
 mod cache;
 mod change;
 mod cli;

@@ -1,6 +1,7 @@
 //! The official Firecrawl SDKs work against the server: Python (`firecrawl-py`) for scrape,
-//! crawl, map, search and the language-model formats; JavaScript (`@mendable/firecrawl-js`) for search. The test
-//! command installs the SDKs; a missing SDK fails its test rather than skipping it.
+//! crawl, map, search, browser sessions and the language-model formats; JavaScript
+//! (`@mendable/firecrawl-js`) for search. The test command installs the SDKs; a missing SDK
+//! fails its test rather than skipping it.
 
 use std::process::Command;
 
@@ -61,6 +62,14 @@ async fn python_sdk_scrapes_through_the_server() {
     let app = TestServer::start().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_scrape.py");
     run_script(script, app.base.clone(), site.url(""), "sdk ok").await;
+}
+
+#[tokio::test]
+async fn python_sdk_drives_browser_sessions() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_browser.py");
+    run_script(script, app.base.clone(), site.url(""), "sdk browser ok").await;
 }
 
 #[tokio::test]

@@ -9,9 +9,11 @@
 //!
 //! - [`registry`]: what the API shares with the actors about sessions;
 //! - [`session`]: the session actor;
+//! - [`cdp`]: the guard on a session's DevTools connection;
 //! - [`code`]: running a caller's code against a page;
 //! - [`live`]: the live view's page, frames and input.
 
+pub mod cdp;
 pub mod code;
 pub mod live;
 pub mod registry;
@@ -27,7 +29,8 @@ use super::Services;
 use crate::model::{JobId, TeamId, time};
 use crate::scrape::engine::browser::Tab;
 use crate::scrape::engine::browser::launch::Liveness;
-pub use registry::{Ended, Found, LiveAccess, SessionKey, SessionView};
+use crate::store::browser_sessions::SessionRecord;
+pub use registry::{Ended, Found, Limits, Listed, LiveAccess, SessionKey, SessionView};
 pub use session::{BrowserSession, SessionArgs, SessionMsg};
 
 /// How often idle sessions and dead browsers are looked for.
@@ -40,12 +43,17 @@ const FORGET_AFTER: Duration = Duration::from_secs(24 * 3600);
 pub struct Opened {
     /// Owner.
     pub team: TeamId,
-    /// The scrape job.
+    /// The scrape job; for a session made without a scrape (`POST /v2/browser`), the
+    /// session's own id, which it then takes.
     pub scrape_id: JobId,
+    /// Made without a scrape.
+    pub standalone: bool,
     /// The tab.
     pub tab: Tab,
     /// Profile to save when the session ends (the scrape's, when it had `saveChanges`).
     pub save_profile: Option<String>,
+    /// Its lifetimes and live view, where the request set them.
+    pub limits: Limits,
 }
 
 /// Why a tab could not become a session.
@@ -71,6 +79,8 @@ pub enum BrowserMsg {
     Find(SessionKey, RpcReplyPort<Option<(String, Found)>>),
     /// How many sessions are live.
     Live(RpcReplyPort<usize>),
+    /// The team's sessions, live and destroyed (those of the last day), newest first.
+    List(TeamId, RpcReplyPort<Vec<Listed>>),
     /// Makes a session of a prepared tab (or returns the one a concurrent request made).
     Adopt(Box<Opened>, RpcReplyPort<Result<SessionView, AdoptError>>),
     /// Uses the team's live session `session` for scrape `scrape`: it becomes the scrape's
@@ -111,10 +121,45 @@ struct Entry {
     view: SessionView,
     browser: Liveness,
     started: Instant,
+    created_ms: u64,
+    /// Longest life, and longest time without a request.
+    ttl: Duration,
+    idle: Duration,
+    stream_web_view: bool,
     last_activity_ms: u64,
     /// An agent prompt ran in it.
     prompted: bool,
     ended: Option<(Ended, Instant)>,
+}
+
+impl Entry {
+    /// What the store keeps of it (ended by the caller when it ended).
+    fn record(&self) -> SessionRecord {
+        let (duration_ms, credits) = self.ended.map_or((0, 0), |(e, _)| (e.duration_ms, e.credits));
+        SessionRecord {
+            team: self.team.as_str().to_owned(),
+            created_ms: self.created_ms,
+            last_activity_ms: self.last_activity_ms,
+            stream_web_view: self.stream_web_view,
+            view_token: self.view.view_token.clone(),
+            control_token: self.view.control_token.clone(),
+            ended_ms: None,
+            duration_ms,
+            credits,
+        }
+    }
+
+    fn listed(&self, id: &str) -> Listed {
+        Listed {
+            id: id.to_owned(),
+            active: self.ended.is_none(),
+            view_token: self.view.view_token.clone(),
+            control_token: self.view.control_token.clone(),
+            stream_web_view: self.stream_web_view,
+            created_ms: self.created_ms,
+            last_activity_ms: self.last_activity_ms,
+        }
+    }
 }
 
 /// State of [`BrowserSupervisor`].
@@ -142,6 +187,32 @@ pub struct BrowserSupervisor;
 impl BrowserState {
     fn live(&self) -> usize {
         self.sessions.values().filter(|e| e.ended.is_none()).count()
+    }
+
+    /// The stored record of a session this process does not hold (one from before a restart).
+    fn stored(&self, id: &str) -> Option<SessionRecord> {
+        self.services.store.browser_sessions.get(id).ok().flatten()
+    }
+
+    /// The team's sessions: those held here, and the destroyed ones the store remembers.
+    fn list(&self, team: &TeamId) -> Vec<Listed> {
+        let mut out: Vec<Listed> =
+            self.sessions.iter().filter(|(_, e)| &e.team == team).map(|(id, e)| e.listed(id)).collect();
+        for (id, record) in self.services.store.browser_sessions.all(Some(team)).unwrap_or_default() {
+            if !self.sessions.contains_key(&id) && record.ended_ms.is_some() {
+                out.push(Listed {
+                    id,
+                    active: false,
+                    view_token: record.view_token,
+                    control_token: record.control_token,
+                    stream_web_view: record.stream_web_view,
+                    created_ms: record.created_ms,
+                    last_activity_ms: record.last_activity_ms,
+                });
+            }
+        }
+        out.sort_by(|a, b| b.created_ms.cmp(&a.created_ms).then_with(|| a.id.cmp(&b.id)));
+        out
     }
 
     /// The id of the session `key` names.
@@ -173,6 +244,11 @@ impl BrowserState {
         let ended = Ended { duration_ms, credits, cleanup_queued };
         entry.ended = Some((ended, Instant::now()));
         entry.view.actor.stop(Some(why.to_owned()));
+        let mut record = entry.record();
+        record.ended_ms = Some(time::now_ms());
+        if let Err(e) = self.services.store.browser_sessions.put(session, &record) {
+            tracing::error!(error = %e, session, "recording a browser session's end failed");
+        }
         if let Err(e) = self.services.teams.charge(&entry.team, ended.credits) {
             tracing::error!(error = %e, "billing a browser session failed");
         }
@@ -195,6 +271,15 @@ impl Actor for BrowserSupervisor {
         services: Services,
     ) -> Result<BrowserState, ActorProcessingErr> {
         myself.send_interval(TICK, || BrowserMsg::Tick);
+        let now = time::now_ms();
+        let forget_before = now.saturating_sub(u64::try_from(FORGET_AFTER.as_millis()).unwrap_or(u64::MAX));
+        match services.store.browser_sessions.settle(now, forget_before) {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(sessions = n, "browser sessions live when the server stopped are destroyed")
+            }
+            Err(e) => tracing::error!(error = %e, "reading the browser sessions failed"),
+        }
         Ok(BrowserState {
             services,
             sessions: HashMap::new(),
@@ -230,10 +315,17 @@ impl Actor for BrowserSupervisor {
                         if e.ended.is_some() { Found::Destroyed } else { Found::Active(e.view.clone()) };
                     (e.team.as_str().to_owned(), found)
                 });
+                let found = found.or_else(|| match &key {
+                    SessionKey::Session(id) => state.stored(id).map(|r| (r.team, Found::Destroyed)),
+                    SessionKey::Scrape(_) => None,
+                });
                 let _ = reply.send(found);
             }
             BrowserMsg::Live(reply) => {
                 let _ = reply.send(state.live());
+            }
+            BrowserMsg::List(team, reply) => {
+                let _ = reply.send(state.list(&team));
             }
             BrowserMsg::Adopt(opened, reply) => {
                 let answer = adopt(&myself, state, *opened).await;
@@ -241,6 +333,9 @@ impl Actor for BrowserSupervisor {
             }
             BrowserMsg::Use { session, scrape, team, reply } => {
                 let answer = match state.sessions.get(&session).filter(|e| e.team == team) {
+                    None if state.stored(&session).is_some_and(|r| r.team == team.as_str()) => {
+                        Err(UseError::Destroyed)
+                    }
                     None => Err(UseError::NotFound),
                     Some(e) if e.ended.is_some() => Err(UseError::Destroyed),
                     Some(e) => Ok(e.view.clone()),
@@ -281,15 +376,14 @@ impl Actor for BrowserSupervisor {
             }
             BrowserMsg::Tick => {
                 state.services.scraper.browser().heal().await;
-                let settings = &state.services.settings.browser;
-                let idle_ms = settings.session_idle_secs.saturating_mul(1000);
-                let max_life = Duration::from_secs(settings.session_max_secs);
+                let max_life = Duration::from_secs(state.services.settings.browser.session_max_secs);
                 let now = time::now_ms();
                 let mut done = Vec::new();
                 for (id, e) in state.sessions.iter().filter(|(_, e)| e.ended.is_none()) {
+                    let idle_ms = u64::try_from(e.idle.as_millis()).unwrap_or(u64::MAX);
                     if now.saturating_sub(e.last_activity_ms) >= idle_ms {
                         done.push((id.clone(), "idle"));
-                    } else if e.started.elapsed() >= max_life {
+                    } else if e.started.elapsed() >= e.ttl {
                         done.push((id.clone(), "at its maximum lifetime"));
                     }
                 }
@@ -358,21 +452,34 @@ async fn adopt(
         }
     };
     let view = SessionView {
-        session_id: state.services.new_id().to_string(),
+        session_id: if opened.standalone {
+            opened.scrape_id.to_string()
+        } else {
+            state.services.new_id().to_string()
+        },
         scrape_id: opened.scrape_id,
         actor,
         view_token: registry::token(state.services.cluster.as_ref().map(crate::cluster::Cluster::tag)),
         control_token: registry::token(state.services.cluster.as_ref().map(crate::cluster::Cluster::tag)),
     };
+    let settings = &state.services.settings.browser;
+    let now = time::now_ms();
     let entry = Entry {
         team: opened.team,
         view: view.clone(),
         browser,
         started: Instant::now(),
-        last_activity_ms: time::now_ms(),
+        created_ms: now,
+        ttl: opened.limits.ttl.unwrap_or(Duration::from_secs(settings.session_max_secs)),
+        idle: opened.limits.idle.unwrap_or(Duration::from_secs(settings.session_idle_secs)),
+        stream_web_view: opened.limits.stream_web_view,
+        last_activity_ms: now,
         prompted: false,
         ended: None,
     };
+    if let Err(e) = state.services.store.browser_sessions.put(&view.session_id, &entry.record()) {
+        tracing::error!(error = %e, "recording a browser session failed");
+    }
     state.by_scrape.insert(opened.scrape_id, view.session_id.clone());
     state.sessions.insert(view.session_id.clone(), entry);
     Ok(view)

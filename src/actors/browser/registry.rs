@@ -43,6 +43,43 @@ pub struct SessionView {
     pub control_token: String,
 }
 
+/// A session's lifetimes and live view as its request set them; `None`: the server's
+/// `browser.session_max_secs` and `browser.session_idle_secs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest life.
+    pub ttl: Option<std::time::Duration>,
+    /// Longest time without a request.
+    pub idle: Option<std::time::Duration>,
+    /// Whether the live view streams.
+    pub stream_web_view: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { ttl: None, idle: None, stream_web_view: true }
+    }
+}
+
+/// A session as `GET /v2/browser` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    /// Its id.
+    pub id: String,
+    /// Live (else destroyed).
+    pub active: bool,
+    /// Token of the read-only live view.
+    pub view_token: String,
+    /// Token of the interactive live view.
+    pub control_token: String,
+    /// Whether the live view streams.
+    pub stream_web_view: bool,
+    /// When it was made (ms since the epoch).
+    pub created_ms: u64,
+    /// Its last request (ms since the epoch).
+    pub last_activity_ms: u64,
+}
+
 /// How a session ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Ended {

@@ -34,6 +34,8 @@ pub enum SessionMsg {
         /// The outcome; an error when the browser died (the session ends).
         reply: RpcReplyPort<Result<CodeOutcome, String>>,
     },
+    /// The page's own DevTools WebSocket address (for the guarded `cdpUrl`).
+    Endpoint(RpcReplyPort<String>),
     /// The page's screen now, as JPEG.
     Frame(RpcReplyPort<Result<Vec<u8>, String>>),
     /// Input from the interactive live view.
@@ -133,6 +135,9 @@ impl Actor for BrowserSession {
                     myself.stop(Some("its browser died".into()));
                     return Ok(());
                 }
+            }
+            SessionMsg::Endpoint(reply) => {
+                let _ = reply.send(state.args.tab.devtools_url());
             }
             SessionMsg::Frame(reply) => {
                 let page = state.args.tab.page().clone();

@@ -155,6 +155,28 @@ impl BrowserPool {
         }
     }
 
+    /// A blank tab for a session made without a scrape, starting from `profile`'s cookies
+    /// and storage when given.
+    pub async fn blank(&self, user_agent: &str, profile: Option<&ProfileState>) -> Result<Tab, BrowserError> {
+        let tab = self.open_tab().await?;
+        let how = Presentation {
+            user_agent,
+            mobile: false,
+            location: None,
+            headers: &[],
+            block_ads: false,
+            url: None,
+            profile,
+        };
+        match tab.present(&how).await {
+            Ok(()) => Ok(tab),
+            Err(e) => {
+                tab.close().await;
+                Err(e)
+            }
+        }
+    }
+
     /// Refuses targets the address policy forbids, before any browser work.
     pub async fn check_target(&self, url: &Url) -> Result<(), BrowserError> {
         let host = url.host_str().unwrap_or_default();

@@ -1,0 +1,265 @@
+//! Browser sessions made without a scrape (contract §13): `POST /v2/browser` opens a blank
+//! tab as a session (its lifetimes, live view and profile as asked), `GET /v2/browser`
+//! lists the team's sessions, live and destroyed, and `POST /v2/browser/{sessionId}/execute`
+//! runs code (or an agent prompt) in one. Ending a session (`DELETE`) and the live view are
+//! shared with scrape sessions in [`super::interact`]; every route also answers under
+//! `/v2/interact`.
+
+use std::time::Duration;
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::ApiError;
+use super::interact::{InteractResponse, on_session_node, run_code, validate};
+use super::{AppState, Authenticated, body};
+use crate::actors::browser::{AdoptError, BrowserMsg, Found, Limits, Listed, Opened, SessionKey, registry};
+use crate::model::{Code, time};
+
+/// Body of `POST /v2/browser`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct CreateBody {
+    ttl: Option<Value>,
+    activity_ttl: Option<Value>,
+    stream_web_view: Option<bool>,
+    /// Accepted; sessions are not recorded (no `replay` route).
+    #[allow(dead_code)]
+    record_session: Option<bool>,
+    #[allow(dead_code)]
+    profile: Option<Value>,
+    #[allow(dead_code)]
+    integration: Option<String>,
+    #[allow(dead_code)]
+    origin: Option<String>,
+}
+
+/// What `POST /v2/browser` answers.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Created {
+    success: bool,
+    id: String,
+    cdp_url: String,
+    live_view_url: String,
+    interactive_live_view_url: String,
+    expires_at: String,
+}
+
+/// One session of `GET /v2/browser`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionEntry {
+    id: String,
+    status: &'static str,
+    cdp_url: String,
+    live_view_url: String,
+    interactive_live_view_url: String,
+    stream_web_view: bool,
+    created_at: String,
+    last_activity: String,
+}
+
+/// Seconds in `value` (a whole number in `range`), or `default`, naming `field` when invalid.
+fn seconds(
+    value: Option<&Value>,
+    field: &str,
+    range: std::ops::RangeInclusive<u64>,
+    default: u64,
+) -> Result<u64, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => v.as_u64().filter(|s| range.contains(s)).ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "Invalid value for `{field}`: a whole number of seconds from {} to {}",
+                range.start(),
+                range.end()
+            ))
+        }),
+    }
+}
+
+/// Open a browser session without a scrape.
+#[utoipa::path(
+    post,
+    path = "/v2/browser",
+    request_body(content = inline(Object), description = "`ttl` (30..3600 s, default 600; at most browser.session_max_secs), `activityTtl` (10..3600 s, default 300), `streamWebView` (default true), `recordSession` (accepted, not recorded), `profile` `{name, saveChanges}`, `integration`, `origin`"),
+    responses(
+        (status = 200, description = "`{success, id, cdpUrl, liveViewUrl, interactiveLiveViewUrl, expiresAt}`"),
+        (status = 400, description = "Invalid request", body = super::error::ErrorBody),
+        (status = 402, description = "Not enough credits for a session", body = super::error::ErrorBody),
+        (status = 429, description = "Too many sessions", body = super::error::ErrorBody),
+        (status = 502, description = "The browser failed", body = super::error::ErrorBody),
+        (status = 503, description = "No Chromium on this server", body = super::error::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn create(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    bytes: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { &bytes };
+    let mut map = body::object(bytes)?;
+    body::reject_unknown(&mut map, &[body::field_names::<CreateBody>()], "")?;
+    let profile = super::actions::profile(map.remove("profile").unwrap_or(Value::Null), "")?;
+    let parsed: CreateBody = body::typed(Value::Object(map), "")?;
+    let max_life = state.settings.browser.session_max_secs;
+    let ttl = seconds(parsed.ttl.as_ref(), "ttl", 30..=3600, 600)?.min(max_life);
+    let idle = seconds(parsed.activity_ttl.as_ref(), "activityTtl", 10..=3600, 300)?;
+    state
+        .scraper
+        .browser()
+        .available()
+        .map_err(|e| ApiError::new(Code::BrowserUnavailable, e.to_string()))?;
+    let team = auth.team.clone();
+    let (teams, who) = (std::sync::Arc::clone(&state.runtime.services().teams), team.clone());
+    state.off_worker(async move { Ok(teams.require(&who, registry::MIN_CREDITS).await?) }).await?;
+    let limit =
+        || ApiError::new(Code::SessionLimit, "The maximum of concurrent browser sessions is reached.");
+    if state.runtime.browser_call(BrowserMsg::Live).await? >= state.settings.browser.max_sessions {
+        return Err(limit());
+    }
+    let (scraper, who, name) =
+        (state.scraper.clone(), team.clone(), profile.as_ref().map(|p| p.name.clone()));
+    let tab = state
+        .off_worker(async move {
+            scraper.open_blank(&who, name.as_deref()).await.map_err(|e| {
+                ApiError::new(Code::BrowserFailed, format!("Opening the browser session failed: {e}"))
+            })
+        })
+        .await?;
+    let id = state.runtime.services().new_id();
+    let opened = Box::new(Opened {
+        team: team.clone(),
+        scrape_id: id,
+        standalone: true,
+        tab,
+        save_profile: profile.filter(|p| p.save_changes).map(|p| p.name),
+        limits: Limits {
+            ttl: Some(Duration::from_secs(ttl)),
+            idle: Some(Duration::from_secs(idle)),
+            stream_web_view: parsed.stream_web_view.unwrap_or(true),
+        },
+    });
+    let view = state.runtime.browser_call(|reply| BrowserMsg::Adopt(opened, reply)).await?;
+    let view = view.map_err(|AdoptError::Limit| limit())?;
+    let (teams, who) = (std::sync::Arc::clone(&state.runtime.services().teams), team);
+    state.off_worker(async move { Ok(teams.note_activity(&who, "browser", id, None)?) }).await?;
+    let base = state.scraper.public_base();
+    Ok(HttpResponse::Ok().json(Created {
+        success: true,
+        id: view.session_id,
+        cdp_url: super::cdp::url(base, &view.control_token),
+        live_view_url: format!("{base}/v2/live/{}", view.view_token),
+        interactive_live_view_url: format!("{base}/v2/live/{}", view.control_token),
+        expires_at: time::iso_ms(time::now_ms().saturating_add(ttl.saturating_mul(1000))),
+    }))
+}
+
+/// Query of `GET /v2/browser`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    status: Option<String>,
+}
+
+/// List the team's browser sessions.
+#[utoipa::path(
+    get,
+    path = "/v2/browser",
+    params(("status" = Option<String>, Query, description = "`active` or `destroyed` (default: both)")),
+    responses(
+        (status = 200, description = "`{success, sessions: [{id, status, cdpUrl, liveViewUrl, interactiveLiveViewUrl, streamWebView, createdAt, lastActivity}]}`"),
+        (status = 400, description = "Invalid `status`", body = super::error::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn list(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    request: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let query = web::Query::<ListQuery>::from_query(request.query_string())
+        .map_err(|e| ApiError::bad_request(format!("Invalid query: {e}")))?;
+    let wanted = match query.status.as_deref() {
+        None => None,
+        Some("active") => Some(true),
+        Some("destroyed") => Some(false),
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "Invalid value for `status`: `{other}` is not one of active, destroyed"
+            )));
+        }
+    };
+    let team = auth.team.clone();
+    let all = state.runtime.browser_call(|reply| BrowserMsg::List(team, reply)).await?;
+    let base = state.scraper.public_base();
+    let sessions: Vec<SessionEntry> = all
+        .into_iter()
+        .filter(|s| wanted.is_none_or(|active| s.active == active))
+        .map(|s: Listed| SessionEntry {
+            status: if s.active { "active" } else { "destroyed" },
+            cdp_url: super::cdp::url(base, &s.control_token),
+            live_view_url: format!("{base}/v2/live/{}", s.view_token),
+            interactive_live_view_url: format!("{base}/v2/live/{}", s.control_token),
+            stream_web_view: s.stream_web_view,
+            created_at: time::iso_ms(s.created_ms),
+            last_activity: time::iso_ms(s.last_activity_ms),
+            id: s.id,
+        })
+        .collect();
+    Ok(HttpResponse::Ok().json(serde_json::json!({"success": true, "sessions": sessions})))
+}
+
+/// Run code in a browser session.
+#[utoipa::path(
+    post,
+    path = "/v2/browser/{sessionId}/execute",
+    params(("sessionId" = String, Path, description = "The session id")),
+    request_body(content = inline(Object), description = "`code` (1..100000 characters) or `prompt`, `language` (node, python, bash; default node), `timeout` (1..300 s, default 30)"),
+    responses(
+        (status = 200, description = "`{success, sessionId, cdpUrl, liveViewUrl, interactiveLiveViewUrl, stdout, result, stderr, exitCode, killed, error?}`"),
+        (status = 400, description = "Invalid request or language not enabled", body = super::error::ErrorBody),
+        (status = 404, description = "No session of the caller's team", body = super::error::ErrorBody),
+        (status = 410, description = "The session was destroyed", body = super::error::ErrorBody),
+        (status = 502, description = "The browser failed", body = super::error::ErrorBody)
+    ),
+    security(("bearer" = []))
+)]
+pub async fn execute(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    request: HttpRequest,
+    path: web::Path<String>,
+    bytes: web::Bytes,
+) -> Result<HttpResponse, ApiError> {
+    if let Some(answer) = on_session_node(&state, &request, &bytes, &path).await {
+        return answer;
+    }
+    if body::object(&bytes)?.contains_key("existingSessionId") {
+        return Err(ApiError::bad_request("Unrecognized key in body: `existingSessionId`"));
+    }
+    let work = validate(&state, &bytes)?;
+    let key = SessionKey::Session(path.into_inner());
+    let view = match state.runtime.browser_call(|reply| BrowserMsg::Find(key, reply)).await? {
+        Some((owner, Found::Active(view))) if owner == auth.team.as_str() => view,
+        Some((owner, Found::Destroyed)) if owner == auth.team.as_str() => {
+            return Err(ApiError::new(Code::SessionDestroyed, "This browser session was already destroyed."));
+        }
+        _ => return Err(ApiError::new(Code::NotFound, "Browser session not found.")),
+    };
+    let _ = state.runtime.browser_cast(BrowserMsg::Touch(view.session_id.clone())).await;
+    let (outcome, output) = match (&work.prompt, state.scraper.llm()) {
+        (Some(prompt), Some(llm)) => {
+            let _ = state.runtime.browser_cast(BrowserMsg::Prompted(view.session_id.clone())).await;
+            let done =
+                super::interact_agent::run(llm, &auth.payer(), &view.actor, prompt, work.timeout).await;
+            (done.outcome, done.output)
+        }
+        _ => (run_code(&view, work).await?, None),
+    };
+    let _ = state.runtime.browser_cast(BrowserMsg::Touch(view.session_id.clone())).await;
+    Ok(HttpResponse::Ok().json(InteractResponse::new(state.scraper.public_base(), view, outcome, output)))
+}

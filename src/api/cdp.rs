@@ -1,0 +1,207 @@
+//! `GET /v2/cdp/{token}`: a browser session's DevTools connection (its `cdpUrl`), for CDP
+//! clients that drive a page (raw DevTools clients, `chrome-remote-interface`, Puppeteer's
+//! page-level connections). The token is the session's interactive live-view token, so the
+//! address is the credential, as for the live view. The WebSocket handshake is passed to
+//! the page's own endpoint in Chromium, then bytes flow both ways through the guard of
+//! [`crate::actors::browser::cdp`]: every command the client sends is judged, refused
+//! commands are answered with a DevTools error and never reach the browser, and what the
+//! browser sends passes unchanged (split at frame boundaries only, so a refusal is never
+//! written into the middle of a frame).
+
+use std::time::Duration;
+
+use actix_web::web::Bytes;
+use actix_web::{HttpRequest, HttpResponse, web};
+use futures::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use super::AppState;
+use super::error::ApiError;
+use crate::actors::browser::SessionMsg;
+use crate::actors::browser::cdp::{self, FrameError, MAX_CLIENT_FRAME, Verdict};
+use crate::model::Code;
+
+/// Registers the route.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/v2/cdp/{token}").route(web::get().to(connect)));
+}
+
+/// The `cdpUrl` of the session whose interactive live-view token is `token`, on the server
+/// at `base` (`http://…` becomes `ws://…`, `https://…` `wss://…`).
+pub fn url(base: &str, token: &str) -> String {
+    let base = match base.split_once("://") {
+        Some(("https", rest)) => format!("wss://{rest}"),
+        Some((_, rest)) => format!("ws://{rest}"),
+        None => format!("ws://{base}"),
+    };
+    format!("{base}/v2/cdp/{token}")
+}
+
+/// Longest the browser's side of the handshake may take.
+const HANDSHAKE: Duration = Duration::from_secs(10);
+/// Largest handshake answer read from the browser.
+const MAX_HANDSHAKE: usize = 16 << 10;
+/// Largest frame passed from the browser (a full-page screenshot fits).
+const MAX_BROWSER_FRAME: usize = 256 << 20;
+
+async fn connect(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    token: web::Path<String>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let upgrade = header("upgrade").is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
+    let key = header("sec-websocket-key").filter(|_| upgrade).ok_or_else(|| {
+        ApiError::bad_request("This is a DevTools WebSocket address: connect with a WebSocket (CDP) client")
+    })?;
+    let access = super::interact::access(&state, &token).await?;
+    if !access.interactive {
+        return Err(ApiError::new(
+            Code::Forbidden,
+            "A read-only live-view token gives no DevTools connection.",
+        ));
+    }
+    let endpoint = match access.session.call(SessionMsg::Endpoint, Some(HANDSHAKE)).await {
+        Ok(ractor::rpc::CallResult::Success(url)) => url,
+        _ => return Err(ApiError::new(Code::NotFound, "This session has ended or never existed.")),
+    };
+    let (upstream, accept, early) = tokio::time::timeout(HANDSHAKE, open(&endpoint, &key))
+        .await
+        .unwrap_or_else(|_| Err("the browser did not answer the handshake in time".into()))
+        .map_err(|e| {
+            ApiError::new(Code::BrowserFailed, format!("Connecting to the session's page failed: {e}"))
+        })?;
+    let (from_browser, to_browser) = upstream.into_split();
+    let (to_client, from_proxy) = mpsc::channel::<Bytes>(64);
+    let (refusals, refused) = mpsc::channel::<Vec<u8>>(64);
+    tokio::spawn(browser_to_client(from_browser, early, to_client, refused));
+    // The request's body lives on this HTTP worker's thread.
+    actix_web::rt::spawn(client_to_browser(payload, to_browser, refusals));
+    let body = futures::stream::unfold(from_proxy, |mut rx| async move {
+        rx.recv().await.map(|bytes| (Ok::<_, std::convert::Infallible>(bytes), rx))
+    });
+    Ok(HttpResponse::SwitchingProtocols()
+        .upgrade("websocket")
+        .insert_header(("sec-websocket-accept", accept))
+        .streaming(body))
+}
+
+/// Opens the page's endpoint with the client's key; returns the connection, the browser's
+/// `Sec-WebSocket-Accept` (right for the client too, as the key is the client's) and any
+/// bytes that followed the handshake answer.
+async fn open(endpoint: &str, key: &str) -> Result<(TcpStream, String, Vec<u8>), String> {
+    let url = url::Url::parse(endpoint).map_err(|e| format!("{endpoint}: {e}"))?;
+    let host = url.host_str().ok_or("no host")?;
+    let port = url.port_or_known_default().ok_or("no port")?;
+    let mut stream = TcpStream::connect((host, port)).await.map_err(|e| e.to_string())?;
+    let hello = format!(
+        "GET {} HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n",
+        url.path()
+    );
+    stream.write_all(hello.as_bytes()).await.map_err(|e| e.to_string())?;
+    let mut answer = Vec::new();
+    let end = loop {
+        if let Some(at) = answer.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+        if answer.len() > MAX_HANDSHAKE {
+            return Err("the handshake answer is too long".into());
+        }
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the browser closed the connection".into());
+        }
+        answer.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&answer[..end]).into_owned();
+    if !head.starts_with("HTTP/1.1 101") {
+        return Err(format!("the browser answered {}", head.lines().next().unwrap_or_default()));
+    }
+    let accept = head
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(n, _)| n.eq_ignore_ascii_case("sec-websocket-accept")))
+        .map(|(_, v)| v.trim().to_owned())
+        .ok_or("no Sec-WebSocket-Accept in the answer")?;
+    Ok((stream, accept, answer[end..].to_vec()))
+}
+
+/// Passes the browser's frames to the client whole, with the refusal answers between them.
+async fn browser_to_client(
+    mut from_browser: tokio::net::tcp::OwnedReadHalf,
+    early: Vec<u8>,
+    to_client: mpsc::Sender<Bytes>,
+    mut refused: mpsc::Receiver<Vec<u8>>,
+) {
+    let mut buf = early;
+    let mut chunk = vec![0u8; 64 << 10];
+    loop {
+        loop {
+            match cdp::frame_len(&buf, MAX_BROWSER_FRAME) {
+                Ok(len) => {
+                    let rest = buf.split_off(len);
+                    if to_client.send(Bytes::from(std::mem::replace(&mut buf, rest))).await.is_err() {
+                        return;
+                    }
+                }
+                Err(FrameError::Incomplete) => break,
+                Err(FrameError::TooLarge) => return,
+            }
+        }
+        tokio::select! {
+            read = from_browser.read(&mut chunk) => match read {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            },
+            answer = refused.recv() => {
+                let Some(frame) = answer else { return };
+                if to_client.send(Bytes::from(frame)).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Judges the client's frames and passes the allowed ones to the browser as they came.
+/// Fragmented or binary messages end the connection (DevTools commands are whole texts).
+async fn client_to_browser(
+    mut payload: web::Payload,
+    mut to_browser: tokio::net::tcp::OwnedWriteHalf,
+    refusals: mpsc::Sender<Vec<u8>>,
+) {
+    let mut buf: Vec<u8> = Vec::new();
+    while let Some(Ok(chunk)) = payload.next().await {
+        buf.extend_from_slice(&chunk);
+        loop {
+            let frame = match cdp::frame(&buf, MAX_CLIENT_FRAME) {
+                Ok(frame) => frame,
+                Err(FrameError::Incomplete) => break,
+                Err(FrameError::TooLarge) => return,
+            };
+            let pass = match (frame.fin, frame.opcode) {
+                (true, 1) => match cdp::judge(&frame.payload) {
+                    Verdict::Pass => true,
+                    Verdict::Refuse(answer) => {
+                        if refusals.send(cdp::text_frame(&answer)).await.is_err() {
+                            return;
+                        }
+                        false
+                    }
+                },
+                // Close, ping, pong.
+                (true, 8..=10) => true,
+                _ => return,
+            };
+            if pass && to_browser.write_all(&buf[..frame.len]).await.is_err() {
+                return;
+            }
+            buf.drain(..frame.len);
+        }
+    }
+    let _ = to_browser.shutdown().await;
+}
