@@ -46,6 +46,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     }
     cfg.service(web::resource("/v2/live/{token}").route(web::get().to(live_page)))
         .service(web::resource("/v2/live/{token}/frame").route(web::get().to(live_frame)))
+        .service(web::resource("/v2/live/{token}/stream").route(web::get().to(live_stream)))
         .service(web::resource("/v2/live/{token}/input").route(web::post().to(live_input)));
 }
 
@@ -562,7 +563,7 @@ async fn live_page(
         .content_type("text/html; charset=utf-8")
         .insert_header(("Cache-Control", "no-store"))
         .insert_header(("Referrer-Policy", "no-referrer"))
-        .body(live::page_html(&token, access.interactive)))
+        .body(live::page_html(&token, access.interactive, access.stream)))
 }
 
 async fn live_frame(
@@ -581,6 +582,55 @@ async fn live_frame(
         _ => return Err(live_ended()),
     };
     Ok(HttpResponse::Ok().content_type("image/jpeg").insert_header(("Cache-Control", "no-store")).body(jpeg))
+}
+
+/// The screen as `multipart/x-mixed-replace` JPEG frames (an `<img>` shows it), from the
+/// current frame on. Served by the node holding the session only: a stream cannot be
+/// passed between nodes, and the live page falls back to asking for frames.
+async fn live_stream(state: web::Data<AppState>, token: web::Path<String>) -> Result<HttpResponse, ApiError> {
+    use futures::StreamExt;
+    let access = access(&state, &token).await?;
+    if !access.stream {
+        return Err(ApiError::new(
+            Code::NotFound,
+            "This session's live view does not stream (streamWebView false).",
+        ));
+    }
+    let current = match access.session.call(SessionMsg::Frame, Some(LIVE_CALL)).await {
+        Ok(ractor::rpc::CallResult::Success(frame)) => {
+            frame.map_err(|e| ApiError::new(Code::BrowserFailed, e))?
+        }
+        _ => return Err(live_ended()),
+    };
+    let frames = match access.session.call(SessionMsg::Watch, Some(LIVE_CALL)).await {
+        Ok(ractor::rpc::CallResult::Success(watch)) => {
+            watch.map_err(|e| ApiError::new(Code::BrowserFailed, e))?
+        }
+        _ => return Err(live_ended()),
+    };
+    let part = |jpeg: &[u8]| {
+        let mut out =
+            format!("--frame\r\nContent-Type: image/jpeg\r\nContent-Length: {}\r\n\r\n", jpeg.len())
+                .into_bytes();
+        out.extend_from_slice(jpeg);
+        out.extend_from_slice(b"\r\n");
+        web::Bytes::from(out)
+    };
+    let first = part(&current);
+    let rest = futures::stream::unfold(frames, move |mut frames| async move {
+        loop {
+            match frames.recv().await {
+                Ok(jpeg) => return Some((part(&jpeg), frames)),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    });
+    let body = futures::stream::once(async move { first }).chain(rest).map(Ok::<_, std::convert::Infallible>);
+    Ok(HttpResponse::Ok()
+        .content_type("multipart/x-mixed-replace; boundary=frame")
+        .insert_header(("Cache-Control", "no-store"))
+        .streaming(body))
 }
 
 async fn live_input(

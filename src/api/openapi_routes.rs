@@ -245,6 +245,12 @@ pub fn add(doc: &mut Value) {
         operation("The live view of a browser session", vec![token()], binary("text/html", "Page"), false);
     paths["/v2/live/{token}/frame"]["get"] =
         operation("The session's current frame", vec![token()], binary("image/jpeg", "Frame"), false);
+    paths["/v2/live/{token}/stream"]["get"] = operation(
+        "The session's screen as a stream of JPEG frames (streamWebView sessions)",
+        vec![token()],
+        binary("multipart/x-mixed-replace", "Frames, each a part"),
+        false,
+    );
     paths["/v2/live/{token}/input"]["post"] = operation(
         "A click, key or scroll in the session",
         vec![token()],

@@ -217,3 +217,76 @@ async fn the_cdp_url_drives_the_page_and_refuses_what_reaches_beyond_it() {
     assert_eq!(status, 200);
     assert!(Cdp::connect(&url).await.is_err(), "connected to an ended session");
 }
+
+/// Reads `response` until it has `parts` whole parts of a `multipart/x-mixed-replace`
+/// stream, and returns their bodies.
+async fn parts(response: &mut reqwest::Response, buf: &mut Vec<u8>, parts: usize) -> Vec<Vec<u8>> {
+    let mut found = Vec::new();
+    while found.len() < parts {
+        // A part: its headers, a blank line, Content-Length bytes, CRLF.
+        if let Some(head_end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+            assert!(head.starts_with("--frame"), "{head}");
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Content-Length: "))
+                .and_then(|n| n.trim().parse().ok())
+                .expect("a length");
+            let start = head_end + 4;
+            if buf.len() >= start + length + 2 {
+                found.push(buf[start..start + length].to_vec());
+                buf.drain(..start + length + 2);
+                continue;
+            }
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(15), response.chunk())
+            .await
+            .expect("a frame in time")
+            .expect("read")
+            .expect("the stream goes on");
+        buf.extend_from_slice(&chunk);
+    }
+    found
+}
+
+#[tokio::test]
+async fn the_live_view_streams_the_screen_when_asked() {
+    let app = TestServer::start().await;
+    let made = create(&app, json!({})).await;
+    let id = made["id"].as_str().expect("id").to_owned();
+    let view = made["liveViewUrl"].as_str().expect("live view").to_owned();
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let page = client.get(&view).send().await.expect("page").text().await.expect("html");
+    assert!(page.contains("if (true)"), "the page streams");
+
+    let mut stream = client.get(format!("{view}/stream")).send().await.expect("stream");
+    assert_eq!(stream.status(), 200);
+    assert_eq!(stream.headers()["content-type"], "multipart/x-mixed-replace; boundary=frame");
+    let mut buf = Vec::new();
+    let first = parts(&mut stream, &mut buf, 1).await.remove(0);
+    assert!(first.starts_with(&[0xFF, 0xD8]), "a JPEG");
+    // A change on the page is a new frame, without asking.
+    let (status, _) = execute(
+        &app,
+        &id,
+        "document.body.style.background = 'red'; document.body.innerHTML = '<h1>changed</h1>'",
+    )
+    .await;
+    assert_eq!(status, 200);
+    let next = parts(&mut stream, &mut buf, 1).await.remove(0);
+    assert!(next.starts_with(&[0xFF, 0xD8]) && next != first, "a new frame of the changed page");
+    let (status, _) = app.request(Method::DELETE, &format!("/v2/browser/{id}"), None).await;
+    assert_eq!(status, 200);
+    let ended = tokio::time::timeout(Duration::from_secs(15), async {
+        while let Ok(Some(_)) = stream.chunk().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream ends with the session");
+
+    // Without streamWebView the page asks for frames, and there is no stream.
+    let quiet = create(&app, json!({"streamWebView": false})).await;
+    let view = quiet["liveViewUrl"].as_str().expect("live view").to_owned();
+    let page = client.get(&view).send().await.expect("page").text().await.expect("html");
+    assert!(page.contains("if (false)"), "the page polls");
+    assert_eq!(client.get(format!("{view}/stream")).send().await.expect("stream").status(), 404);
+}

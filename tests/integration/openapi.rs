@@ -89,6 +89,7 @@ const SERVED: &[&str] = &[
     "/v2/live/{token}",
     "/v2/live/{token}/frame",
     "/v2/live/{token}/input",
+    "/v2/live/{token}/stream",
     "/v2/cdp/{token}",
     "/v2/crawl",
     "/v2/crawl/active",

@@ -1,5 +1,5 @@
-//! The live view of a session: a page of ours that shows the tab's screen, refreshed from
-//! frames captured on request, and (with the interactive token) forwards clicks, keys and
+//! The live view of a session: a page of ours that shows the tab's screen, streamed (see
+//! `screencast`) or refreshed from frames captured on request, and (with the interactive token) forwards clicks, keys and
 //! typed text to the tab. The token in the URL is the credential; it dies with the session.
 //! The session's actor runs these functions on the page it owns (see `session.rs`); nothing
 //! else drives a session's page.
@@ -106,10 +106,14 @@ pub async fn forward(page: &Page, input: &Input) -> Result<(), InputError> {
     }
 }
 
-/// The live-view page for `token`.
-pub fn page_html(token: &str, interactive: bool) -> String {
+/// The live-view page for `token`; `stream`: it shows the screen's stream (frames asked
+/// one by one when the stream is refused or breaks), else it asks for frames.
+pub fn page_html(token: &str, interactive: bool, stream: bool) -> String {
     let mode = if interactive { "interactive" } else { "view" };
-    LIVE_HTML.replace("{{TOKEN}}", token).replace("{{MODE}}", mode)
+    LIVE_HTML
+        .replace("{{TOKEN}}", token)
+        .replace("{{MODE}}", mode)
+        .replace("{{STREAM}}", if stream { "true" } else { "false" })
 }
 
 const LIVE_HTML: &str = r#"<!DOCTYPE html>
@@ -128,6 +132,18 @@ const base = location.pathname.replace(/\/$/, '');
 const screen = document.getElementById('screen');
 const state = document.getElementById('state');
 let frames = 0;
+let polling = false;
+function shown() {
+  frames += 1;
+  state.textContent = 'live · frame ' + frames;
+  screen.dataset.frames = String(frames);
+}
+// The stream starts after the page's load event, which an endless image would hold back.
+function stream() {
+  screen.onload = shown;
+  screen.onerror = () => { screen.onload = null; screen.onerror = null; if (!polling) { polling = true; next(); } };
+  screen.src = base + '/stream';
+}
 async function next() {
   try {
     const r = await fetch(base + '/frame', { cache: 'no-store' });
@@ -137,9 +153,7 @@ async function next() {
       const old = screen.src;
       screen.src = url;
       if (old) URL.revokeObjectURL(old);
-      frames += 1;
-      state.textContent = 'live · frame ' + frames;
-      screen.dataset.frames = String(frames);
+      shown();
     }
   } catch (e) { state.textContent = 'reconnecting…'; }
   setTimeout(next, 500);
@@ -158,5 +172,5 @@ if (document.body.className === 'interactive') {
     if (e.key.length === 1) send({ type: 'text', text: e.key }); else send({ type: 'key', key: e.key });
   });
 }
-next();
+if ({{STREAM}}) { window.addEventListener('load', stream); } else { polling = true; next(); }
 </script></body></html>"#;

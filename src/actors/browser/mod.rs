@@ -11,12 +11,14 @@
 //! - [`session`]: the session actor;
 //! - [`cdp`]: the guard on a session's DevTools connection;
 //! - [`code`]: running a caller's code against a page;
-//! - [`live`]: the live view's page, frames and input.
+//! - [`live`]: the live view's page, frames and input;
+//! - [`screencast`]: the live view's stream of frames.
 
 pub mod cdp;
 pub mod code;
 pub mod live;
 pub mod registry;
+pub mod screencast;
 pub mod session;
 
 use std::collections::HashMap;
@@ -353,8 +355,11 @@ impl Actor for BrowserSupervisor {
             BrowserMsg::Access(token, reply) => {
                 let access = state.sessions.values().filter(|e| e.ended.is_none()).find_map(|e| {
                     let interactive = e.view.control_token == token;
-                    (interactive || e.view.view_token == token)
-                        .then(|| LiveAccess { session: e.view.actor.clone(), interactive })
+                    (interactive || e.view.view_token == token).then(|| LiveAccess {
+                        session: e.view.actor.clone(),
+                        interactive,
+                        stream: e.stream_web_view,
+                    })
                 });
                 let _ = reply.send(access);
             }

@@ -118,6 +118,8 @@ pub struct LiveAccess {
     pub session: ActorRef<SessionMsg>,
     /// Whether input may be sent.
     pub interactive: bool,
+    /// Whether the screen streams (`streamWebView`); else the view asks for frames.
+    pub stream: bool,
 }
 
 /// A random token of 32 hex digits; in a cluster the first 8 are this node's tag (see

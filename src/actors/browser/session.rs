@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 
 use super::code::{self, CodeOutcome, Language};
 use super::live::{self, Input, InputError};
+use super::screencast::Screencast;
 use crate::actors::Services;
 use crate::model::TeamId;
 use crate::scrape::engine::browser::Tab;
@@ -38,6 +39,8 @@ pub enum SessionMsg {
     Endpoint(RpcReplyPort<String>),
     /// The page's screen now, as JPEG.
     Frame(RpcReplyPort<Result<Vec<u8>, String>>),
+    /// A viewer of the screen as a stream of JPEG frames (the screencast starts if needed).
+    Watch(RpcReplyPort<Result<tokio::sync::broadcast::Receiver<bytes::Bytes>, String>>),
     /// Input from the interactive live view.
     Input(Input, RpcReplyPort<Result<(), InputError>>),
     /// The run in progress ended (sent by the run's task).
@@ -71,6 +74,8 @@ pub struct SessionState {
     args: SessionArgs,
     waiting: VecDeque<Run>,
     running: Option<JoinHandle<()>>,
+    /// The screen's stream, while someone watches.
+    screencast: Option<Screencast>,
 }
 
 /// One interact session: owns its tab.
@@ -87,7 +92,7 @@ impl Actor for BrowserSession {
         _: ActorRef<SessionMsg>,
         args: SessionArgs,
     ) -> Result<SessionState, ActorProcessingErr> {
-        Ok(SessionState { args, waiting: VecDeque::new(), running: None })
+        Ok(SessionState { args, waiting: VecDeque::new(), running: None, screencast: None })
     }
 
     async fn post_stop(
@@ -100,6 +105,7 @@ impl Actor for BrowserSession {
             run.abort();
         }
         state.waiting.clear();
+        state.screencast = None;
         let args = &mut state.args;
         if let Some(name) = &args.save_profile
             && args.tab.browser_alive()
@@ -151,6 +157,20 @@ impl Actor for BrowserSession {
                     };
                     let _ = reply.send(frame);
                 });
+            }
+            SessionMsg::Watch(reply) => {
+                let watching = state.screencast.as_ref().and_then(Screencast::watch);
+                let answer = match watching {
+                    Some(receiver) => Ok(receiver),
+                    None => match Screencast::start(state.args.tab.page()).await {
+                        Ok((screencast, receiver)) => {
+                            state.screencast = Some(screencast);
+                            Ok(receiver)
+                        }
+                        Err(e) => Err(e),
+                    },
+                };
+                let _ = reply.send(answer);
             }
             SessionMsg::Input(input, reply) => {
                 // Handled here, not in a task, so that input reaches the page in order.
