@@ -225,8 +225,13 @@ pub async fn map(
 
 /// `ferrocrawl search`: the configured providers, the local one reading the data
 /// directory's index as last committed (a running server may hold it open).
-pub async fn search(settings: &Settings, query: &str, limit: usize) -> anyhow::Result<crate::search::Found> {
-    let request = crate::search::SearchRequest::simple(query, limit).map_err(anyhow::Error::msg)?;
+pub async fn search(
+    settings: &Settings,
+    query: &str,
+    limit: usize,
+    sources: &[crate::search::Source],
+) -> anyhow::Result<crate::search::Found> {
+    let request = crate::search::SearchRequest::simple(query, limit, sources).map_err(anyhow::Error::msg)?;
     let dir = settings.storage.data_dir.join(crate::search::INDEX_DIR);
     let index = match dir.exists() {
         true => Some(Arc::new(crate::search::SearchIndex::open_read_only(&dir)?)),

@@ -12,6 +12,7 @@ use ferrocrawl::config::{LogSettings, Overrides, Settings};
 use ferrocrawl::extract::{self, ExtractOptions, Wanted};
 use ferrocrawl::local::CrawlCommand;
 use ferrocrawl::model::TeamId;
+use ferrocrawl::search::{Found, Source};
 use ferrocrawl::store::Store;
 
 /// mimalloc keeps fragmentation low under many threads; glibc's per-thread arenas kept a
@@ -131,13 +132,21 @@ enum Command {
         allow_private: bool,
     },
     /// Search the data directory's index (and the other configured providers); prints
-    /// one result per line: URL, then title.
+    /// one result per line, tab-separated: web `URL TITLE`, images `IMAGE PAGE TITLE`, news
+    /// `URL DATE TITLE` (each line starting with its source when several are asked), or
+    /// with `--json` the results as POST /v2/search's `data`.
     Search {
         /// The query, with the operators of POST /v2/search.
         query: String,
-        /// Most results.
+        /// Most results per source.
         #[arg(long, default_value_t = 10)]
         limit: usize,
+        /// Result lists: web, images, news (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "web")]
+        sources: Vec<String>,
+        /// Print JSON instead of lines.
+        #[arg(long)]
+        json: bool,
         /// Data directory (defaults to the configuration's).
         #[arg(long)]
         data: Option<PathBuf>,
@@ -273,17 +282,23 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let settings = Settings::load(cli.config.as_deref(), &Overrides::default())?;
             parse_file(&file, &settings)
         }
-        Command::Search { query, limit, data } => {
+        Command::Search { query, limit, sources, json, data } => {
             let settings =
                 Settings::load(cli.config.as_deref(), &Overrides { data_dir: data, ..Overrides::default() })?;
             if !(1..=100).contains(&limit) {
                 bail!("--limit must be between 1 and 100");
             }
-            let found = runtime()?.block_on(ferrocrawl::local::search(&settings, &query, limit))?;
-            for result in found.web {
-                println!("{}\t{}", result.url, result.title);
+            let mut wanted = Vec::new();
+            for name in &sources {
+                let Some(source) = Source::parse(name.trim()) else {
+                    bail!("--sources: `{name}` is not one of web, images, news");
+                };
+                if !wanted.contains(&source) {
+                    wanted.push(source);
+                }
             }
-            Ok(())
+            let found = runtime()?.block_on(ferrocrawl::local::search(&settings, &query, limit, &wanted))?;
+            print_found(&found, &wanted, json)
         }
         Command::Index { command: IndexCommand::Rebuild { data } } => {
             let settings =
@@ -544,6 +559,41 @@ fn extract_file(file: &Path, url: &str, full: bool) -> anyhow::Result<()> {
         eprintln!(
             "note: this content looks like a placeholder that scripts fill in; a scrape renders it in the browser"
         );
+    }
+    Ok(())
+}
+
+/// Prints what `ferrocrawl search` found for `sources`: lines, or JSON.
+fn print_found(found: &Found, sources: &[Source], json: bool) -> anyhow::Result<()> {
+    if json {
+        let mut data = serde_json::Map::new();
+        for source in sources {
+            let (name, list) = match source {
+                Source::Web => ("web", serde_json::to_value(&found.web)?),
+                Source::Images => ("images", serde_json::to_value(&found.images)?),
+                Source::News => ("news", serde_json::to_value(&found.news)?),
+            };
+            data.insert(name.to_owned(), list);
+        }
+        println!("{}", serde_json::Value::Object(data));
+        return Ok(());
+    }
+    let tagged = sources.len() > 1;
+    let line = |source: &str, fields: &[&str]| {
+        let fields = fields.join("\t");
+        if tagged { println!("{source}\t{fields}") } else { println!("{fields}") }
+    };
+    for source in sources {
+        match source {
+            Source::Web => found.web.iter().for_each(|r| line("web", &[&r.url, &r.title])),
+            Source::Images => {
+                found.images.iter().for_each(|r| line("images", &[&r.image_url, &r.url, &r.title]))
+            }
+            Source::News => found
+                .news
+                .iter()
+                .for_each(|r| line("news", &[&r.url, r.date.as_deref().unwrap_or("-"), &r.title])),
+        }
     }
     Ok(())
 }

@@ -348,15 +348,8 @@ fn kinds(value: Option<Value>, key: &str) -> Result<Vec<String>, ApiError> {
 fn sources(value: Option<Value>) -> Result<Vec<Source>, ApiError> {
     let mut out = Vec::new();
     for kind in kinds(value, "sources")? {
-        let source = match kind.as_str() {
-            "web" => Source::Web,
-            "images" => Source::Images,
-            "news" => Source::News,
-            other => {
-                return Err(bad(format!(
-                    "Invalid value in `sources`: `{other}` is not one of web, images, news"
-                )));
-            }
+        let Some(source) = Source::parse(&kind) else {
+            return Err(bad(format!("Invalid value in `sources`: `{kind}` is not one of web, images, news")));
         };
         if !out.contains(&source) {
             out.push(source);

@@ -46,6 +46,8 @@ pub struct IndexedPage {
     pub fetched_ms: i64,
     /// Images the page shows.
     pub images: Vec<IndexedImage>,
+    /// Its lead image (`og:image`, else its first image), shown with news results.
+    pub lead_image: Option<String>,
 }
 
 /// An image of a page.
@@ -236,6 +238,9 @@ impl SearchIndex {
             add_site_terms(&mut document, f.site, &url);
             if let Some(ms) = page.published_ms {
                 document.add_date(f.published, DateTime::from_timestamp_millis(ms));
+            }
+            if let Some(lead) = &page.lead_image {
+                document.add_text(f.image_url, lead);
             }
             writer.add_document(document)?;
             for image in &page.images {

@@ -113,7 +113,7 @@ fn news(index: &SearchIndex, request: &SearchRequest) -> tantivy::Result<Vec<New
                 .date_of(&document, f.published)
                 .and_then(|ms| u64::try_from(ms).ok())
                 .map(time::iso_ms),
-            image_url: None,
+            image_url: Some(index.text_of(&document, f.image_url)).filter(|u| !u.is_empty()),
         })
         .collect())
 }

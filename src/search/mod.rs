@@ -44,6 +44,18 @@ pub enum Source {
     News,
 }
 
+impl Source {
+    /// The source `name` (`web`, `images`, `news`) names.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "web" => Some(Self::Web),
+            "images" => Some(Self::Images),
+            "news" => Some(Self::News),
+            _ => None,
+        }
+    }
+}
+
 /// A category filter (`categories`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Category {
@@ -220,12 +232,12 @@ pub struct NewsResult {
 
 impl SearchRequest {
     /// A request with the API's defaults: `limit` web results for `raw`, in English.
-    pub fn simple(raw: &str, limit: usize) -> Result<Self, String> {
+    pub fn simple(raw: &str, limit: usize, sources: &[Source]) -> Result<Self, String> {
         Ok(Self {
             raw: raw.to_owned(),
             query: query::parse(raw)?,
             limit,
-            sources: vec![Source::Web],
+            sources: sources.to_vec(),
             categories: Vec::new(),
             include_domains: Vec::new(),
             exclude_domains: Vec::new(),

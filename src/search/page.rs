@@ -38,6 +38,12 @@ pub fn indexed(
         text.truncate(cut);
     }
     let html = content_type.is_none_or(|t| t.contains("html"));
+    let images = if html { images(&parsed, body) } else { Vec::new() };
+    let lead_image = extra("ogImage")
+        .and_then(|src| parsed.join(src.trim()).ok())
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .map(String::from)
+        .or_else(|| images.first().map(|i| i.url.clone()));
     Some(IndexedPage {
         url,
         title: meta.title.clone().unwrap_or_default(),
@@ -52,7 +58,8 @@ pub fn indexed(
         published_ms,
         article,
         fetched_ms: i64::try_from(fetched_ms).unwrap_or(i64::MAX),
-        images: if html { images(&parsed, body) } else { Vec::new() },
+        images,
+        lead_image,
     })
 }
 

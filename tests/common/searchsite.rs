@@ -46,7 +46,7 @@ async fn page(req: HttpRequest) -> HttpResponse {
             .body("Quokka notes in plain text: wombats and numbats."),
         ("blog.localhost", "/posts/release") => html(
             "Quokka 2.0 released",
-            r#"<meta property="og:type" content="article"><meta property="article:published_time" content="2026-11-20T10:00:00Z">"#,
+            r#"<meta property="og:type" content="article"><meta property="og:image" content="/img/release.png"><meta property="article:published_time" content="2026-11-20T10:00:00Z">"#,
             "<p>The new quokka is faster than ever, and its release notes list every change.</p>",
         ),
         ("blog.localhost", "/posts/old") => html(

@@ -111,6 +111,10 @@ async fn news_images_dates_and_scraped_results() {
     assert_eq!(news["data"].get("web"), None, "only the sources asked: {news}");
     assert_eq!(paths(&news, "news"), ["blog.localhost/posts/release", "blog.localhost/posts/old"], "{news}");
     assert_eq!(news["data"]["news"][0]["date"], "2026-11-20T10:00:00.000Z");
+    // The lead image an article declares, made absolute; none where there is none.
+    let lead = news["data"]["news"][0]["imageUrl"].as_str().unwrap_or_default();
+    assert!(lead.starts_with("http://blog.localhost:") && lead.ends_with("/img/release.png"), "{news}");
+    assert_eq!(news["data"]["news"][1].get("imageUrl"), None, "{news}");
     let november = search(
         &app,
         json!({"query": "quokka", "sources": [{"type": "news"}], "tbs": "cdr:1,cd_min:11/01/2026,cd_max:11/30/2026"}),
@@ -292,6 +296,26 @@ async fn the_index_is_rebuilt_from_the_cache_and_searched_from_the_command_line(
     let out = crate::common::process::run(&["search", "site:", "--data", &dir], &[]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("site:"));
+
+    // Other sources, and JSON as the API's `data`.
+    let images = run(&["search", "wallaby", "--sources", "images", "--data", &dir]);
+    let image = format!(
+        "{}\t{}\ta wallaby at dawn",
+        site.url("blog.localhost", "/img/wallaby.jpg"),
+        site.url("blog.localhost", "/posts/gallery")
+    );
+    assert_eq!(images.lines().next(), Some(image.as_str()), "{images}");
+    let both = run(&["search", "quokka", "--sources", "news,web", "--limit", "1", "--data", &dir]);
+    let sources: Vec<&str> = both.lines().filter_map(|l| l.split('\t').next()).collect();
+    assert_eq!(sources, ["news", "web"], "{both}");
+    let json = run(&["search", "quokka", "--sources", "news", "--json", "--data", &dir]);
+    let data: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    let news = data["news"].as_array().expect("news");
+    let release = news.iter().find(|n| n["url"].as_str().is_some_and(|u| u.ends_with("/posts/release")));
+    assert_eq!(release.map(|r| r["date"].clone()), Some(json!("2026-11-20T10:00:00.000Z")), "{data}");
+    assert_eq!(data.get("web"), None, "{data}");
+    let out = crate::common::process::run(&["search", "quokka", "--sources", "videos", "--data", &dir], &[]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("videos"));
 }
 
 /// The index survives `kill -9`: what was committed is found after a restart, and the
