@@ -257,15 +257,18 @@ fn check(mut map: Map<String, Value>, auth: &Authenticated) -> Result<Checked, A
     let country = match text(&mut map, "country")? {
         Some(c) if c.len() == 2 && c.chars().all(|c| c.is_ascii_alphabetic()) => c.to_ascii_lowercase(),
         Some(_) => return Err(bad("Invalid value for `country`: an ISO country code such as US or DE")),
-        None if location.is_some() => String::new(),
-        None => "us".to_owned(),
+        None => match location.as_deref().and_then(crate::search::location::country_of) {
+            Some(country) => country.to_owned(),
+            None if location.is_some() => String::new(),
+            None => "us".to_owned(),
+        },
     };
     let language = match text(&mut map, "lang")? {
         Some(l) if !l.is_empty() && l.len() <= 8 => {
             l.split(['-', '_']).next().unwrap_or_default().to_ascii_lowercase()
         }
         Some(_) => return Err(bad("Invalid value for `lang`: a language code such as en or de")),
-        None => language_of(&country).to_owned(),
+        None => crate::search::location::language_of(&country).to_owned(),
     };
     let _ = text(&mut map, "filter")?;
     let flag = |map: &mut Map<String, Value>, key: &str| -> Result<bool, ApiError> {
@@ -419,26 +422,6 @@ fn enterprise(value: Option<Value>, auth: &Authenticated) -> Result<Enterprise, 
         ));
     }
     Ok(chosen)
-}
-
-/// The language most searches from `country` are in.
-fn language_of(country: &str) -> &'static str {
-    match country {
-        "de" | "at" | "ch" => "de",
-        "fr" | "be" => "fr",
-        "es" | "mx" | "ar" | "co" | "cl" => "es",
-        "it" => "it",
-        "pt" | "br" => "pt",
-        "nl" => "nl",
-        "jp" => "ja",
-        "cn" | "tw" => "zh",
-        "kr" => "ko",
-        "ru" => "ru",
-        "pl" => "pl",
-        "se" => "sv",
-        "" => "",
-        _ => "en",
-    }
 }
 
 /// `tbs`: `qdr:h|d|w|m|y`, `sbd:1`, `cdr:1,cd_min:MM/DD/YYYY,cd_max:MM/DD/YYYY`, combined

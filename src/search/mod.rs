@@ -17,6 +17,7 @@ pub mod docs;
 pub mod index;
 pub mod indexer;
 pub mod local;
+pub mod location;
 pub mod page;
 pub mod query;
 pub mod searxng;

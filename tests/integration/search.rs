@@ -224,6 +224,12 @@ async fn searxng_is_paged_to_the_limit_and_filtered() {
     assert_eq!(param(0, "format").as_deref(), Some("json"));
     assert_eq!(param(0, "time_range").as_deref(), Some("week"));
     assert_eq!(param(0, "language").as_deref(), Some("de-DE"));
+    // A free-text location stands for its country.
+    search(&app, json!({"query": "rust crawler", "location": "São Paulo, Brazil"})).await;
+    let asked = searx.asked();
+    let last = asked.last().expect("asked");
+    let language = last.iter().find(|(k, _)| k == "language").map(|(_, v)| v.as_str());
+    assert_eq!(language, Some("pt-BR"), "{last:?}");
 
     let filtered =
         search(&app, json!({"query": "rust", "limit": 5, "excludeDomains": ["example.com"]})).await;
