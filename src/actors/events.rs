@@ -1,17 +1,18 @@
 //! Job events as webhook deliveries (contract §5): `{kind}.started`, `{kind}.page` (one per
 //! finished page; `success: false` with the error for a failed one), `{kind}.completed`
 //! (also after a cancel, with `data: []`) and `{kind}.failed`, where kind is `crawl` or
-//! `batch_scrape`. Each gets its own `webhookId` and echoes the caller's metadata. An event
-//! is only built when the job has a webhook that wants it.
+//! `batch_scrape` (extract and agent jobs build theirs with [`event`]). Each gets its own
+//! `webhookId` and echoes the caller's metadata. An event is only built when the job has a
+//! webhook that wants it.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use crate::model::{CrawlOptions, EventKind, JobId, time};
+use crate::model::{CrawlOptions, EventKind, JobId, WebhookSpec, time};
 use crate::store::jobs::{JobKind, JobRecord};
-use crate::store::outbox::{Delivery, NewEvent};
+use crate::store::outbox::{Delivery, NewEvent, Outbox};
 use crate::store::{JobStore, StoreError};
 
 /// What a page event reports.
@@ -58,26 +59,56 @@ fn build(
     data: Vec<&RawValue>,
     error: Option<&str>,
 ) -> Result<Option<NewEvent>, StoreError> {
-    let Some(spec) = record.options.webhook.as_ref().filter(|s| s.wants(kind)) else { return Ok(None) };
+    let Some(spec) = record.options.webhook.as_ref() else { return Ok(None) };
+    let about = Job { outbox: jobs.outbox(), id, team: &record.team, spec, kind: prefix(record.kind) };
+    event(&about, kind, success, data, error)
+}
+
+/// The job an event reports on, for [`event`].
+#[derive(Debug, Clone, Copy)]
+pub struct Job<'a> {
+    /// The outbox the event goes to (for its sequence number).
+    pub outbox: &'a Outbox,
+    /// The job.
+    pub id: JobId,
+    /// Its team.
+    pub team: &'a str,
+    /// Its webhook.
+    pub spec: &'a WebhookSpec,
+    /// The events' prefix: `crawl`, `batch_scrape`, `extract`, `agent`.
+    pub kind: &'a str,
+}
+
+/// The `{job.kind}.{kind}` event of `job`, when its webhook wants that kind.
+pub fn event(
+    job: &Job<'_>,
+    kind: EventKind,
+    success: bool,
+    data: Vec<&RawValue>,
+    error: Option<&str>,
+) -> Result<Option<NewEvent>, StoreError> {
+    if !job.spec.wants(kind) {
+        return Ok(None);
+    }
     let webhook_id = JobId::new().to_string();
     let body = Body {
         success,
-        kind: format!("{}.{}", prefix(record.kind), kind.as_str()),
-        id: id.to_string(),
+        kind: format!("{}.{}", job.kind, kind.as_str()),
+        id: job.id.to_string(),
         webhook_id: webhook_id.clone(),
         data,
-        metadata: spec.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
+        metadata: job.spec.metadata.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
         error,
     };
     let now = time::now_ms();
     Ok(Some(NewEvent {
-        seq: jobs.outbox().next_seq()?,
+        seq: job.outbox.next_seq()?,
         delivery: Delivery {
             webhook_id,
-            job: id,
-            team: record.team.clone(),
-            url: spec.url.clone(),
-            headers: spec.headers.clone(),
+            job: job.id,
+            team: job.team.to_owned(),
+            url: job.spec.url.clone(),
+            headers: job.spec.headers.clone(),
             created_ms: now,
             attempts: 0,
             next_attempt_ms: now,

@@ -11,7 +11,7 @@ use super::auth::Authenticated;
 use super::error::ApiError;
 use super::options::{ScrapeOptionsBody, refuse_hosted};
 use super::{AppState, body, formats, forward, target};
-use crate::model::time;
+use crate::model::{EventKind, WebhookSpec, time};
 use crate::service::model_jobs::{self, Kind, ModelJobRequest};
 
 /// Registers the routes.
@@ -114,14 +114,17 @@ fn urls_of(list: Option<Vec<Value>>, skip_invalid: bool) -> Result<(Vec<String>,
     Ok((valid, invalid))
 }
 
-fn no_webhook(webhook: Option<&Value>) -> Result<(), ApiError> {
-    match webhook {
-        None | Some(Value::Null) => Ok(()),
-        Some(_) => Err(ApiError::not_available(
-            "webhook",
-            "extract and agent jobs send no webhooks on this server; poll the job's status",
-        )),
-    }
+/// The job's webhook, whose `events` may name `allowed`, checked against the address
+/// policy like a crawl's.
+fn webhook_of(
+    state: &AppState,
+    webhook: Option<&Value>,
+    allowed: &[EventKind],
+) -> Result<Option<WebhookSpec>, ApiError> {
+    let Some(value) = webhook.filter(|w| !w.is_null()) else { return Ok(None) };
+    let spec = super::webhook::parse_for(value, allowed)?;
+    super::webhook::check_allowed(&spec, state.scraper.engine().policy())?;
+    Ok(Some(spec))
 }
 
 async fn start_extract(
@@ -134,7 +137,7 @@ async fn start_extract(
     map.retain(|key, _| !key.starts_with("__"));
     let body: ExtractBody = body::typed(Value::Object(map), "")?;
     refuse_hosted(body.threat_protection.as_ref(), None, None, "")?;
-    no_webhook(body.webhook.as_ref())?;
+    let webhook = webhook_of(&state, body.webhook.as_ref(), EventKind::EXTRACT)?;
     let (urls, invalid) = urls_of(body.urls, body.ignore_invalid_urls.unwrap_or(true))?;
     let prompt = formats::prompt(body.prompt, "prompt")?;
     if urls.is_empty() && prompt.is_none() {
@@ -152,6 +155,7 @@ async fn start_extract(
         max_credits: None,
         model: None,
         timeout_ms: body.timeout.map(|t| t.saturating_mul(1000)),
+        webhook,
     };
     let id = start(&state, &auth, request_body).await?;
     let mut answer = json!({"success": true, "id": id, "urlTrace": []});
@@ -169,7 +173,7 @@ async fn start_agent(
     need_model(&state, "POST /v2/agent")?;
     let body: AgentBody = body::typed(Value::Object(body::object(&bytes)?), "")?;
     refuse_hosted(body.threat_protection.as_ref(), None, body.audit_metadata.as_ref(), "")?;
-    no_webhook(body.webhook.as_ref())?;
+    let webhook = webhook_of(&state, body.webhook.as_ref(), EventKind::AGENT)?;
     let prompt = formats::prompt(body.prompt, "prompt")?
         .ok_or_else(|| ApiError::bad_request("`prompt` is required"))?;
     let model = match body.model.as_deref() {
@@ -193,6 +197,7 @@ async fn start_agent(
         max_credits: body.max_credits,
         model: Some(model),
         timeout_ms: None,
+        webhook,
     };
     let id = start(&state, &auth, request).await?;
     Ok(HttpResponse::Ok().json(json!({"success": true, "id": id})))

@@ -13,8 +13,13 @@ use crate::scrape::engine::AddressPolicy;
 const RESERVED_HEADERS: &[&str] =
     &["x-service-signature", "x-firecrawl-signature", "content-type", "content-length", "host"];
 
-/// Validates a webhook value into a [`WebhookSpec`].
+/// Validates a crawl's or batch's webhook value into a [`WebhookSpec`].
 pub fn parse(value: &Value) -> Result<WebhookSpec, ApiError> {
+    parse_for(value, EventKind::JOBS)
+}
+
+/// Validates a webhook value whose `events` may name the kinds in `allowed`.
+pub fn parse_for(value: &Value, allowed: &[EventKind]) -> Result<WebhookSpec, ApiError> {
     let mut spec = WebhookSpec::default();
     let url = match value {
         Value::String(url) => url.clone(),
@@ -24,7 +29,7 @@ pub fn parse(value: &Value) -> Result<WebhookSpec, ApiError> {
                     "url" => {}
                     "headers" => spec.headers = string_map(v, "webhook.headers")?,
                     "metadata" => spec.metadata = string_map(v, "webhook.metadata")?,
-                    "events" => spec.events = events(v)?,
+                    "events" => spec.events = events(v, allowed)?,
                     other => {
                         return Err(ApiError::bad_request(format!(
                             "Unrecognized key in body: `webhook.{other}`"
@@ -76,16 +81,15 @@ fn string_map(value: &Value, field: &str) -> Result<Vec<(String, String)>, ApiEr
         .collect()
 }
 
-fn events(value: &Value) -> Result<Vec<EventKind>, ApiError> {
+fn events(value: &Value, allowed: &[EventKind]) -> Result<Vec<EventKind>, ApiError> {
     let list = value.as_array().ok_or_else(|| ApiError::bad_request("`webhook.events` must be an array"))?;
+    let names = allowed.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(", ");
     list.iter()
         .enumerate()
         .map(|(i, v)| {
-            v.as_str().and_then(EventKind::parse).ok_or_else(|| {
-                ApiError::bad_request(format!(
-                    "`webhook.events[{i}]` must be one of started, page, completed, failed"
-                ))
-            })
+            v.as_str()
+                .and_then(|t| EventKind::parse_among(t, allowed))
+                .ok_or_else(|| ApiError::bad_request(format!("`webhook.events[{i}]` must be one of {names}")))
         })
         .collect()
 }

@@ -14,6 +14,10 @@ pub enum EventKind {
     Completed,
     /// The job failed as a whole.
     Failed,
+    /// An agent took a step (accepted in agent filters; agents here send none).
+    Action,
+    /// An agent job was cancelled.
+    Cancelled,
 }
 
 impl EventKind {
@@ -24,13 +28,28 @@ impl EventKind {
             Self::Page => "page",
             Self::Completed => "completed",
             Self::Failed => "failed",
+            Self::Action => "action",
+            Self::Cancelled => "cancelled",
         }
     }
 
-    /// Parses a filter entry: the short word or the full event name (`crawl.page`).
-    pub fn parse(text: &str) -> Option<Self> {
+    /// The events of crawls and batches.
+    pub const JOBS: &[Self] = &[Self::Started, Self::Page, Self::Completed, Self::Failed];
+    /// The events of extract jobs.
+    pub const EXTRACT: &[Self] = &[Self::Started, Self::Completed, Self::Failed];
+    /// The events of agent jobs.
+    pub const AGENT: &[Self] = &[Self::Started, Self::Action, Self::Completed, Self::Failed, Self::Cancelled];
+
+    /// Parses a filter entry among `allowed`: the short word or the full event name
+    /// (`crawl.page`).
+    pub fn parse_among(text: &str, allowed: &[Self]) -> Option<Self> {
         let word = text.rsplit('.').next().unwrap_or(text);
-        [Self::Started, Self::Page, Self::Completed, Self::Failed].into_iter().find(|k| k.as_str() == word)
+        allowed.iter().copied().find(|k| k.as_str() == word)
+    }
+
+    /// Parses a filter entry of a crawl or batch.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::parse_among(text, Self::JOBS)
     }
 }
 

@@ -17,8 +17,9 @@ use url::Url;
 use super::JobError;
 use super::read::blocking;
 use crate::actors::Runtime;
+use crate::actors::events::{self, Job};
 use crate::llm::{Llm, Payer, tokens};
-use crate::model::{JobId, ScrapeOptions, TeamId, time};
+use crate::model::{EventKind, JobId, ScrapeOptions, TeamId, WebhookSpec, time};
 use crate::scrape::ScrapeJob;
 use crate::search::{Provider, SearchRequest};
 use crate::store::StoreError;
@@ -80,6 +81,9 @@ pub struct ModelJobRequest {
     pub model: Option<String>,
     /// Time the job may take (ms).
     pub timeout_ms: Option<u64>,
+    /// Where its events go (`extract.started`…, `agent.cancelled`).
+    #[serde(default)]
+    pub webhook: Option<WebhookSpec>,
 }
 
 /// Extract and agent jobs of this node.
@@ -131,8 +135,13 @@ impl ModelJobs {
             credits: 0,
             tokens: 0,
         };
-        let (put, store) = (record.clone(), services.store.clone());
-        blocking(move || Ok(store.model_jobs.put(id, &put)?)).await?;
+        let (put, store, webhook) = (record.clone(), services.store.clone(), request.webhook.clone());
+        blocking(move || {
+            store.model_jobs.put(id, &put)?;
+            notify(&store, id, &put, webhook.as_ref(), EventKind::Started, Ok(&[]));
+            Ok(())
+        })
+        .await?;
         let target = request.urls.first().map(String::as_str);
         services.teams.note_activity(&payer.team, request.kind.name(), id, target)?;
         self.spawn(id, record);
@@ -153,7 +162,14 @@ impl ModelJobs {
         }
         let store = self.runtime.services().store.clone();
         let cancelled = ModelJobRecord { status: "cancelled".to_owned(), ..record };
-        blocking(move || Ok(store.model_jobs.put(id, &cancelled)?)).await?;
+        blocking(move || {
+            if cancelled.kind == Kind::Agent.name() {
+                let webhook = request_of(&cancelled).and_then(|r| r.webhook);
+                notify(&store, id, &cancelled, webhook.as_ref(), EventKind::Cancelled, Ok(&[]));
+            }
+            Ok(store.model_jobs.put(id, &cancelled)?)
+        })
+        .await?;
         Ok(true)
     }
 
@@ -339,8 +355,44 @@ fn finish(
         }
         Err(error) => ModelJobRecord { status: "failed".to_owned(), error: Some(error), ..current },
     };
+    // The event first: a crash before the record is written runs the job again (its end
+    // is reported twice, never not at all).
+    let webhook = request_of(&finished).and_then(|r| r.webhook);
+    match &finished.error {
+        Some(error) => notify(store, id, &finished, webhook.as_ref(), EventKind::Failed, Err(error)),
+        None => {
+            let result = serde_json::value::RawValue::from_string(result_of(&finished).to_string()).ok();
+            let data: Vec<&serde_json::value::RawValue> = result.iter().map(|r| r.as_ref()).collect();
+            notify(store, id, &finished, webhook.as_ref(), EventKind::Completed, Ok(&data));
+        }
+    }
     if let Err(e) = store.model_jobs.put(id, &finished) {
         tracing::warn!(error = %e, job = %id, "an extract job's result was not stored");
+    }
+}
+
+/// Queues job `id`'s `kind` event for its webhook, if it has one that wants it: with `data`,
+/// or failed with an error.
+fn notify(
+    store: &crate::store::Store,
+    id: JobId,
+    record: &ModelJobRecord,
+    webhook: Option<&WebhookSpec>,
+    kind: EventKind,
+    outcome: Result<&[&serde_json::value::RawValue], &str>,
+) {
+    let Some(spec) = webhook else { return };
+    let job = Job { outbox: &store.outbox, id, team: &record.team, spec, kind: &record.kind };
+    let (success, data, error) = match outcome {
+        Ok(data) => (true, data.to_vec(), None),
+        Err(error) => (false, Vec::new(), Some(error)),
+    };
+    let queued = events::event(&job, kind, success, data, error).and_then(|event| match event {
+        Some(event) => store.outbox.push(&event),
+        None => Ok(()),
+    });
+    if let Err(e) = queued {
+        tracing::warn!(error = %e, job = %id, "an extract job's event was not queued");
     }
 }
 

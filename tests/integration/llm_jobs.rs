@@ -125,3 +125,45 @@ async fn requests_are_checked() {
     let got = plain.request(reqwest::Method::POST, "/v2/extract", Some(&json!({"prompt": "x"}))).await;
     assert!(assert_error(&got, 400, "FEATURE_NOT_AVAILABLE").contains("llm.base_url"));
 }
+
+#[tokio::test]
+async fn job_events_reach_the_webhook() {
+    let site = FixtureSite::start();
+    let hooks = crate::common::Receiver::start();
+    let model = FakeModel::start(Behaviour::default());
+    let fast_delivery = |s: &mut ferrocrawl::config::Settings| s.webhooks.poll_ms = 100;
+    let app = model.server().settings(fast_delivery).start().await;
+    let webhook = json!({"url": hooks.url, "metadata": {"run": "7"}});
+    let body = json!({"urls": [site.url("/article")], "prompt": "the title", "webhook": webhook});
+    let (status, started) = app.request(reqwest::Method::POST, "/v2/extract", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let id = started["id"].as_str().expect("id").to_owned();
+    let events = hooks.wait_for(2, Duration::from_secs(30)).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e.body["type"].as_str().unwrap_or_default()).collect();
+    assert_eq!(kinds, ["extract.started", "extract.completed"]);
+    for event in &events {
+        assert_eq!((&event.body["id"], &event.body["metadata"]), (&json!(id), &json!({"run": "7"})));
+    }
+    assert_eq!(events[1].body["data"][0]["title"], "Growing Tomatoes at Home", "{}", events[1].body);
+
+    // An agent's events, filtered: only its cancellation.
+    let slow = FakeModel::start(Behaviour { delay: Some(Duration::from_secs(30)), ..Behaviour::default() });
+    let stuck = slow.server().settings(fast_delivery).start().await;
+    let webhook = json!({"url": hooks.url, "events": ["agent.cancelled"]});
+    let body = json!({"prompt": "x", "urls": [site.url("/article")], "webhook": webhook});
+    let (status, started) = stuck.request(reqwest::Method::POST, "/v2/agent", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let agent = started["id"].as_str().expect("id").to_owned();
+    let (status, _) = stuck.request(reqwest::Method::DELETE, &format!("/v2/agent/{agent}"), None).await;
+    assert_eq!(status, 200);
+    let events = hooks.wait_for(3, Duration::from_secs(30)).await;
+    assert_eq!(
+        (events[2].body["type"].as_str(), events[2].body["id"].as_str()),
+        (Some("agent.cancelled"), Some(agent.as_str()))
+    );
+
+    // Each kind of job names its own events.
+    let wrong = json!({"prompt": "x", "webhook": {"url": hooks.url, "events": ["page"]}});
+    let got = app.request(reqwest::Method::POST, "/v2/extract", Some(&wrong)).await;
+    assert!(assert_error(&got, 400, "BAD_REQUEST").contains("started, completed, failed"));
+}
