@@ -20,9 +20,7 @@ use crate::actors::map::MapLink;
 use crate::actors::{Runtime, Services};
 use crate::config::Settings;
 use crate::crawl::scope::{self, ScopeOptions};
-use crate::model::{
-    CrawlOptions, Document, JobId, JobStatus, MapOptions, ScrapeOptions, SitemapMode, TeamId,
-};
+use crate::model::{CrawlOptions, Document, JobId, JobStatus, MapOptions, ScrapeOptions, TeamId};
 use crate::scrape::Scraper;
 use crate::service::{JobService, NewCrawl};
 use crate::store::Store;
@@ -202,21 +200,8 @@ pub async fn map(
     search: Option<String>,
 ) -> anyhow::Result<Vec<MapLink>> {
     let runtime = start(settings).await?;
-    let options = MapOptions {
-        search,
-        sitemap: SitemapMode::Include,
-        include_subdomains: true,
-        ignore_query_parameters: true,
-        filter_by_path: true,
-        limit,
-        timeout_ms: 60_000,
-        scrape: ScrapeOptions { max_age_ms: 0, ..ScrapeOptions::default() },
-        allow_external_links: false,
-        include_paths: Vec::new(),
-        exclude_paths: Vec::new(),
-        regex_on_full_url: false,
-        deduplicate_similar_urls: true,
-    };
+    let scrape = ScrapeOptions { max_age_ms: 0, ..ScrapeOptions::default() };
+    let options = MapOptions { search, ..MapOptions::site(limit, 60_000, scrape) };
     let team = TeamId::parse(LOCAL_TEAM).map_err(anyhow::Error::msg)?;
     let links = crate::actors::map::map(&runtime, &team, url, &options).await;
     runtime.shutdown().await;

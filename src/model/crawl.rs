@@ -169,6 +169,28 @@ pub struct MapOptions {
     pub scrape: ScrapeOptions,
 }
 
+impl MapOptions {
+    /// A map of a whole site under the start URL's path: sitemaps included, subdomains
+    /// kept, query strings and near-duplicate URLs collapsed, at most `limit` links.
+    pub fn site(limit: usize, timeout_ms: u64, scrape: ScrapeOptions) -> Self {
+        Self {
+            search: None,
+            sitemap: SitemapMode::Include,
+            include_subdomains: true,
+            ignore_query_parameters: true,
+            filter_by_path: true,
+            limit,
+            timeout_ms,
+            scrape,
+            allow_external_links: false,
+            include_paths: Vec::new(),
+            exclude_paths: Vec::new(),
+            regex_on_full_url: false,
+            deduplicate_similar_urls: true,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

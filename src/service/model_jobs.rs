@@ -19,7 +19,7 @@ use super::read::blocking;
 use crate::actors::Runtime;
 use crate::actors::events::{self, Job};
 use crate::llm::{Llm, Payer, tokens};
-use crate::model::{EventKind, JobId, ScrapeOptions, TeamId, WebhookSpec, time};
+use crate::model::{EventKind, JobId, MapOptions, ScrapeOptions, TeamId, WebhookSpec, time};
 use crate::scrape::ScrapeJob;
 use crate::search::{Provider, SearchRequest};
 use crate::store::StoreError;
@@ -35,6 +35,9 @@ pub const MAX_PAGES: usize = 10;
 const PARALLEL: usize = 4;
 /// How long a job is kept after it was accepted.
 const KEEP_MS: u64 = 24 * 3_600_000;
+/// Links a `…/*` URL's map collects, and the time it may take.
+const MAP_LINKS: usize = 500;
+const MAP_TIMEOUT_MS: u64 = 30_000;
 /// Time a job may take unless its request says.
 const DEFAULT_TIMEOUT_MS: u64 = 300_000;
 
@@ -210,7 +213,7 @@ impl ModelJobs {
         let timeout = Duration::from_millis(request.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS));
         let deadline = tokio::time::Instant::now() + timeout;
         let mut warnings = Vec::new();
-        let urls = self.gather(&request, &mut warnings).await;
+        let urls = self.gather(&team, &request, &mut warnings).await;
         if urls.is_empty() {
             return Err(
                 "no pages to read: give `urls`, or a prompt that the search index can answer".to_owned()
@@ -254,10 +257,26 @@ impl ModelJobs {
         Ok(Outcome { value: merge(values), sources, warnings, tokens })
     }
 
-    /// The pages to read: the request's URLs, and search results for the prompt when there
-    /// are none (or web search is asked for).
-    async fn gather(&self, request: &ModelJobRequest, warnings: &mut Vec<String>) -> Vec<String> {
-        let mut urls: Vec<String> = request.urls.clone();
+    /// The pages to read: the request's URLs (a `…/*` one standing for the site's pages
+    /// under its path), and search results for the prompt when there are none (or web
+    /// search is asked for).
+    async fn gather(
+        &self,
+        team: &TeamId,
+        request: &ModelJobRequest,
+        warnings: &mut Vec<String>,
+    ) -> Vec<String> {
+        let mut urls: Vec<String> = Vec::new();
+        for url in &request.urls {
+            if url.ends_with("/*") {
+                urls.extend(self.expand(team, url, request, warnings).await);
+            } else {
+                urls.push(url.clone());
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        urls.retain(|u| seen.insert(u.clone()));
+        urls.truncate(MAX_PAGES);
         let Some(prompt) = request.prompt.as_deref().filter(|_| urls.is_empty() || request.web_search) else {
             return urls;
         };
@@ -274,7 +293,8 @@ impl ModelJobs {
                 Err(e) => warnings.push(format!("search provider {} failed: {e}", provider.name())),
             }
         }
-        urls.dedup();
+        let mut seen = std::collections::HashSet::new();
+        urls.retain(|u| seen.insert(u.clone()));
         urls.truncate(MAX_PAGES);
         urls
     }
@@ -282,6 +302,36 @@ impl ModelJobs {
     /// One page scraped (within the team's concurrency limit) and extracted: the value, the
     /// tokens used, and warnings.
     #[allow(clippy::too_many_arguments)]
+    /// The pages `pattern` (`https://site/path/*`) stands for: the site's map under that
+    /// path, those whose address or title share the most words with the prompt first.
+    async fn expand(
+        &self,
+        team: &TeamId,
+        pattern: &str,
+        request: &ModelJobRequest,
+        warnings: &mut Vec<String>,
+    ) -> Vec<String> {
+        let Ok(start) = Url::parse(pattern.trim_end_matches('*')) else { return Vec::new() };
+        let options = MapOptions::site(MAP_LINKS, MAP_TIMEOUT_MS, request.scrape.clone());
+        let links = match crate::actors::map::map(&self.runtime, team, &start, &options).await {
+            Ok(links) => links,
+            Err(e) => {
+                warnings.push(format!("{pattern}: the site could not be mapped ({e})."));
+                return Vec::new();
+            }
+        };
+        let words = request.prompt.as_deref().map(crate::search::docs::keywords).unwrap_or_default();
+        let hits = |link: &crate::actors::map::MapLink| {
+            let text = format!("{} {}", link.url, link.title.as_deref().unwrap_or_default()).to_lowercase();
+            words.iter().filter(|w| text.contains(w.as_str())).count()
+        };
+        let mut ranked: Vec<(usize, usize, String)> =
+            links.iter().enumerate().map(|(i, link)| (hits(link), i, link.url.clone())).collect();
+        // Most words first; the map's own order among equals.
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        ranked.into_iter().take(MAX_PAGES).map(|(_, _, url)| url).collect()
+    }
+
     async fn page(
         &self,
         llm: &Llm,

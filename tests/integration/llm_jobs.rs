@@ -167,3 +167,25 @@ async fn job_events_reach_the_webhook() {
     let got = app.request(reqwest::Method::POST, "/v2/extract", Some(&wrong)).await;
     assert!(assert_error(&got, 400, "BAD_REQUEST").contains("started, completed, failed"));
 }
+
+#[tokio::test]
+async fn a_site_pattern_reads_the_pages_under_its_path() {
+    let site = crate::common::CrawlSite::start(0);
+    let model = FakeModel::start(Behaviour::default());
+    let app = model.server().start().await;
+    let body = json!({"urls": [site.url("/blog/*")], "prompt": "What do the blog posts say?"});
+    let (status, started) = app.request(reqwest::Method::POST, "/v2/extract", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let id = started["id"].as_str().expect("id").to_owned();
+    let done = finished(&app, &format!("/v2/extract/{id}")).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let read: Vec<String> = model.requests().iter().map(|r| r["messages"].to_string()).collect();
+    assert!(read.len() >= 3, "the blog's pages: {}", read.len());
+    for title in ["Post one", "Post two"] {
+        assert!(read.iter().any(|m| m.contains(title)), "{title} was read");
+    }
+    assert!(
+        !read.iter().any(|m| m.contains("About the site") || m.contains("Documentation index")),
+        "only pages under /blog/"
+    );
+}
