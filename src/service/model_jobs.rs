@@ -301,7 +301,6 @@ impl ModelJobs {
 
     /// One page scraped (within the team's concurrency limit) and extracted: the value, the
     /// tokens used, and warnings.
-    #[allow(clippy::too_many_arguments)]
     /// The pages `pattern` (`https://site/path/*`) stands for: the site's map under that
     /// path, those whose address or title share the most words with the prompt first.
     async fn expand(
@@ -332,6 +331,7 @@ impl ModelJobs {
         ranked.into_iter().take(MAX_PAGES).map(|(_, _, url)| url).collect()
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn page(
         &self,
         llm: &Llm,
