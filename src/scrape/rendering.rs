@@ -173,6 +173,7 @@ impl Scraper {
             save_profile: options.profile.as_ref().is_some_and(|p| p.save_changes),
             smart_wait_max: Duration::from_millis(self.settings.browser.smart_wait_max_ms),
             deadline,
+            skip_tls_verification: options.skip_tls_verification,
         }
     }
 

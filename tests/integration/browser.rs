@@ -1,7 +1,8 @@
 //! The browser engine with real Chromium against the fixture site: pages built by scripts
 //! (requested and detected), screenshots served as owner-only files, device and locale
 //! emulation seen by the page, ad blocking, the address policy for everything the page
-//! loads, and recovery from a crashed browser.
+//! loads, certificates checked only when `skipTlsVerification` is off, and recovery from a
+//! crashed browser.
 
 use serde_json::{Value, json};
 
@@ -396,4 +397,17 @@ fn still_running(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
     })
+}
+
+#[tokio::test]
+async fn the_browser_checks_certificates_only_when_asked() {
+    let tls = crate::common::TlsSite::start();
+    let app = TestServer::start().await;
+    let (status, body) = scrape(&app, json!({"url": tls.url, "waitFor": 10})).await;
+    assert_eq!(status, 200, "skipTlsVerification defaults to true: {body}");
+    assert_eq!(body["data"]["metadata"]["engine"], "chromium", "{body}");
+    assert!(markdown(&body).contains("Secret garden"), "{body}");
+    let (status, body) =
+        scrape(&app, json!({"url": tls.url, "waitFor": 10, "skipTlsVerification": false})).await;
+    assert_ne!(status, 200, "a self-signed certificate fails a checking render: {body}");
 }

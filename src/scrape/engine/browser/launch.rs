@@ -71,6 +71,9 @@ impl Instance {
                 .viewport(Viewport { width, height, ..Viewport::default() })
                 .window_size(width, height)
                 .disable_default_args()
+                // Certificates are checked unless a request's skipTlsVerification says not
+                // to (set per page when the tab is presented).
+                .respect_https_errors()
                 // The builder adds the leading dashes itself.
                 .args(FLAGS.iter().map(|flag| flag.trim_start_matches("--")));
             if running_as_root() {

@@ -65,6 +65,8 @@ pub struct RenderRequest<'a> {
     pub smart_wait_max: Duration,
     /// When the whole render must be done.
     pub deadline: Instant,
+    /// Accept any certificate (`skipTlsVerification`).
+    pub skip_tls_verification: bool,
 }
 
 /// An encoded image.
@@ -167,6 +169,7 @@ impl BrowserPool {
             block_ads: false,
             url: None,
             profile,
+            skip_tls_verification: false,
         };
         match tab.present(&how).await {
             Ok(()) => Ok(tab),
@@ -206,6 +209,7 @@ async fn prepare(tab: &Tab, request: &RenderRequest<'_>) -> Result<Prepared, Bro
         block_ads: request.block_ads,
         url: Some(request.url),
         profile: request.profile,
+        skip_tls_verification: request.skip_tls_verification,
     })
     .await?;
     tab.add_script(MUTATION_SCRIPT).await?;

@@ -17,6 +17,7 @@ use chromiumoxide::cdp::browser_protocol::network::{
     SetUserAgentOverrideParams, TimeSinceEpoch,
 };
 use chromiumoxide::cdp::browser_protocol::page::AddScriptToEvaluateOnNewDocumentParams;
+use chromiumoxide::cdp::browser_protocol::security::SetIgnoreCertificateErrorsParams;
 use chromiumoxide::cdp::browser_protocol::storage;
 use chromiumoxide::cdp::browser_protocol::target::{CreateBrowserContextParams, CreateTargetParams};
 use tokio::sync::OwnedSemaphorePermit;
@@ -46,6 +47,8 @@ pub struct Presentation<'a> {
     pub url: Option<&'a url::Url>,
     /// Saved cookies and storage to start from.
     pub profile: Option<&'a ProfileState>,
+    /// Accept any certificate (`skipTlsVerification`); else an invalid one fails the load.
+    pub skip_tls_verification: bool,
 }
 
 /// An open tab; closing it (or dropping it) disposes its context.
@@ -122,6 +125,10 @@ impl Tab {
     /// Applies `how` before the first navigation.
     pub async fn present(&self, how: &Presentation<'_>) -> Result<(), BrowserError> {
         let page = &self.page;
+        if how.skip_tls_verification {
+            // Per page, as Puppeteer's ignoreHTTPSErrors does it: other tabs keep checking.
+            page.execute(SetIgnoreCertificateErrorsParams::new(true)).await?;
+        }
         let (width, height, ratio) =
             if how.mobile { MOBILE_VIEWPORT } else { (DESKTOP_VIEWPORT.0, DESKTOP_VIEWPORT.1, 1.0) };
         page.execute(SetDeviceMetricsOverrideParams::new(
