@@ -112,11 +112,6 @@ impl Scraper {
             Some(p) => self.load_profile(&job.team, &p.name, warnings).await?,
             None => None,
         };
-        if options.proxy == ProxyMode::Enhanced && self.engine.has_proxy() {
-            warnings.push(
-                "The browser connects directly; the enhanced proxy serves HTTP fetches only.".to_owned(),
-            );
-        }
         let budget = Duration::from_millis(options.timeout_ms).saturating_sub(DEADLINE_MARGIN);
         let request = self.render_request(&job.url, options, profile.as_ref(), Instant::now() + budget);
         super::engine::pace::before_request(&job.url).await;
@@ -143,7 +138,7 @@ impl Scraper {
             status: rendered.status,
             content_type: Some("text/html; charset=utf-8".to_owned()),
             body: rendered.html.into_bytes(),
-            via_proxy: false,
+            via_proxy: options.proxy == ProxyMode::Enhanced && self.browser.has_enhanced_proxy(),
             retry_after: None,
         };
         Ok(FetchedPage { fetched, engine: Engine::Chromium, output: Some(output) })
@@ -174,6 +169,7 @@ impl Scraper {
             smart_wait_max: Duration::from_millis(self.settings.browser.smart_wait_max_ms),
             deadline,
             skip_tls_verification: options.skip_tls_verification,
+            enhanced: options.proxy == ProxyMode::Enhanced,
         }
     }
 

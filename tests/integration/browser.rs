@@ -411,3 +411,31 @@ async fn the_browser_checks_certificates_only_when_asked() {
         scrape(&app, json!({"url": tls.url, "waitFor": 10, "skipTlsVerification": false})).await;
     assert_ne!(status, 200, "a self-signed certificate fails a checking render: {body}");
 }
+
+#[tokio::test]
+async fn rendered_pages_go_through_the_enhanced_proxy_when_asked() {
+    let site = FixtureSite::start();
+    let proxy = crate::common::ProxyServer::start();
+    let url = proxy.url.clone();
+    let app = TestServer::builder().settings(move |s| s.proxy.enhanced_url = url).start().await;
+    let (status, body) =
+        scrape(&app, json!({"url": site.url("/article"), "waitFor": 10, "proxy": "enhanced"})).await;
+    assert_eq!(status, 200, "{body}");
+    let meta = &body["data"]["metadata"];
+    assert_eq!(
+        (meta["engine"].as_str(), meta["proxyUsed"].as_str()),
+        (Some("chromium"), Some("stealth")),
+        "{body}"
+    );
+    assert!(
+        markdown(&body).contains("Served through the proxy"),
+        "the browser's page came through the proxy: {body}"
+    );
+    assert_eq!(site.hits("/article"), 0, "nothing went to the site directly");
+
+    let before = proxy.requests();
+    let (status, body) = scrape(&app, json!({"url": site.url("/article"), "waitFor": 10, "maxAge": 0})).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(markdown(&body).contains("tomato"), "{body}");
+    assert_eq!(proxy.requests(), before, "a basic render goes direct");
+}

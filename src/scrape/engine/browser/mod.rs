@@ -82,6 +82,9 @@ struct Inner {
     profiles: PathBuf,
     policy: Arc<AddressPolicy>,
     proxy: OnceCell<GuardProxy>,
+    /// The operator's enhanced proxy, and the guard that goes through it.
+    enhanced_url: Option<url::Url>,
+    enhanced: OnceCell<GuardProxy>,
     slots: Vec<Mutex<Option<Arc<Instance>>>>,
     permits: Arc<Semaphore>,
     /// Tabs the pool holds at most.
@@ -116,6 +119,8 @@ impl BrowserPool {
             profiles: settings.storage.data_dir.join("chromium"),
             policy,
             proxy: OnceCell::new(),
+            enhanced_url: settings.enhanced_proxy().and_then(|u| url::Url::parse(u).ok()),
+            enhanced: OnceCell::new(),
             slots: (0..b.pool_size).map(|_| Mutex::new(None)).collect(),
             permits: Arc::new(Semaphore::new(b.pool_size * b.tabs_per_browser)),
             capacity: b.pool_size * b.tabs_per_browser,
@@ -135,20 +140,26 @@ impl BrowserPool {
         &self.inner.policy
     }
 
-    /// Opens a tab in a fresh incognito context, waiting for a free place in the pool.
-    pub async fn open_tab(&self) -> Result<Tab, BrowserError> {
+    /// Whether an enhanced proxy is configured for pages to go through.
+    pub fn has_enhanced_proxy(&self) -> bool {
+        self.inner.enhanced_url.is_some()
+    }
+
+    /// Opens a tab in a fresh incognito context, waiting for a free place in the pool; with
+    /// `enhanced` (and an enhanced proxy configured), its requests go through that proxy.
+    pub async fn open_tab(&self, enhanced: bool) -> Result<Tab, BrowserError> {
         let executable = self.inner.executable.as_ref().map_err(|e| BrowserError::Unavailable(e.clone()))?;
         self.inner.waiting.fetch_add(1, Ordering::Relaxed);
         let permit = Arc::clone(&self.inner.permits).acquire_owned().await;
         self.inner.waiting.fetch_sub(1, Ordering::Relaxed);
         let permit = permit.map_err(|_| BrowserError::Failed("the browser pool is closed".into()))?;
         let instance = self.instance(executable).await?;
-        let proxy = self
-            .inner
-            .proxy
-            .get_or_try_init(|| GuardProxy::start(Arc::clone(&self.inner.policy)))
-            .await
-            .map_err(|e| BrowserError::Failed(format!("starting the browser proxy: {e}")))?;
+        let policy = || Arc::clone(&self.inner.policy);
+        let proxy = match self.inner.enhanced_url.as_ref().filter(|_| enhanced) {
+            Some(url) => self.inner.enhanced.get_or_try_init(|| GuardProxy::start(policy(), Some(url))).await,
+            None => self.inner.proxy.get_or_try_init(|| GuardProxy::start(policy(), None)).await,
+        }
+        .map_err(|e| BrowserError::Failed(format!("starting the browser proxy: {e}")))?;
         let watched = Arc::clone(&instance);
         let server = proxy.server();
         tokio::select! {

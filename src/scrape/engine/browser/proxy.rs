@@ -7,6 +7,10 @@
 //!
 //! A refused plain-HTTP request gets a 403 carrying [`BLOCKED_HEADER`], so a refused main
 //! document can be told apart from a site's own 403.
+//!
+//! A second instance serves contexts that asked for the enhanced proxy (`proxy: enhanced`):
+//! it checks every target the same way, then goes through the operator's proxy (`CONNECT`
+//! for tunnels, absolute-form requests for plain HTTP, its credentials from its URL).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -30,17 +34,60 @@ pub struct GuardProxy {
     task: JoinHandle<()>,
 }
 
+/// The operator's proxy a [`GuardProxy`] sends checked requests through.
+#[derive(Debug, Clone)]
+struct Upstream {
+    host: String,
+    port: u16,
+    /// `Proxy-Authorization` value, from the URL's user and password.
+    authorization: Option<String>,
+}
+
+impl Upstream {
+    fn of(url: &url::Url) -> Option<Self> {
+        use base64::Engine as _;
+        let authorization = (!url.username().is_empty()).then(|| {
+            let user = percent_decode(url.username());
+            let password = percent_decode(url.password().unwrap_or_default());
+            format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+            )
+        });
+        Some(Self { host: url.host_str()?.to_owned(), port: url.port_or_known_default()?, authorization })
+    }
+
+    fn authorization_header(&self) -> String {
+        self.authorization.as_ref().map(|a| format!("Proxy-Authorization: {a}\r\n")).unwrap_or_default()
+    }
+}
+
+fn percent_decode(text: &str) -> String {
+    url::form_urlencoded::parse(format!("x={text}").as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
 impl GuardProxy {
-    /// Starts a proxy on an ephemeral loopback port.
-    pub async fn start(policy: Arc<AddressPolicy>) -> std::io::Result<Self> {
+    /// Starts a proxy on an ephemeral loopback port; with `upstream`, what it lets through
+    /// goes through that proxy.
+    pub async fn start(policy: Arc<AddressPolicy>, upstream: Option<&url::Url>) -> std::io::Result<Self> {
+        let upstream = match upstream {
+            Some(url) => Some(Upstream::of(url).ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "the enhanced proxy URL has no host")
+            })?),
+            None => None,
+        };
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let address = listener.local_addr()?;
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else { continue };
                 let policy = Arc::clone(&policy);
+                let upstream = upstream.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = serve(stream, &policy).await {
+                    if let Err(e) = serve(stream, &policy, upstream.as_ref()).await {
                         tracing::trace!(error = %e, "browser proxy connection ended");
                     }
                 });
@@ -69,7 +116,7 @@ struct Head {
     headers: Vec<(String, String)>,
 }
 
-async fn serve(mut client: TcpStream, policy: &AddressPolicy) -> std::io::Result<()> {
+async fn serve(mut client: TcpStream, policy: &AddressPolicy, via: Option<&Upstream>) -> std::io::Result<()> {
     let (raw, rest) = read_head(&mut client).await?;
     let Some(head) = parse_head(&raw) else {
         return refuse(&mut client, 400, "malformed proxy request").await;
@@ -78,7 +125,11 @@ async fn serve(mut client: TcpStream, policy: &AddressPolicy) -> std::io::Result
         let Some((host, port)) = split_authority(&head.target, 443) else {
             return refuse(&mut client, 400, "bad CONNECT target").await;
         };
-        let mut upstream = match connect(policy, &host, port).await {
+        let opened = match via {
+            None => connect(policy, &host, port).await,
+            Some(via) => tunnel(policy, via, &host, port).await,
+        };
+        let mut upstream = match opened {
             Ok(s) => s,
             Err(e) => return refuse(&mut client, status_of(&e), &e.to_string()).await,
         };
@@ -95,15 +146,25 @@ async fn serve(mut client: TcpStream, policy: &AddressPolicy) -> std::io::Result
     }
     let host = url.host_str().unwrap_or_default().to_owned();
     let port = url.port_or_known_default().unwrap_or(80);
-    let mut upstream = match connect(policy, &host, port).await {
+    let opened = match via {
+        None => connect(policy, &host, port).await,
+        Some(via) => match policy.resolve(&host, port).await {
+            Ok(_) => to_upstream(via).await,
+            Err(e) => Err(e),
+        },
+    };
+    let mut upstream = match opened {
         Ok(s) => s,
         Err(e) => return refuse(&mut client, status_of(&e), &e.to_string()).await,
     };
-    let path = match url.query() {
-        Some(q) => format!("{}?{q}", url.path()),
-        None => url.path().to_owned(),
+    // Origin form to the site; absolute form, with the credentials, to the operator's proxy.
+    let target = match (via, url.query()) {
+        (Some(_), _) => head.target.clone(),
+        (None, Some(q)) => format!("{}?{q}", url.path()),
+        (None, None) => url.path().to_owned(),
     };
-    let mut out = format!("{} {path} {}\r\n", head.method, head.version);
+    let mut out = format!("{} {target} {}\r\n", head.method, head.version);
+    out.push_str(&via.map(Upstream::authorization_header).unwrap_or_default());
     for (name, value) in &head.headers {
         let lower = name.to_ascii_lowercase();
         if matches!(lower.as_str(), "connection" | "proxy-connection" | "proxy-authorization" | "keep-alive")
@@ -183,6 +244,38 @@ async fn connect(policy: &AddressPolicy, host: &str, port: u16) -> Result<TcpStr
     Err(ResolveError::NotFound { host: host.to_owned(), detail: last })
 }
 
+/// Connects to the operator's proxy (exempt from the address policy: it may live on a
+/// private network).
+async fn to_upstream(via: &Upstream) -> Result<TcpStream, ResolveError> {
+    let stream = TcpStream::connect((via.host.as_str(), via.port)).await.map_err(|e| {
+        ResolveError::NotFound { host: via.host.clone(), detail: format!("the enhanced proxy: {e}") }
+    })?;
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
+}
+
+/// A tunnel to `host:port`, checked against the policy, through the operator's proxy.
+async fn tunnel(
+    policy: &AddressPolicy,
+    via: &Upstream,
+    host: &str,
+    port: u16,
+) -> Result<TcpStream, ResolveError> {
+    policy.resolve(host, port).await?;
+    let mut stream = to_upstream(via).await?;
+    let failed = |detail: String| ResolveError::NotFound { host: host.to_owned(), detail };
+    let authority = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
+    let hello =
+        format!("CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n{}\r\n", via.authorization_header());
+    stream.write_all(hello.as_bytes()).await.map_err(|e| failed(e.to_string()))?;
+    let (answer, rest) = read_head(&mut stream).await.map_err(|e| failed(e.to_string()))?;
+    let status = String::from_utf8_lossy(&answer).split(' ').nth(1).unwrap_or_default().to_owned();
+    if status != "200" || !rest.is_empty() {
+        return Err(failed(format!("the enhanced proxy answered {status} to CONNECT")));
+    }
+    Ok(stream)
+}
+
 fn status_of(error: &ResolveError) -> u16 {
     match error {
         ResolveError::Blocked { .. } => 403,
@@ -214,5 +307,45 @@ mod tests {
         assert_eq!(split_authority("example.com:8443", 443), Some(("example.com".into(), 8443)));
         assert_eq!(split_authority("[::1]:443", 443), Some(("::1".into(), 443)));
         assert!(parse_head(b"garbage").is_none());
+    }
+
+    #[tokio::test]
+    async fn tunnels_go_through_the_operators_proxy_with_its_credentials() {
+        // The operator's proxy: accepts one CONNECT, then echoes what the tunnel carries.
+        let upstream = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let upstream_url =
+            url::Url::parse(&format!("http://user:p%40ss@{}", upstream.local_addr().expect("addr")))
+                .expect("url");
+        let seen = tokio::spawn(async move {
+            let (mut stream, _) = upstream.accept().await.expect("accept");
+            let (head, _) = read_head(&mut stream).await.expect("head");
+            stream.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n").await.expect("answer");
+            let mut echoed = [0u8; 4];
+            stream.read_exact(&mut echoed).await.expect("tunnel");
+            stream.write_all(&echoed).await.expect("echo");
+            String::from_utf8(head).expect("text")
+        });
+        let policy = Arc::new(AddressPolicy::new(true, &[]));
+        let guard = GuardProxy::start(policy, Some(&upstream_url)).await.expect("start");
+        let mut client = TcpStream::connect(guard.address).await.expect("connect");
+        client.write_all(b"CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n").await.expect("send");
+        let (answer, _) = read_head(&mut client).await.expect("answer");
+        assert!(answer.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));
+        client.write_all(b"ping").await.expect("through");
+        let mut back = [0u8; 4];
+        client.read_exact(&mut back).await.expect("back");
+        assert_eq!(&back, b"ping");
+        let head = seen.await.expect("upstream");
+        assert!(head.starts_with("CONNECT 127.0.0.1:9 HTTP/1.1"), "{head}");
+        let credentials = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "user:p@ss");
+        assert!(head.contains(&format!("Proxy-Authorization: Basic {credentials}")), "{head}");
+
+        // A target the policy refuses never reaches the operator's proxy.
+        let strict = Arc::new(AddressPolicy::new(false, &[]));
+        let guard = GuardProxy::start(strict, Some(&upstream_url)).await.expect("start");
+        let mut client = TcpStream::connect(guard.address).await.expect("connect");
+        client.write_all(b"CONNECT 10.0.0.1:443 HTTP/1.1\r\n\r\n").await.expect("send");
+        let (answer, _) = read_head(&mut client).await.expect("answer");
+        assert!(answer.starts_with(b"HTTP/1.1 403"), "{}", String::from_utf8_lossy(&answer));
     }
 }

@@ -67,6 +67,8 @@ pub struct RenderRequest<'a> {
     pub deadline: Instant,
     /// Accept any certificate (`skipTlsVerification`).
     pub skip_tls_verification: bool,
+    /// Go through the enhanced proxy (`proxy: enhanced`, when one is configured).
+    pub enhanced: bool,
 }
 
 /// An encoded image.
@@ -129,7 +131,7 @@ impl BrowserPool {
 
     /// One attempt in a new tab, and whether its browser died (or could not be reached).
     async fn render_once(&self, request: &RenderRequest<'_>) -> (Result<Rendered, BrowserError>, bool) {
-        let tab = match self.open_tab().await {
+        let tab = match self.open_tab(request.enhanced).await {
             Ok(tab) => tab,
             Err(e) => {
                 let died = matches!(e, BrowserError::Failed(_));
@@ -147,7 +149,7 @@ impl BrowserPool {
     /// Action outputs are discarded.
     pub async fn replay(&self, request: &RenderRequest<'_>) -> Result<Tab, BrowserError> {
         self.check_target(request.url).await?;
-        let tab = self.open_tab().await?;
+        let tab = self.open_tab(request.enhanced).await?;
         match prepare(&tab, request).await {
             Ok(_) => Ok(tab),
             Err(e) => {
@@ -160,7 +162,7 @@ impl BrowserPool {
     /// A blank tab for a session made without a scrape, starting from `profile`'s cookies
     /// and storage when given.
     pub async fn blank(&self, user_agent: &str, profile: Option<&ProfileState>) -> Result<Tab, BrowserError> {
-        let tab = self.open_tab().await?;
+        let tab = self.open_tab(false).await?;
         let how = Presentation {
             user_agent,
             mobile: false,
