@@ -1,7 +1,7 @@
 //! Browser sessions made without a scrape (contract §13): `POST /v2/browser` opens a blank
 //! tab as a session (its lifetimes, live view and profile as asked), `GET /v2/browser`
-//! lists the team's sessions, live and destroyed, and `POST /v2/browser/{sessionId}/execute`
-//! runs code (or an agent prompt) in one. Ending a session (`DELETE`) and the live view are
+//! lists the team's sessions, live and destroyed, on every node of a cluster, and
+//! `POST /v2/browser/{sessionId}/execute` runs code (or an agent prompt) in one. Ending a session (`DELETE`) and the live view are
 //! shared with scrape sessions in [`super::interact`]; every route also answers under
 //! `/v2/interact`.
 
@@ -210,7 +210,29 @@ pub async fn list(
             id: s.id,
         })
         .collect();
-    Ok(HttpResponse::Ok().json(serde_json::json!({"success": true, "sessions": sessions})))
+    // In a cluster, the sessions other nodes hold (each session lives where its Chromium is).
+    let mut sessions: Vec<Value> =
+        sessions.into_iter().filter_map(|s| serde_json::to_value(s).ok()).collect();
+    let mut missing = Vec::new();
+    for (node, answer) in super::forward::to_every_node(&state, &request).await {
+        match answer {
+            Ok((200, body)) => {
+                let theirs: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                sessions.extend(theirs["sessions"].as_array().cloned().unwrap_or_default());
+            }
+            _ => missing.push(node),
+        }
+    }
+    // Newest first (ISO times of one format sort as text).
+    sessions.sort_by(|a, b| b["createdAt"].as_str().cmp(&a["createdAt"].as_str()));
+    let mut answer = serde_json::json!({"success": true, "sessions": sessions});
+    if !missing.is_empty() {
+        answer["warning"] = Value::String(format!(
+            "Nodes that did not answer (their sessions are not listed): {}.",
+            missing.join(", ")
+        ));
+    }
+    Ok(HttpResponse::Ok().json(answer))
 }
 
 /// Run code in a browser session.

@@ -114,6 +114,44 @@ async fn pass(
         Holder::There(node) => node,
         Holder::Down(node) => return Some(Err(unavailable(&node))),
     };
+    Some(pass_to(cluster, request, body, &node, vouched).await.map(|answer| {
+        let mut response =
+            HttpResponse::build(StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY));
+        for (name, value) in answer.headers {
+            response.insert_header((name, value));
+        }
+        response.body(answer.body)
+    }))
+}
+
+/// `request` (a read of the caller's own things, such as `GET /v2/browser`) answered by
+/// every other live node: each node's name with its status and body. Empty when this node
+/// is alone or the request was passed on already.
+pub async fn to_every_node(
+    state: &AppState,
+    request: &HttpRequest,
+) -> Vec<(String, Result<(u16, Vec<u8>), ApiError>)> {
+    let Some(cluster) = state.runtime.services().cluster.as_ref().filter(|_| !passed_on(request)) else {
+        return Vec::new();
+    };
+    let others: Vec<String> =
+        cluster.live().iter().filter(|name| name.as_str() != cluster.name()).cloned().collect();
+    let asks = others.into_iter().map(|node| async move {
+        let answer = pass_to(cluster, request, &[], &node, None).await.map(|a| (a.status, a.body));
+        (node, answer)
+    });
+    futures::future::join_all(asks).await
+}
+
+/// Passes `request` to `node` and returns its answer.
+async fn pass_to(
+    cluster: &crate::cluster::Cluster,
+    request: &HttpRequest,
+    body: &[u8],
+    node: &str,
+    vouched: Option<&str>,
+) -> Result<Answer, ApiError> {
+    let node = node.to_owned();
     // A client's own `x-ferrocrawl-vouched-scrape` is never among the headers passed on.
     let mut headers =
         kept(&REQUEST_HEADERS, |name| request.headers().get(name)?.to_str().ok().map(str::to_owned));
@@ -122,27 +160,15 @@ async fn pass(
     }
     let path = request.uri().path_and_query().map_or_else(|| request.path().to_owned(), |p| p.to_string());
     let passed = Passed { method: request.method().to_string(), path, headers, body: body.to_vec() };
-    let bytes = match postcard::to_allocvec(&passed) {
-        Ok(bytes) => bytes,
-        Err(e) => return Some(Err(ApiError::new(Code::Unknown, e.to_string()))),
-    };
+    let bytes = postcard::to_allocvec(&passed).map_err(|e| ApiError::new(Code::Unknown, e.to_string()))?;
     let answer = match cluster.call(&node, Channel::Http, bytes, TIMEOUT).await {
         Ok(answer) => answer,
         Err(ClusterError::Call { reason, .. }) => {
-            return Some(Err(ApiError::new(Code::Unknown, format!("node `{node}`: {reason}"))));
+            return Err(ApiError::new(Code::Unknown, format!("node `{node}`: {reason}")));
         }
-        Err(_) => return Some(Err(unavailable(&node))),
+        Err(_) => return Err(unavailable(&node)),
     };
-    let answer: Answer = match postcard::from_bytes(&answer) {
-        Ok(answer) => answer,
-        Err(e) => return Some(Err(ApiError::new(Code::Unknown, format!("node `{node}`: {e}")))),
-    };
-    let mut response =
-        HttpResponse::build(StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY));
-    for (name, value) in answer.headers {
-        response.insert_header((name, value));
-    }
-    Some(Ok(response.body(answer.body)))
+    postcard::from_bytes(&answer).map_err(|e| ApiError::new(Code::Unknown, format!("node `{node}`: {e}")))
 }
 
 /// The headers among `names` that `get` finds, as name and value.

@@ -12,6 +12,7 @@ mod cache;
 mod change;
 mod cli;
 mod cluster;
+mod cluster_browser;
 mod cluster_llm;
 mod crawl;
 mod deep_pages;
