@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::ApiError;
-use super::interact::{InteractResponse, on_session_node, run_code, validate};
+use super::interact::{admit, adopt, carry_out, on_session_node, validate};
 use super::{AppState, Authenticated, body};
-use crate::actors::browser::{AdoptError, BrowserMsg, Found, Limits, Listed, Opened, SessionKey, registry};
+use crate::actors::browser::{BrowserMsg, Found, Limits, Listed, Opened, SessionKey};
 use crate::model::{Code, time};
 
 /// Body of `POST /v2/browser`.
@@ -114,13 +114,7 @@ pub async fn create(
         .available()
         .map_err(|e| ApiError::new(Code::BrowserUnavailable, e.to_string()))?;
     let team = auth.team.clone();
-    let (teams, who) = (std::sync::Arc::clone(&state.runtime.services().teams), team.clone());
-    state.off_worker(async move { Ok(teams.require(&who, registry::MIN_CREDITS).await?) }).await?;
-    let limit =
-        || ApiError::new(Code::SessionLimit, "The maximum of concurrent browser sessions is reached.");
-    if state.runtime.browser_call(BrowserMsg::Live).await? >= state.settings.browser.max_sessions {
-        return Err(limit());
-    }
+    admit(&state, &team).await?;
     let (scraper, who, name) =
         (state.scraper.clone(), team.clone(), profile.as_ref().map(|p| p.name.clone()));
     let tab = state
@@ -143,10 +137,7 @@ pub async fn create(
             stream_web_view: parsed.stream_web_view.unwrap_or(true),
         },
     });
-    let view = state.runtime.browser_call(|reply| BrowserMsg::Adopt(opened, reply)).await?;
-    let view = view.map_err(|AdoptError::Limit| limit())?;
-    let (teams, who) = (std::sync::Arc::clone(&state.runtime.services().teams), team);
-    state.off_worker(async move { Ok(teams.note_activity(&who, "browser", id, None)?) }).await?;
+    let view = adopt(&state, opened, "browser").await?;
     let base = state.scraper.public_base();
     Ok(HttpResponse::Ok().json(Created {
         success: true,
@@ -272,16 +263,5 @@ pub async fn execute(
         }
         _ => return Err(ApiError::new(Code::NotFound, "Browser session not found.")),
     };
-    let _ = state.runtime.browser_cast(BrowserMsg::Touch(view.session_id.clone())).await;
-    let (outcome, output) = match (&work.prompt, state.scraper.llm()) {
-        (Some(prompt), Some(llm)) => {
-            let _ = state.runtime.browser_cast(BrowserMsg::Prompted(view.session_id.clone())).await;
-            let done =
-                super::interact_agent::run(llm, &auth.payer(), &view.actor, prompt, work.timeout).await;
-            (done.outcome, done.output)
-        }
-        _ => (run_code(&view, work).await?, None),
-    };
-    let _ = state.runtime.browser_cast(BrowserMsg::Touch(view.session_id.clone())).await;
-    Ok(HttpResponse::Ok().json(InteractResponse::new(state.scraper.public_base(), view, outcome, output)))
+    carry_out(&state, &auth, view, work).await
 }

@@ -242,6 +242,17 @@ pub async fn interact(
         Some(session) => named_session(&state, &auth.team, id, session.clone(), checked).await?,
         None => session_for(&state, &auth.team, id).await?,
     };
+    carry_out(&state, &auth, view, work).await
+}
+
+/// Runs `work` (code, or an agent prompt) in session `view` and answers with its outcome;
+/// the session's idle clock restarts before and after.
+pub(super) async fn carry_out(
+    state: &AppState,
+    auth: &Authenticated,
+    view: SessionView,
+    work: Work,
+) -> Result<HttpResponse, ApiError> {
     let _ = state.runtime.browser_cast(BrowserMsg::Touch(view.session_id.clone())).await;
     let (outcome, output) = match (&work.prompt, state.scraper.llm()) {
         (Some(prompt), Some(llm)) => {
@@ -347,13 +358,7 @@ async fn session_for(state: &AppState, team: &TeamId, id: JobId) -> Result<Sessi
         }
         ReplayLookup::Found(replay) => replay,
     };
-    let (teams, who) = (std::sync::Arc::clone(&state.runtime.services().teams), team.clone());
-    state.off_worker(async move { Ok(teams.require(&who, registry::MIN_CREDITS).await?) }).await?;
-    let limit =
-        || ApiError::new(Code::SessionLimit, "The maximum of concurrent browser sessions is reached.");
-    if state.runtime.browser_call(BrowserMsg::Live).await? >= state.settings.browser.max_sessions {
-        return Err(limit());
-    }
+    admit(state, team).await?;
     let (scraper, who, context) = (state.scraper.clone(), team.clone(), replay.clone());
     let tab = state
         .off_worker(async move {
@@ -371,10 +376,35 @@ async fn session_for(state: &AppState, team: &TeamId, id: JobId) -> Result<Sessi
         save_profile,
         limits: crate::actors::browser::Limits::default(),
     });
-    let view = state.runtime.browser_call(|reply| BrowserMsg::Adopt(opened, reply)).await?;
-    let view = view.map_err(|AdoptError::Limit| limit())?;
+    adopt(state, opened, "interact").await
+}
+
+fn session_limit() -> ApiError {
+    ApiError::new(Code::SessionLimit, "The maximum of concurrent browser sessions is reached.")
+}
+
+/// Whether `team` may open one more session: credits for its least cost, and room under
+/// `browser.max_sessions`.
+pub(super) async fn admit(state: &AppState, team: &TeamId) -> Result<(), ApiError> {
     let (teams, who) = (std::sync::Arc::clone(&state.runtime.services().teams), team.clone());
-    state.off_worker(async move { Ok(teams.note_activity(&who, "interact", id, None)?) }).await?;
+    state.off_worker(async move { Ok(teams.require(&who, registry::MIN_CREDITS).await?) }).await?;
+    if state.runtime.browser_call(BrowserMsg::Live).await? >= state.settings.browser.max_sessions {
+        return Err(session_limit());
+    }
+    Ok(())
+}
+
+/// Makes a session of `opened` and notes it in the team's activity under `endpoint`.
+pub(super) async fn adopt(
+    state: &AppState,
+    opened: Box<Opened>,
+    endpoint: &'static str,
+) -> Result<SessionView, ApiError> {
+    let (team, id) = (opened.team.clone(), opened.scrape_id);
+    let view = state.runtime.browser_call(|reply| BrowserMsg::Adopt(opened, reply)).await?;
+    let view = view.map_err(|AdoptError::Limit| session_limit())?;
+    let teams = std::sync::Arc::clone(&state.runtime.services().teams);
+    state.off_worker(async move { Ok(teams.note_activity(&team, endpoint, id, None)?) }).await?;
     Ok(view)
 }
 
