@@ -324,6 +324,7 @@ fn check(mut map: Map<String, Value>, auth: &Authenticated) -> Result<Checked, A
         country,
         location,
         safe,
+        team: Some(auth.team.as_str().to_owned()),
     };
     Ok(Checked { request, timeout: Duration::from_millis(timeout), ignore_invalid, enterprise, scrape })
 }

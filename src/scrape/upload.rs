@@ -1,6 +1,7 @@
 //! Uploaded files (`POST /v2/parse`): the same document building as a fetched page, with the
 //! file name standing in for the URL, then the scrape's bookkeeping (id, credits, stored
-//! result unless zero data retention).
+//! result unless zero data retention) and the search index (as `file:///ID/NAME`, found by
+//! the uploading team only).
 
 use url::Url;
 
@@ -64,12 +65,25 @@ impl Scraper {
         task_options.formats.markdown |= options.need_model();
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(options.timeout_ms);
         let name = file_name.clone();
+        let kind = content_type.clone();
         let built = super::pool::convert(bytes.len(), move || {
             convert_file(&file_name, content_type.as_deref(), &bytes, &task_options, &limits)
         })
         .await??;
         let pdf_pages = built.pdf_pages;
         let mut doc = built.document;
+        // Found by its own team only, under an address of its own (names repeat).
+        if let Some(index) = self.index.get()
+            && options.may_write_cache()
+            && let Some(mut page) =
+                crate::search::page::indexed(&doc, kind.as_deref(), &[], crate::model::time::now_ms())
+        {
+            let mut address = Url::parse("file:///").expect("a constant URL");
+            address.set_path(&format!("{id}/{name}"));
+            page.url = address.to_string();
+            page.team = Some(team.as_str().to_owned());
+            index.offer(page);
+        }
         if options.need_model() {
             let url = url::Url::parse("file:///upload")
                 .and_then(|base| base.join(&name))

@@ -48,6 +48,8 @@ pub struct IndexedPage {
     pub images: Vec<IndexedImage>,
     /// Its lead image (`og:image`, else its first image), shown with news results.
     pub lead_image: Option<String>,
+    /// The only team that may find it (an uploaded file); `None`: every team (a web page).
+    pub team: Option<String>,
 }
 
 /// An image of a page.
@@ -98,7 +100,12 @@ pub struct Fields {
     pub width: Field,
     /// An image's height, when known.
     pub height: Field,
+    /// Who may find it: [`PUBLIC`], or one team's id.
+    pub team: Field,
 }
+
+/// The `team` term of pages every team may find.
+pub const PUBLIC: &str = "*";
 
 /// An index opened for reading and writing.
 pub struct SearchIndex {
@@ -151,6 +158,7 @@ fn schema() -> (Schema, Fields) {
         image_url: b.add_text_field("image_url", STRING | STORED),
         width: b.add_u64_field("width", INDEXED | STORED | tantivy::schema::FAST),
         height: b.add_u64_field("height", INDEXED | STORED | tantivy::schema::FAST),
+        team: b.add_text_field("team", STRING),
     };
     (b.build(), fields)
 }
@@ -242,6 +250,8 @@ impl SearchIndex {
             if let Some(lead) = &page.lead_image {
                 document.add_text(f.image_url, lead);
             }
+            let team = page.team.as_deref().unwrap_or(PUBLIC);
+            document.add_text(f.team, team);
             writer.add_document(document)?;
             for image in &page.images {
                 let mut document = doc!(
@@ -256,6 +266,7 @@ impl SearchIndex {
                     f.date => DateTime::from_timestamp_millis(page.published_ms.unwrap_or(page.fetched_ms)),
                 );
                 add_site_terms(&mut document, f.site, &url);
+                document.add_text(f.team, team);
                 if let (Some(w), Some(h)) = (image.width, image.height) {
                     document.add_u64(f.width, u64::from(w));
                     document.add_u64(f.height, u64::from(h));

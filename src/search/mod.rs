@@ -158,6 +158,8 @@ pub struct SearchRequest {
     pub location: Option<String>,
     /// Safe search asked.
     pub safe: bool,
+    /// The team asking: besides web pages, the local index finds its uploaded files.
+    pub team: Option<String>,
 }
 
 impl SearchRequest {
@@ -177,6 +179,7 @@ impl SearchRequest {
             country: String::new(),
             location: None,
             safe: false,
+            team: None,
         }
     }
 }
@@ -247,6 +250,7 @@ impl SearchRequest {
             country: "us".to_owned(),
             location: None,
             safe: false,
+            team: None,
         })
     }
 }

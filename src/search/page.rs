@@ -60,6 +60,7 @@ pub fn indexed(
         fetched_ms: i64::try_from(fetched_ms).unwrap_or(i64::MAX),
         images,
         lead_image,
+        team: None,
     })
 }
 

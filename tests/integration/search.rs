@@ -392,3 +392,26 @@ async fn a_graceful_stop_keeps_the_last_pages_searchable() {
     let found = String::from_utf8_lossy(&out.stdout);
     assert!(found.starts_with(&site.url("docs.localhost", "/guide/configure")), "{found}");
 }
+
+/// An uploaded file is found by the team that uploaded it, and by no other.
+#[tokio::test]
+async fn uploaded_files_are_found_by_their_team_only() {
+    let app = TestServer::builder().key("other", "other-key").start().await;
+    let html = b"<html><head><title>Quarterly wombat census</title></head><body><main><h1>Quarterly wombat census</h1><p>The zanzibarquokka tally rose again this quarter, the census notes, and every burrow was counted twice.</p></main></body></html>";
+    let (status, parsed) =
+        crate::parse::upload(&app, &[("file", Some("census.html"), Some("text/html"), &html[..])]).await;
+    assert_eq!(status, 200, "{parsed}");
+    let id = parsed["data"]["metadata"]["scrapeId"].as_str().expect("id").to_owned();
+    let query = json!({"query": "zanzibarquokka census"});
+    let mine = wait_for("the upload in the index", Duration::from_secs(20), || async {
+        let answer = search(&app, query.clone()).await;
+        (!urls(&answer, "web").is_empty()).then_some(answer)
+    })
+    .await;
+    assert_eq!(urls(&mine, "web"), [format!("file:///{id}/census.html")], "{mine}");
+    assert_eq!(mine["data"]["web"][0]["title"], "Quarterly wombat census");
+    let (status, theirs) =
+        app.request_as("other-key", reqwest::Method::POST, "/v2/search", Some(&query)).await;
+    assert_eq!(status, 200, "{theirs}");
+    assert_eq!(theirs["data"]["web"], json!([]), "another team never sees it: {theirs}");
+}
