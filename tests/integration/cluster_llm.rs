@@ -1,6 +1,7 @@
 //! The language-model features in a cluster of real child processes: an extract job
-//! accepted by one node is read through another (passed to its owner by the id's tag), and
-//! the tokens a team used are summed over the nodes that made the calls.
+//! accepted by one node is read through another (passed to its owner by the id's tag), the
+//! tokens a team used are summed over the nodes that made the calls, and an agent is
+//! cancelled through another node than its owner, which tells its webhook.
 
 use std::time::Duration;
 
@@ -49,4 +50,37 @@ async fn model_jobs_and_token_use_hold_for_the_whole_cluster() {
             node.name
         );
     }
+}
+
+/// An agent job accepted by one node is cancelled through another: the cancel is passed to
+/// the owner, which reports it to the job's webhook.
+#[tokio::test]
+async fn an_agent_is_cancelled_through_another_node_and_its_webhook_told() {
+    let site = FixtureSite::start();
+    let hooks = crate::common::Receiver::start();
+    let slow = FakeModel::start(Behaviour { delay: Some(Duration::from_secs(30)), ..Behaviour::default() });
+    let url = slow.url();
+    let env = [
+        ("FERROCRAWL_LLM__BASE_URL", url.as_str()),
+        ("FERROCRAWL_LLM__MODEL", "test-model"),
+        ("FERROCRAWL_WEBHOOKS__POLL_MS", "100"),
+    ];
+    let a = Node::start("a", None, &env);
+    let b = Node::start("b", Some(&a.cluster_addr), &env);
+    for node in [&a, &b] {
+        node.wait_live(&["a", "b"], Duration::from_secs(20)).await;
+    }
+    let body = json!({"prompt": "the title", "urls": [site.url("/article")], "webhook": {"url": hooks.url}});
+    let (status, started) = call(a.base(), &a.key, Method::POST, "/v2/agent", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let path = format!("/v2/agent/{}", started["id"].as_str().expect("id"));
+    let (status, running) = call(b.base(), &b.key, Method::GET, &path, None).await;
+    assert_eq!((status, running["status"].as_str()), (200, Some("processing")), "{running}");
+    let (status, cancelled) = call(b.base(), &b.key, Method::DELETE, &path, None).await;
+    assert_eq!((status, cancelled), (200, json!({"success": true})));
+    let events = hooks.wait_for(2, Duration::from_secs(30)).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e.body["type"].as_str().unwrap_or_default()).collect();
+    assert_eq!(kinds, ["agent.started", "agent.cancelled"]);
+    let (_, after) = call(a.base(), &a.key, Method::GET, &path, None).await;
+    assert_eq!(after["error"], "The job was cancelled.", "{after}");
 }
