@@ -1,7 +1,7 @@
 //! This server's own documentation as a searchable set of passages, for
 //! `POST /v2/support/docs-search`: the README, the configuration reference
-//! (`config/default.toml`, one passage per section with its comments) and the cluster
-//! guide, built into the binary and split at their headings. The passages go into an
+//! (`config/default.toml`, one passage per section with its comments), the cluster guide
+//! and the guides in `docs/`, built into the binary and split at their headings. The passages go into an
 //! in-memory index of the same layout as the page index, so a question is answered with the
 //! local provider's ranking (all words where some passage has them all, else any).
 
@@ -15,6 +15,8 @@ const SOURCES: &[(&str, &str)] = &[
     ("README.md", include_str!("../../README.md")),
     ("config/default.toml", include_str!("../../config/default.toml")),
     ("cluster/README.md", include_str!("../../cluster/README.md")),
+    ("docs/browser-sessions.md", include_str!("../../docs/browser-sessions.md")),
+    ("docs/language-models.md", include_str!("../../docs/language-models.md")),
 ];
 
 /// Longest passage (bytes); longer sections are split at paragraphs.

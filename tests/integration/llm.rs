@@ -275,6 +275,14 @@ async fn documentation_questions_are_answered_with_evidence() {
     assert!(answer["warning"].as_str().unwrap_or_default().contains("extractive"), "{answer}");
     assert_eq!(answer["usage"]["totalTokens"], 0);
     assert!(answer["requestId"].as_str().is_some() && answer["durationMs"].is_u64());
+    // The guides in docs/ are read too.
+    let guide = json!({"question": "Which DevTools commands does the cdpUrl refuse?"});
+    let (status, answer) =
+        plain.request(reqwest::Method::POST, "/v2/support/docs-search", Some(&guide)).await;
+    assert_eq!(status, 200, "{answer}");
+    let cited = answer["evidence"][0]["pathOrUrl"].as_str().unwrap_or_default();
+    assert!(cited.starts_with("docs/browser-sessions.md"), "{answer}");
+    assert!(answer["answer"].as_str().unwrap_or_default().contains("setFileInputFiles"), "{answer}");
     let model = FakeModel::start(Behaviour::default());
     let app = server_with(&model, |_| {}).await;
     let (status, answer) =
