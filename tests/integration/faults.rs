@@ -306,7 +306,9 @@ async fn a_second_server_on_a_data_directory_in_use_refuses_to_start() {
 async fn a_killed_server_takes_its_browsers_with_it() {
     let site = crate::common::FixtureSite::start();
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = Binary::serve(dir.path(), &[]);
+    // The server's temporary directory: the browser must leave nothing there.
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let server = Binary::serve(dir.path(), &[("TMPDIR", tmp.path().to_str().expect("utf8"))]);
     let api = Api::of(&server, dir.path());
     let (status, body) = api.post("/v2/scrape", json!({"url": site.url("/js/late"), "waitFor": 10})).await;
     assert_eq!(status, 200, "{body}");
@@ -319,4 +321,7 @@ async fn a_killed_server_takes_its_browsers_with_it() {
         crate::browser::browsers_of(dir.path()).is_empty().then_some(())
     })
     .await;
+    let left: Vec<_> =
+        std::fs::read_dir(tmp.path()).expect("list").flatten().map(|e| e.file_name()).collect();
+    assert!(left.is_empty(), "the browser left files in the temporary directory: {left:?}");
 }

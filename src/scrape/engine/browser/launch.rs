@@ -66,6 +66,10 @@ impl Instance {
             let mut builder = BrowserConfig::builder()
                 .chrome_executable(program)
                 .user_data_dir(profile.path())
+                // Its temporary files too go in the profile directory, which goes away with
+                // the process (and, after a kill, when the server starts again), never in
+                // the system's temporary directory.
+                .env("TMPDIR", profile.path().to_string_lossy())
                 .launch_timeout(timeout)
                 .request_timeout(Duration::from_secs(60))
                 .viewport(Viewport { width, height, ..Viewport::default() })
