@@ -135,6 +135,9 @@ const DOMAINS: &[&str] = &[
 const REFUSED: &[&str] = &[
     "DOM.setFileInputFiles",
     "Network.loadNetworkResource",
+    // Interception could rewrite a request's address past the checks.
+    "Network.setRequestInterception",
+    "Network.continueInterceptedRequest",
     "Network.setBypassServiceWorker",
     "Page.setDownloadBehavior",
     "Page.addCompilationCache",
@@ -150,6 +153,9 @@ pub fn allowed(method: &str, params: Option<&serde_json::Value>) -> Result<(), S
     let known = DOMAINS.contains(&domain) || ALSO_ALLOWED.contains(&method);
     if !known || REFUSED.contains(&method) {
         return Err(format!("`{method}` is not available on this session's DevTools connection"));
+    }
+    if method == "Target.getTargetInfo" && params.and_then(|p| p.get("targetId")).is_some() {
+        return Err("`Target.getTargetInfo` of another target is not available on this connection".to_owned());
     }
     if method == "Page.navigate" {
         let url = params.and_then(|p| p.get("url")).and_then(serde_json::Value::as_str).unwrap_or_default();
@@ -245,6 +251,8 @@ mod tests {
             r#"{"id":6,"method":"DOM.setFileInputFiles","params":{"files":["/etc/passwd"]}}"#,
             r#"{"id":7,"method":"Security.setIgnoreCertificateErrors","params":{"ignore":true}}"#,
             r#"{"id":8,"method":"Page.setDownloadBehavior","params":{"behavior":"allow"}}"#,
+            r#"{"id":9,"method":"Target.getTargetInfo","params":{"targetId":"ABC"}}"#,
+            r#"{"id":10,"method":"Network.setRequestInterception","params":{"patterns":[]}}"#,
         ] {
             match judge(refused.as_bytes()) {
                 Verdict::Refuse(answer) => {
