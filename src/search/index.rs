@@ -100,12 +100,21 @@ pub struct Fields {
     pub width: Field,
     /// An image's height, when known.
     pub height: Field,
-    /// Who may find it: [`PUBLIC`], or one team's id.
+    /// Set on a page one team only may find: [`PRIVATE`] and that team's id. Pages every
+    /// team may find have none, so the filter only has the few private pages to look at.
     pub team: Field,
 }
 
-/// The `team` term of pages every team may find.
-pub const PUBLIC: &str = "*";
+/// The `team` term every page of a single team carries.
+pub const PRIVATE: &str = "*private";
+
+/// Marks `document` as findable by `team` only, when it belongs to one.
+fn mark_private(document: &mut TantivyDocument, field: Field, team: Option<&str>) {
+    if let Some(team) = team {
+        document.add_text(field, PRIVATE);
+        document.add_text(field, team);
+    }
+}
 
 /// An index opened for reading and writing.
 pub struct SearchIndex {
@@ -250,8 +259,7 @@ impl SearchIndex {
             if let Some(lead) = &page.lead_image {
                 document.add_text(f.image_url, lead);
             }
-            let team = page.team.as_deref().unwrap_or(PUBLIC);
-            document.add_text(f.team, team);
+            mark_private(&mut document, f.team, page.team.as_deref());
             writer.add_document(document)?;
             for image in &page.images {
                 let mut document = doc!(
@@ -266,7 +274,7 @@ impl SearchIndex {
                     f.date => DateTime::from_timestamp_millis(page.published_ms.unwrap_or(page.fetched_ms)),
                 );
                 add_site_terms(&mut document, f.site, &url);
-                document.add_text(f.team, team);
+                mark_private(&mut document, f.team, page.team.as_deref());
                 if let (Some(w), Some(h)) = (image.width, image.height) {
                     document.add_u64(f.width, u64::from(w));
                     document.add_u64(f.height, u64::from(h));

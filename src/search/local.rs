@@ -201,12 +201,13 @@ fn has_phrases(request: &SearchRequest) -> bool {
 fn filters(index: &SearchIndex, request: &SearchRequest, kind: &str) -> tantivy::Result<Vec<Clause>> {
     let f = index.fields;
     let mut clauses: Vec<Clause> = vec![(Occur::Must, term(f.kind, kind))];
-    // Web pages, and the asking team's own uploaded files.
-    let mut visible: Vec<Clause> = vec![(Occur::Should, term(f.team, super::index::PUBLIC))];
+    // Web pages, and the asking team's own uploaded files: the private pages of other
+    // teams (few) are left out.
+    let mut others: Vec<Clause> = vec![(Occur::Must, term(f.team, super::index::PRIVATE))];
     if let Some(team) = &request.team {
-        visible.push((Occur::Should, term(f.team, team)));
+        others.push((Occur::MustNot, term(f.team, team)));
     }
-    clauses.push((Occur::Must, Box::new(BooleanQuery::new(visible))));
+    clauses.push((Occur::MustNot, Box::new(BooleanQuery::new(others))));
     for part in &request.query.must {
         if let Some(q) = part_query(index, part) {
             clauses.push((Occur::Must, q));
