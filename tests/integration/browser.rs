@@ -127,9 +127,10 @@ async fn screenshot_links_open_without_a_key_until_they_expire() {
     let site = FixtureSite::start();
     let app = TestServer::builder()
         .settings(|s| {
-            // Long enough for both screenshots to be taken on a busy machine before expiry.
-            s.storage.result_ttl_secs = 6;
-            s.crawl.job_ttl_secs = 6;
+            // Long enough for both screenshots and every check below on a busy machine (two
+            // browser scrapes at once with the rest of the suite took over 6 s once).
+            s.storage.result_ttl_secs = 30;
+            s.crawl.job_ttl_secs = 30;
         })
         .start()
         .await;
@@ -160,8 +161,8 @@ async fn screenshot_links_open_without_a_key_until_they_expire() {
     assert_eq!(open(path).await.0, 401, "unsigned and without a key");
     assert_eq!(open(&format!("{}/v2/files/", app.base)).await.0, 404, "nothing lists files");
 
-    // Both the file and its link expire with the result (6 s here).
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    // Both the file and its link expire with the result (30 s here).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
     loop {
         let (status, _) = open(&first).await;
         if status == 404 {
