@@ -64,10 +64,7 @@ async fn connect(
             "A read-only live-view token gives no DevTools connection.",
         ));
     }
-    let endpoint = match access.session.call(SessionMsg::Endpoint, Some(HANDSHAKE)).await {
-        Ok(ractor::rpc::CallResult::Success(url)) => url,
-        _ => return Err(ApiError::new(Code::NotFound, "This session has ended or never existed.")),
-    };
+    let endpoint = super::interact::ask_session(&access, SessionMsg::Endpoint, HANDSHAKE).await?;
     let (upstream, accept, early) = tokio::time::timeout(HANDSHAKE, open(&endpoint, &key))
         .await
         .unwrap_or_else(|_| Err("the browser did not answer the handshake in time".into()))

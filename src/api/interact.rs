@@ -605,12 +605,7 @@ async fn live_frame(
         Live::There(answer) => return Ok(answer),
         Live::Here(access) => access,
     };
-    let jpeg = match access.session.call(SessionMsg::Frame, Some(LIVE_CALL)).await {
-        Ok(ractor::rpc::CallResult::Success(frame)) => {
-            frame.map_err(|e| ApiError::new(Code::BrowserFailed, e))?
-        }
-        _ => return Err(live_ended()),
-    };
+    let jpeg = ask_session(&access, SessionMsg::Frame, LIVE_CALL).await?.map_err(browser_failed)?;
     Ok(HttpResponse::Ok().content_type("image/jpeg").insert_header(("Cache-Control", "no-store")).body(jpeg))
 }
 
@@ -626,18 +621,8 @@ async fn live_stream(state: web::Data<AppState>, token: web::Path<String>) -> Re
             "This session's live view does not stream (streamWebView false).",
         ));
     }
-    let current = match access.session.call(SessionMsg::Frame, Some(LIVE_CALL)).await {
-        Ok(ractor::rpc::CallResult::Success(frame)) => {
-            frame.map_err(|e| ApiError::new(Code::BrowserFailed, e))?
-        }
-        _ => return Err(live_ended()),
-    };
-    let frames = match access.session.call(SessionMsg::Watch, Some(LIVE_CALL)).await {
-        Ok(ractor::rpc::CallResult::Success(watch)) => {
-            watch.map_err(|e| ApiError::new(Code::BrowserFailed, e))?
-        }
-        _ => return Err(live_ended()),
-    };
+    let current = ask_session(&access, SessionMsg::Frame, LIVE_CALL).await?.map_err(browser_failed)?;
+    let frames = ask_session(&access, SessionMsg::Watch, LIVE_CALL).await?.map_err(browser_failed)?;
     let part = |jpeg: &[u8]| {
         let mut out =
             format!("--frame\r\nContent-Type: image/jpeg\r\nContent-Length: {}\r\n\r\n", jpeg.len())
@@ -679,11 +664,25 @@ async fn live_input(
     let map = body::object(&bytes)?;
     let input: live::Input = body::typed(Value::Object(map), "")?;
     input.validate().map_err(input_error)?;
-    match access.session.call(|reply| SessionMsg::Input(input, reply), Some(LIVE_CALL)).await {
-        Ok(ractor::rpc::CallResult::Success(sent)) => sent.map_err(input_error)?,
-        _ => return Err(live_ended()),
-    }
+    ask_session(&access, |reply| SessionMsg::Input(input, reply), LIVE_CALL).await?.map_err(input_error)?;
     Ok(HttpResponse::NoContent().finish())
+}
+
+/// Asks the session's actor (live view, DevTools connection) and waits at most `limit`;
+/// an actor that is gone or does not answer means the session ended.
+pub(super) async fn ask_session<T: Send + 'static>(
+    access: &LiveAccess,
+    message: impl FnOnce(ractor::RpcReplyPort<T>) -> SessionMsg,
+    limit: Duration,
+) -> Result<T, ApiError> {
+    match access.session.call(message, Some(limit)).await {
+        Ok(ractor::rpc::CallResult::Success(answer)) => Ok(answer),
+        _ => Err(live_ended()),
+    }
+}
+
+fn browser_failed(why: String) -> ApiError {
+    ApiError::new(Code::BrowserFailed, why)
 }
 
 /// Longest a live-view request waits for the session's actor.

@@ -63,10 +63,7 @@ impl Upstream {
 }
 
 fn percent_decode(text: &str) -> String {
-    url::form_urlencoded::parse(format!("x={text}").as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
+    percent_encoding::percent_decode_str(text).decode_utf8_lossy().into_owned()
 }
 
 impl GuardProxy {
@@ -314,7 +311,7 @@ mod tests {
         // The operator's proxy: accepts one CONNECT, then echoes what the tunnel carries.
         let upstream = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let upstream_url =
-            url::Url::parse(&format!("http://user:p%40ss@{}", upstream.local_addr().expect("addr")))
+            url::Url::parse(&format!("http://user:p%40s+s@{}", upstream.local_addr().expect("addr")))
                 .expect("url");
         let seen = tokio::spawn(async move {
             let (mut stream, _) = upstream.accept().await.expect("accept");
@@ -337,7 +334,7 @@ mod tests {
         assert_eq!(&back, b"ping");
         let head = seen.await.expect("upstream");
         assert!(head.starts_with("CONNECT 127.0.0.1:9 HTTP/1.1"), "{head}");
-        let credentials = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "user:p@ss");
+        let credentials = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "user:p@s+s");
         assert!(head.contains(&format!("Proxy-Authorization: Basic {credentials}")), "{head}");
 
         // A target the policy refuses never reaches the operator's proxy.
