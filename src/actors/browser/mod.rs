@@ -370,8 +370,13 @@ impl Actor for BrowserSupervisor {
                 let _ = reply.send(state.elsewhere.get(&scrape).map(|(session, _)| session.clone()));
             }
             BrowserMsg::Touch(session) => {
-                if let Some(entry) = state.sessions.get_mut(&session) {
+                if let Some(entry) = state.sessions.get_mut(&session).filter(|e| e.ended.is_none()) {
                     entry.last_activity_ms = time::now_ms();
+                    // Kept in the store too: a session ended by a crash is listed with its time
+                    // up to its last request (see `SessionStore::settle`).
+                    if let Err(e) = state.services.store.browser_sessions.put(&session, &entry.record()) {
+                        tracing::warn!(error = %e, session, "recording a browser session's activity failed");
+                    }
                 }
             }
             BrowserMsg::Prompted(session) => {
