@@ -1,13 +1,22 @@
-//! `GET /v2/cdp/{token}`: a browser session's DevTools connection (its `cdpUrl`), for CDP
-//! clients that drive a page (raw DevTools clients, `chrome-remote-interface`, Puppeteer's
-//! page-level connections). The token is the session's interactive live-view token, so the
-//! address is the credential, as for the live view. The WebSocket handshake is passed to
-//! the page's own endpoint in Chromium, then bytes flow both ways through the guard of
-//! [`crate::actors::browser::cdp`]: every command the client sends is judged, refused
-//! commands are answered with a DevTools error and never reach the browser, and what the
-//! browser sends passes unchanged (split at frame boundaries only, so a refusal is never
-//! written into the middle of a frame).
+//! `GET /v2/cdp/{token}`: a browser session's DevTools connection (its `cdpUrl`). The
+//! token is the session's interactive live-view token, so the address is the credential,
+//! as for the live view. Two endpoints:
+//!
+//! - `/v2/cdp/{token}` is a browser endpoint, for Playwright's `connectOverCDP` and
+//!   Puppeteer's `connect`: the handshake goes to Chromium's browser endpoint, and the
+//!   guard of [`crate::actors::browser::cdp_scope`] shows the client the session's own
+//!   context only (its pages, new pages it opens, their sessions);
+//! - `/v2/cdp/{token}/page` is the session's page itself, for clients that drive one page
+//!   (raw DevTools clients, `chrome-remote-interface`).
+//!
+//! Then bytes flow both ways through the guard: every command the client sends is judged
+//! ([`crate::actors::browser::cdp`]'s page rules, plus the browser endpoint's scope),
+//! refused commands are answered with a DevTools error and never reach the browser, and
+//! what the browser sends is split at frame boundaries only (so an answer of the guard is
+//! never written into the middle of a frame) and, on the browser endpoint, cut to the
+//! session's context.
 
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use actix_web::web::Bytes;
@@ -21,11 +30,13 @@ use super::AppState;
 use super::error::ApiError;
 use crate::actors::browser::SessionMsg;
 use crate::actors::browser::cdp::{self, FrameError, MAX_CLIENT_FRAME, Verdict};
+use crate::actors::browser::cdp_scope::{Scope, ToBrowser, ToClient};
 use crate::model::Code;
 
 /// Registers the route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/v2/cdp/{token}").route(web::get().to(connect)));
+    cfg.service(web::resource("/v2/cdp/{token}").route(web::get().to(connect_browser)))
+        .service(web::resource("/v2/cdp/{token}/page").route(web::get().to(connect_page)));
 }
 
 /// The `cdpUrl` of the session whose interactive live-view token is `token`, on the server
@@ -46,11 +57,64 @@ const MAX_HANDSHAKE: usize = 16 << 10;
 /// Largest frame passed from the browser (a full-page screenshot fits).
 const MAX_BROWSER_FRAME: usize = 256 << 20;
 
-async fn connect(
+/// What the guard of one connection holds.
+#[derive(Debug, Clone)]
+enum Guard {
+    /// The page endpoint: each command judged alone.
+    Page,
+    /// The browser endpoint: commands and events seen through the session's context.
+    Browser(Arc<Mutex<Scope>>),
+}
+
+impl Guard {
+    fn judge_client(&self, message: &[u8]) -> ToBrowser {
+        match self {
+            Self::Page => match cdp::judge(message) {
+                Verdict::Pass => ToBrowser::Pass,
+                Verdict::Refuse(answer) => ToBrowser::Answer(answer),
+            },
+            Self::Browser(scope) => {
+                scope.lock().unwrap_or_else(PoisonError::into_inner).judge_client(message)
+            }
+        }
+    }
+
+    /// Judges the browser's frame `frame` (whole, `len` bytes).
+    fn judge_browser(&self, frame: &[u8]) -> ToClient {
+        let Self::Browser(scope) = self else { return ToClient::Pass };
+        match cdp::frame(frame, MAX_BROWSER_FRAME) {
+            Ok(f) if f.fin && f.opcode == 1 => {
+                scope.lock().unwrap_or_else(PoisonError::into_inner).judge_browser(&f.payload)
+            }
+            _ => ToClient::Pass,
+        }
+    }
+}
+
+async fn connect_browser(
     state: web::Data<AppState>,
     request: HttpRequest,
     token: web::Path<String>,
     payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    connect(state, request, token.into_inner(), payload, true).await
+}
+
+async fn connect_page(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    token: web::Path<String>,
+    payload: web::Payload,
+) -> Result<HttpResponse, ApiError> {
+    connect(state, request, token.into_inner(), payload, false).await
+}
+
+async fn connect(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    token: String,
+    payload: web::Payload,
+    whole_browser: bool,
 ) -> Result<HttpResponse, ApiError> {
     let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let upgrade = header("upgrade").is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
@@ -64,7 +128,13 @@ async fn connect(
             "A read-only live-view token gives no DevTools connection.",
         ));
     }
-    let endpoint = super::interact::ask_session(&access, SessionMsg::Endpoint, HANDSHAKE).await?;
+    let devtools = super::interact::ask_session(&access, SessionMsg::Endpoint, HANDSHAKE).await?;
+    let (endpoint, guard) = if whole_browser {
+        let scope = Scope::new(devtools.context, devtools.target);
+        (devtools.browser, Guard::Browser(Arc::new(Mutex::new(scope))))
+    } else {
+        (devtools.page, Guard::Page)
+    };
     let (upstream, accept, early) = tokio::time::timeout(HANDSHAKE, open(&endpoint, &key))
         .await
         .unwrap_or_else(|_| Err("the browser did not answer the handshake in time".into()))
@@ -74,9 +144,9 @@ async fn connect(
     let (from_browser, to_browser) = upstream.into_split();
     let (to_client, from_proxy) = mpsc::channel::<Bytes>(64);
     let (refusals, refused) = mpsc::channel::<Vec<u8>>(64);
-    tokio::spawn(browser_to_client(from_browser, early, to_client, refused));
+    tokio::spawn(browser_to_client(from_browser, early, to_client, refused, guard.clone()));
     // The request's body lives on this HTTP worker's thread.
-    actix_web::rt::spawn(client_to_browser(payload, to_browser, refusals));
+    actix_web::rt::spawn(client_to_browser(payload, to_browser, refusals, guard));
     let body = futures::stream::unfold(from_proxy, |mut rx| async move {
         rx.recv().await.map(|bytes| (Ok::<_, std::convert::Infallible>(bytes), rx))
     });
@@ -133,6 +203,7 @@ async fn browser_to_client(
     early: Vec<u8>,
     to_client: mpsc::Sender<Bytes>,
     mut refused: mpsc::Receiver<Vec<u8>>,
+    guard: Guard,
 ) {
     let mut buf = early;
     let mut chunk = vec![0u8; 64 << 10];
@@ -141,7 +212,13 @@ async fn browser_to_client(
             match cdp::frame_len(&buf, MAX_BROWSER_FRAME) {
                 Ok(len) => {
                     let rest = buf.split_off(len);
-                    if to_client.send(Bytes::from(std::mem::replace(&mut buf, rest))).await.is_err() {
+                    let frame = std::mem::replace(&mut buf, rest);
+                    let out = match guard.judge_browser(&frame) {
+                        ToClient::Pass => frame,
+                        ToClient::Rewrite(text) => cdp::text_frame(&text),
+                        ToClient::Drop => continue,
+                    };
+                    if to_client.send(Bytes::from(out)).await.is_err() {
                         return;
                     }
                 }
@@ -170,6 +247,7 @@ async fn client_to_browser(
     mut payload: web::Payload,
     mut to_browser: tokio::net::tcp::OwnedWriteHalf,
     refusals: mpsc::Sender<Vec<u8>>,
+    guard: Guard,
 ) {
     let mut buf: Vec<u8> = Vec::new();
     while let Some(Ok(chunk)) = payload.next().await {
@@ -180,21 +258,22 @@ async fn client_to_browser(
                 Err(FrameError::Incomplete) => break,
                 Err(FrameError::TooLarge) => return,
             };
-            let pass = match (frame.fin, frame.opcode) {
-                (true, 1) => match cdp::judge(&frame.payload) {
-                    Verdict::Pass => true,
-                    Verdict::Refuse(answer) => {
+            let sent = match (frame.fin, frame.opcode) {
+                (true, 1) => match guard.judge_client(&frame.payload) {
+                    ToBrowser::Pass => to_browser.write_all(&buf[..frame.len]).await,
+                    ToBrowser::Rewrite(text) => to_browser.write_all(&cdp::client_text_frame(&text)).await,
+                    ToBrowser::Answer(answer) => {
                         if refusals.send(cdp::text_frame(&answer)).await.is_err() {
                             return;
                         }
-                        false
+                        Ok(())
                     }
                 },
                 // Close, ping, pong.
-                (true, 8..=10) => true,
+                (true, 8..=10) => to_browser.write_all(&buf[..frame.len]).await,
                 _ => return,
             };
-            if pass && to_browser.write_all(&buf[..frame.len]).await.is_err() {
+            if sent.is_err() {
                 return;
             }
             buf.drain(..frame.len);

@@ -137,6 +137,8 @@ async fn metrics_text(
     metrics::gauge!("browser_tabs_capacity").set(browser.capacity as f64);
     metrics::gauge!("browser_tabs_busy").set(browser.busy as f64);
     metrics::gauge!("browser_tabs_waiting").set(browser.waiting as f64);
+    metrics::gauge!("browser_tabs_shelved").set(browser.shelved as f64);
+    metrics::counter!("browser_tabs_reused_total").absolute(browser.reused);
     metrics::counter!("pages_cut_short_total").absolute(crate::cancel::cut_short_total());
     metrics::gauge!("webhook_outbox_events").set(state.runtime.services().store.outbox.len() as f64);
     let store = state.runtime.services().store.clone();

@@ -260,7 +260,14 @@ pub fn add(doc: &mut Value) {
     paths["/v2/live/{token}/input"]["post"]["requestBody"] =
         json!({"required": true, "content": {"application/json": {"schema": {"type": "object"}}}});
     paths["/v2/cdp/{token}"]["get"] = operation(
-        "A session's DevTools WebSocket (its cdpUrl): page commands pass, others are refused",
+        "A session's DevTools browser WebSocket (its cdpUrl, for Playwright connectOverCDP or \
+         Puppeteer connect): the session's own context only; page commands pass, others are refused",
+        vec![path_param("token", "Interactive live-view token")],
+        binary("application/octet-stream", "101 Switching Protocols, then DevTools messages"),
+        false,
+    );
+    paths["/v2/cdp/{token}/page"]["get"] = operation(
+        "A session's page as a DevTools WebSocket: page commands pass, others are refused",
         vec![path_param("token", "Interactive live-view token")],
         binary("application/octet-stream", "101 Switching Protocols, then DevTools messages"),
         false,

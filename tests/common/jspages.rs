@@ -129,6 +129,37 @@ fetch('http://localhost:' + location.port + '/api/content')
   .then((t) => { document.getElementById('out').textContent = t; });
 </script></body></html>"#;
 
+/// Reports what earlier visits left in the browser (cookies, local and session storage,
+/// the window's name, a service worker, cache storage, history), then leaves all of that, and an HTTP-cached
+/// file, for the next visit.
+pub const STATEFUL: &str = r#"<!DOCTYPE html><html><head><title>Stateful</title></head><body>
+<h1>What this visit found</h1><p id="out">waiting</p>
+<script>
+(async () => {
+  const found = [];
+  if (document.cookie) found.push('cookie ' + document.cookie);
+  if (localStorage.getItem('visit')) found.push('local storage');
+  if (sessionStorage.getItem('visit')) found.push('session storage');
+  if (window.name) found.push('window name ' + window.name);
+  if ((await navigator.serviceWorker.getRegistrations()).length) found.push('service worker');
+  if (await caches.has('visit')) found.push('cache storage');
+  // A fresh tab has two entries: its blank page and this one.
+  if (history.length > 2) found.push('history ' + history.length);
+  document.cookie = 'visit=1; max-age=3600; path=/';
+  localStorage.setItem('visit', '1');
+  sessionStorage.setItem('visit', '1');
+  window.name = 'visit';
+  await (await caches.open('visit')).put('/js/kept', new Response('kept'));
+  await navigator.serviceWorker.register('/js/sw.js');
+  await fetch('/js/cached.txt');
+  document.getElementById('out').textContent =
+    'Left by earlier visits: ' + (found.join(', ') || 'nothing') + '. Left for the next: all.';
+})().catch((e) => { document.getElementById('out').textContent = 'failed: ' + e; });
+</script></body></html>"#;
+
+/// A service worker that does nothing but exist.
+pub const SERVICE_WORKER: &str = "self.addEventListener('fetch', () => {});";
+
 /// The page for `path`, if it is one of these.
 pub fn page(path: &str) -> Option<(&'static str, &'static str)> {
     let html = "text/html; charset=utf-8";
@@ -144,6 +175,8 @@ pub fn page(path: &str) -> Option<(&'static str, &'static str)> {
         "/js/memory" => (html, MEMORY),
         "/js/styled" => (html, STYLED),
         "/js/leak" => (html, LEAK),
+        "/js/stateful" => (html, STATEFUL),
+        "/js/sw.js" => ("application/javascript", SERVICE_WORKER),
         _ => return None,
     })
 }

@@ -154,6 +154,11 @@ async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
     let port = req.app_config().local_addr().port();
     match path.as_str() {
         "/article" => html(ARTICLE),
+        // Kept by a browser's HTTP cache for an hour.
+        "/js/cached.txt" => HttpResponse::Ok()
+            .content_type("text/plain")
+            .insert_header(("Cache-Control", "public, max-age=3600"))
+            .body("cached for an hour"),
         "/short-post" => html(SHORT_POST),
         "/redirect" => HttpResponse::Found().insert_header(("Location", "/article")).finish(),
         "/redirect-chain" => HttpResponse::MovedPermanently().insert_header(("Location", "/redirect")).finish(),

@@ -440,3 +440,18 @@ async fn rendered_pages_go_through_the_enhanced_proxy_when_asked() {
     assert!(markdown(&body).contains("tomato"), "{body}");
     assert_eq!(proxy.requests(), before, "a basic render goes direct");
 }
+
+/// Chromium makes a Unix socket under its temporary directory, whose path has a length
+/// limit: a server whose data directory has a long path still renders.
+#[tokio::test]
+async fn a_data_directory_with_a_long_path_still_renders() {
+    let site = FixtureSite::start();
+    let data = tempfile::Builder::new()
+        .prefix("a-data-directory-whose-path-is-longer-than-a-unix-socket-path-may-be-")
+        .tempdir()
+        .expect("tempdir");
+    let app = TestServer::builder_on(data).start().await;
+    let (status, body) = scrape(&app, json!({"url": site.url("/js/late"), "waitFor": 10})).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["data"]["metadata"]["engine"], "chromium", "{body}");
+}

@@ -144,10 +144,20 @@ impl Cdp {
 
     /// Sends a command and returns its answer (events in between are skipped).
     async fn send(&mut self, method: &str, params: Value) -> Value {
+        self.command(json!({"method": method, "params": params})).await
+    }
+
+    /// Sends a command to an attached session (flat mode) and returns its answer.
+    async fn send_to(&mut self, session: &str, method: &str, params: Value) -> Value {
+        self.command(json!({"method": method, "params": params, "sessionId": session})).await
+    }
+
+    async fn command(&mut self, mut command: Value) -> Value {
         use futures::StreamExt;
         self.next_id += 1;
         let id = self.next_id;
-        let command = json!({"id": id, "method": method, "params": params}).to_string();
+        command["id"] = json!(id);
+        let command = command.to_string();
         self.socket.send(async_tungstenite::tungstenite::Message::text(command)).await.expect("send");
         loop {
             let message = tokio::time::timeout(Duration::from_secs(20), self.socket.next())
@@ -172,7 +182,8 @@ async fn the_cdp_url_drives_the_page_and_refuses_what_reaches_beyond_it() {
     let url = made["cdpUrl"].as_str().expect("cdpUrl").to_owned();
     assert!(url.starts_with("ws://127.0.0.1:") && url.contains("/v2/cdp/"), "{made}");
 
-    let mut cdp = Cdp::connect(&url).await.expect("connect");
+    // The session's page itself: page commands without a session id.
+    let mut cdp = Cdp::connect(&format!("{url}/page")).await.expect("connect");
     let got = cdp.send("Runtime.evaluate", json!({"expression": "6 * 7", "returnByValue": true})).await;
     assert_eq!(got["result"]["result"]["value"], 42, "{got}");
     let went = cdp.send("Page.navigate", json!({"url": site.url("/article")})).await;
@@ -216,6 +227,66 @@ async fn the_cdp_url_drives_the_page_and_refuses_what_reaches_beyond_it() {
     let (status, _) = app.request(Method::DELETE, &format!("/v2/browser/{id}"), None).await;
     assert_eq!(status, 200);
     assert!(Cdp::connect(&url).await.is_err(), "connected to an ended session");
+}
+
+/// The browser endpoint (`cdpUrl` itself, as Playwright and Puppeteer use it) shows one
+/// context: its session's. Another session's page in the same Chromium is not listed, not
+/// attachable, and its events never arrive; a new page opens in the session's context.
+#[tokio::test]
+async fn the_cdp_url_shows_its_own_session_only() {
+    let app = TestServer::builder().settings(|s| s.browser.pool_size = 1).start().await;
+    let mine = create(&app, json!({})).await;
+    let other = create(&app, json!({})).await;
+    let mut cdp = Cdp::connect(mine["cdpUrl"].as_str().expect("cdpUrl")).await.expect("connect");
+    let pages = |listed: &Value| -> Vec<String> {
+        listed["result"]["targetInfos"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|t| t["type"] == "page")
+            .map(|t| t["targetId"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let listed = cdp.send("Target.getTargets", json!({})).await;
+    let mine_only = pages(&listed);
+    assert_eq!(mine_only.len(), 1, "the session's page only: {listed}");
+    // The other session's page, as the browser's own endpoint would list it.
+    let (status, _) = execute(&app, other["id"].as_str().expect("id"), "document.title = 'other'").await;
+    assert_eq!(status, 200);
+    let listed = cdp.send("Target.getTargets", json!({})).await;
+    assert_eq!(pages(&listed), mine_only, "still one page after the other session's work: {listed}");
+    let contexts = cdp.send("Target.getBrowserContexts", json!({})).await;
+    assert_eq!(contexts["result"]["browserContextIds"].as_array().map(Vec::len), Some(1), "{contexts}");
+
+    let attached =
+        cdp.send("Target.attachToTarget", json!({"targetId": mine_only[0], "flatten": true})).await;
+    let session = attached["result"]["sessionId"].as_str().expect("a session").to_owned();
+    let got = cdp
+        .send_to(&session, "Runtime.evaluate", json!({"expression": "6 * 7", "returnByValue": true}))
+        .await;
+    assert_eq!(got["result"]["result"]["value"], 42, "{got}");
+    let refused = cdp.send_to(&session, "Page.navigate", json!({"url": "file:///etc/passwd"})).await;
+    assert!(
+        refused["error"]["message"].as_str().is_some_and(|m| m.contains("file:///etc/passwd")),
+        "{refused}"
+    );
+    let made = cdp.send("Target.createTarget", json!({"url": "about:blank"})).await;
+    let new_page = made["result"]["targetId"].as_str().expect("a new page").to_owned();
+    let listed = cdp.send("Target.getTargets", json!({})).await;
+    assert!(pages(&listed).contains(&new_page), "the new page is in the session's context: {listed}");
+    for (method, params) in [
+        ("Target.createBrowserContext", json!({})),
+        ("Browser.close", json!({})),
+        ("Target.sendMessageToTarget", json!({"message": "{}"})),
+    ] {
+        let refused = cdp.send(method, params).await;
+        assert!(refused["error"]["message"].as_str().is_some_and(|m| m.contains(method)), "{refused}");
+    }
+    let gone = cdp.send_to("NOT-A-SESSION", "Runtime.evaluate", json!({"expression": "1"})).await;
+    assert!(gone["error"].is_object(), "{gone}");
+    // The other session still answers: nothing of this connection reached it.
+    let (status, got) = execute(&app, other["id"].as_str().expect("id"), "document.title").await;
+    assert_eq!((status, got["result"].as_str()), (200, Some("other")), "{got}");
 }
 
 /// Reads `response` until it has `parts` whole parts of a `multipart/x-mixed-replace`

@@ -8,6 +8,7 @@ mod architecture;
 mod batch;
 mod browser;
 mod browser_sessions;
+mod browser_warm;
 mod cache;
 mod change;
 mod cli;

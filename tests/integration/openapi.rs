@@ -91,6 +91,7 @@ const SERVED: &[&str] = &[
     "/v2/live/{token}/input",
     "/v2/live/{token}/stream",
     "/v2/cdp/{token}",
+    "/v2/cdp/{token}/page",
     "/v2/crawl",
     "/v2/crawl/active",
     "/v2/crawl/ongoing",

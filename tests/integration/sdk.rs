@@ -109,3 +109,16 @@ async fn javascript_sdk_searches_the_servers_index() {
     run_with("node".into(), env, script, app.base.clone(), site.url("docs.localhost", ""), "sdk search ok")
         .await;
 }
+
+/// Playwright's `connectOverCDP` on a browser session's `cdpUrl` (playwright-core, which
+/// the test command installs under `target/sdk-node`): the session's page only, new pages in
+/// its context, file URLs refused, the session left running after disconnecting.
+#[tokio::test]
+async fn playwright_drives_a_browser_session_over_its_cdp_url() {
+    let site = FixtureSite::start();
+    let app = TestServer::start().await;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_playwright.js");
+    let modules = concat!(env!("CARGO_MANIFEST_DIR"), "/target/sdk-node/node_modules");
+    let env = vec![("NODE_PATH", modules.to_owned())];
+    run_with("node".into(), env, script, app.base.clone(), site.url(""), "playwright ok").await;
+}

@@ -84,21 +84,38 @@ pub fn frame(buf: &[u8], limit: usize) -> Result<Frame, FrameError> {
 
 /// An unmasked text frame (what a server sends) holding `text`.
 pub fn text_frame(text: &str) -> Vec<u8> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len() + 10);
+    encode(text.as_bytes(), None)
+}
+
+/// A masked text frame (what a client sends) holding `text`.
+pub fn client_text_frame(text: &str) -> Vec<u8> {
+    let nanos =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    encode(text.as_bytes(), Some(nanos.to_le_bytes()))
+}
+
+fn encode(bytes: &[u8], mask: Option<[u8; 4]>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() + 14);
     out.push(0x81);
+    let masked = if mask.is_some() { 0x80 } else { 0 };
     match bytes.len() {
-        n @ 0..=125 => out.push(n as u8),
+        n @ 0..=125 => out.push(masked | n as u8),
         n @ 126..=0xffff => {
-            out.push(126);
+            out.push(masked | 126);
             out.extend_from_slice(&(n as u16).to_be_bytes());
         }
         n => {
-            out.push(127);
+            out.push(masked | 127);
             out.extend_from_slice(&(n as u64).to_be_bytes());
         }
     }
-    out.extend_from_slice(bytes);
+    match mask {
+        Some(key) => {
+            out.extend_from_slice(&key);
+            out.extend(bytes.iter().enumerate().map(|(i, b)| b ^ key[i % 4]));
+        }
+        None => out.extend_from_slice(bytes),
+    }
     out
 }
 
@@ -230,6 +247,9 @@ mod tests {
         assert_eq!(frame(&buf[first.len..], 100), Err(FrameError::TooLarge));
         let sent = text_frame(&long);
         assert_eq!(frame(&sent, MAX_CLIENT_FRAME).expect("server frame").payload, long.as_bytes());
+        let from_client = client_text_frame(&long);
+        assert_eq!(from_client[1] & 0x80, 0x80, "a client's frame is masked");
+        assert_eq!(frame(&from_client, MAX_CLIENT_FRAME).expect("client frame").payload, long.as_bytes());
         assert_eq!(frame_len(&sent, usize::MAX), Ok(sent.len()));
         assert_eq!(frame_len(&sent[..200], usize::MAX), Err(FrameError::Incomplete));
     }

@@ -15,6 +15,7 @@
 //! - [`screencast`]: the live view's stream of frames.
 
 pub mod cdp;
+pub mod cdp_scope;
 pub mod code;
 pub mod live;
 pub mod registry;

@@ -35,8 +35,8 @@ pub enum SessionMsg {
         /// The outcome; an error when the browser died (the session ends).
         reply: RpcReplyPort<Result<CodeOutcome, String>>,
     },
-    /// The page's own DevTools WebSocket address (for the guarded `cdpUrl`).
-    Endpoint(RpcReplyPort<String>),
+    /// Where the page's DevTools connections go (for the guarded `cdpUrl`).
+    Endpoint(RpcReplyPort<crate::scrape::engine::browser::tab::DevTools>),
     /// The page's screen now, as JPEG.
     Frame(RpcReplyPort<Result<Vec<u8>, String>>),
     /// A viewer of the screen as a stream of JPEG frames (the screencast starts if needed).
@@ -143,7 +143,7 @@ impl Actor for BrowserSession {
                 }
             }
             SessionMsg::Endpoint(reply) => {
-                let _ = reply.send(state.args.tab.devtools_url());
+                let _ = reply.send(state.args.tab.devtools());
             }
             SessionMsg::Frame(reply) => {
                 let page = state.args.tab.page().clone();
@@ -202,7 +202,7 @@ fn start_next(myself: &ActorRef<SessionMsg>, state: &mut SessionState) {
     let tab = &state.args.tab;
     let page = tab.page().clone();
     let liveness = tab.liveness();
-    let devtools = tab.devtools_url();
+    let devtools = tab.devtools().page;
     let myself = myself.clone();
     state.running = Some(tokio::spawn(async move {
         let work = async {

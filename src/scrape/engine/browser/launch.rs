@@ -51,6 +51,7 @@ pub struct Instance {
     handler: JoinHandle<()>,
     pid: Option<u32>,
     _profile: tempfile::TempDir,
+    _temp: Option<tempfile::TempDir>,
 }
 
 impl Instance {
@@ -61,6 +62,8 @@ impl Instance {
             .prefix("profile-")
             .tempdir_in(profiles)
             .map_err(|e| format!("creating the browser profile directory: {e}"))?;
+        let temp = short_temp_dir(profile.path())?;
+        let temp_path = temp.as_ref().map_or(profile.path(), tempfile::TempDir::path).to_owned();
         let (width, height) = DESKTOP_VIEWPORT;
         let config = |program: &Path| {
             let mut builder = BrowserConfig::builder()
@@ -68,8 +71,8 @@ impl Instance {
                 .user_data_dir(profile.path())
                 // Its temporary files too go in the profile directory, which goes away with
                 // the process (and, after a kill, when the server starts again), never in
-                // the system's temporary directory.
-                .env("TMPDIR", profile.path().to_string_lossy())
+                // the system's temporary directory, unless that path is too long for them.
+                .env("TMPDIR", temp_path.to_string_lossy())
                 .launch_timeout(timeout)
                 .request_timeout(Duration::from_secs(60))
                 .viewport(Viewport { width, height, ..Viewport::default() })
@@ -128,6 +131,7 @@ impl Instance {
             handler,
             pid,
             _profile: profile,
+            _temp: temp,
         })
     }
 
@@ -243,6 +247,47 @@ fn process_running(pid: u32) -> bool {
             stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
         }
         Err(_) => false,
+    }
+}
+
+/// Longest temporary directory Chromium can work in: it makes its singleton socket at
+/// `{TMPDIR}/.org.chromium.Chromium.XXXXXX/SingletonSocket`, and a Unix socket's path has at
+/// most 107 bytes (a longer one stops Chromium at start).
+const MAX_TEMP_PATH: usize = 60;
+/// Prefix of the temporary directories made when a profile's path is too long.
+const TEMP_PREFIX: &str = "ferrocrawl-chromium-";
+
+/// A temporary directory for Chromium when `profile`'s path is too long to be one: in the
+/// system's temporary directory (or `/tmp`), named after this process, removed with the
+/// browser (or, after a kill, by [`remove_leftovers`]); `None` when `profile` will do.
+fn short_temp_dir(profile: &Path) -> Result<Option<tempfile::TempDir>, String> {
+    if profile.as_os_str().len() <= MAX_TEMP_PATH {
+        return Ok(None);
+    }
+    let fits = |base: &PathBuf| base.as_os_str().len() + TEMP_PREFIX.len() + 20 <= MAX_TEMP_PATH;
+    let base = [std::env::temp_dir(), PathBuf::from("/tmp")]
+        .into_iter()
+        .find(fits)
+        .ok_or("no temporary directory with a path short enough for Chromium")?;
+    tempfile::Builder::new()
+        .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
+        .tempdir_in(base)
+        .map(Some)
+        .map_err(|e| format!("creating the browser's temporary directory: {e}"))
+}
+
+/// Removes the temporary directories [`short_temp_dir`] made for processes that are gone.
+pub fn remove_leftovers() {
+    for base in [std::env::temp_dir(), PathBuf::from("/tmp")] {
+        let Ok(entries) = std::fs::read_dir(&base) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(TEMP_PREFIX)) else { continue };
+            let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+            if pid.is_some_and(|pid| !process_running(pid)) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 //! The browser engine: a pool of Chromium processes (the system's `chromium`), started on
-//! first use and restarted when one dies, handing out tabs, each in a fresh incognito
-//! context whose only way out is the address-checking [`proxy`]. [`render`] loads a page
+//! first use and restarted when one dies, handing out tabs, each in its own incognito
+//! context whose only way out is the address-checking [`proxy`]: a fresh one, or for a
+//! plain scrape a cleaned one an earlier plain scrape left ([`warm`]). [`render`] loads a page
 //! in a tab (emulation, smart wait, actions, screenshot, branding); interact sessions keep
 //! a tab open. The `BrowserSupervisor` actor owns the pool's lifecycle.
 
@@ -11,6 +12,7 @@ pub mod launch;
 pub mod proxy;
 pub mod render;
 pub mod tab;
+pub mod warm;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,6 +27,7 @@ use launch::Instance;
 use proxy::GuardProxy;
 pub use render::{RenderRequest, Rendered, Shot};
 pub use tab::Tab;
+pub use warm::WarmKey;
 
 /// Why the browser could not serve a request.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -92,6 +95,8 @@ struct Inner {
     /// Callers waiting for a tab.
     waiting: std::sync::atomic::AtomicUsize,
     launches: AtomicU64,
+    /// Tabs left by plain scrapes, cleaned, for the next ones.
+    shelf: Arc<warm::Shelf>,
 }
 
 /// How busy the pool is now (for metrics).
@@ -105,6 +110,10 @@ pub struct PoolLoad {
     pub busy: usize,
     /// Callers waiting for a tab.
     pub waiting: usize,
+    /// Cleaned tabs waiting for the next plain scrape.
+    pub shelved: usize,
+    /// Scrapes served by a reused tab so far.
+    pub reused: u64,
 }
 
 impl BrowserPool {
@@ -113,6 +122,7 @@ impl BrowserPool {
     pub fn new(settings: &Settings, policy: Arc<AddressPolicy>) -> Self {
         let b = &settings.browser;
         let _ = std::fs::remove_dir_all(settings.storage.data_dir.join("chromium"));
+        launch::remove_leftovers();
         let inner = Inner {
             executable: launch::find_executable(&b.executable),
             launch_timeout: Duration::from_millis(b.launch_timeout_ms),
@@ -126,6 +136,7 @@ impl BrowserPool {
             capacity: b.pool_size * b.tabs_per_browser,
             waiting: std::sync::atomic::AtomicUsize::new(0),
             launches: AtomicU64::new(0),
+            shelf: Arc::default(),
         };
         Self { inner: Arc::new(inner) }
     }
@@ -148,11 +159,28 @@ impl BrowserPool {
     /// Opens a tab in a fresh incognito context, waiting for a free place in the pool; with
     /// `enhanced` (and an enhanced proxy configured), its requests go through that proxy.
     pub async fn open_tab(&self, enhanced: bool) -> Result<Tab, BrowserError> {
+        self.open(enhanced, None).await
+    }
+
+    /// A tab for a plain scrape presenting itself as `key`: a cleaned one from the shelf
+    /// when there is one (see [`warm`]), else a fresh one that goes on the shelf after.
+    pub async fn open_warm(&self, key: WarmKey) -> Result<Tab, BrowserError> {
+        self.open(key.enhanced, Some(key)).await
+    }
+
+    async fn open(&self, enhanced: bool, key: Option<WarmKey>) -> Result<Tab, BrowserError> {
         let executable = self.inner.executable.as_ref().map_err(|e| BrowserError::Unavailable(e.clone()))?;
         self.inner.waiting.fetch_add(1, Ordering::Relaxed);
         let permit = Arc::clone(&self.inner.permits).acquire_owned().await;
         self.inner.waiting.fetch_sub(1, Ordering::Relaxed);
         let permit = permit.map_err(|_| BrowserError::Failed("the browser pool is closed".into()))?;
+        let shelf = &self.inner.shelf;
+        if let Some(idle) = key.as_ref().and_then(|key| shelf.take(key)) {
+            return Ok(Tab::from_shelf(idle, Arc::clone(shelf), permit));
+        }
+        // Open tabs stay within the pool's capacity: busy ones (this one too) and shelved.
+        let busy = self.inner.capacity.saturating_sub(self.inner.permits.available_permits());
+        shelf.trim(self.inner.capacity.saturating_sub(busy));
         let instance = self.instance(executable).await?;
         let policy = || Arc::clone(&self.inner.policy);
         let proxy = match self.inner.enhanced_url.as_ref().filter(|_| enhanced) {
@@ -162,10 +190,14 @@ impl BrowserPool {
         .map_err(|e| BrowserError::Failed(format!("starting the browser proxy: {e}")))?;
         let watched = Arc::clone(&instance);
         let server = proxy.server();
-        tokio::select! {
+        let mut tab = tokio::select! {
             tab = Tab::open(instance, &server, permit) => tab,
             () = watched.died() => Err(BrowserError::Failed("the browser process died".into())),
+        }?;
+        if let Some(key) = key {
+            tab.shelve_to(key, Arc::clone(shelf));
         }
+        Ok(tab)
     }
 
     /// The least busy live browser, starting one in an empty or dead slot when needed.
@@ -221,6 +253,8 @@ impl BrowserPool {
             capacity: inner.capacity,
             busy: inner.capacity.saturating_sub(inner.permits.available_permits()),
             waiting: inner.waiting.load(Ordering::Relaxed),
+            shelved: inner.shelf.len(),
+            reused: inner.shelf.reused(),
         }
     }
 
@@ -242,6 +276,7 @@ impl BrowserPool {
 
     /// Stops every browser.
     pub async fn shutdown(&self) {
+        self.inner.shelf.clear().await;
         for slot in &self.inner.slots {
             slot.lock().await.take();
         }

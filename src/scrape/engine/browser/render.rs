@@ -15,7 +15,7 @@ use url::Url;
 
 use super::proxy::BLOCKED_HEADER;
 use super::tab::{Presentation, Tab};
-use super::{BrowserError, BrowserPool, actions, adblock, branding};
+use super::{BrowserError, BrowserPool, WarmKey, actions, adblock, branding, warm};
 use crate::model::actions::ScreenshotSpec;
 use crate::model::document::{PageSnapshot, ScriptValue};
 use crate::model::{Action, Location};
@@ -69,6 +69,25 @@ pub struct RenderRequest<'a> {
     pub skip_tls_verification: bool,
     /// Go through the enhanced proxy (`proxy: enhanced`, when one is configured).
     pub enhanced: bool,
+}
+
+impl RenderRequest<'_> {
+    /// How the tab presents itself, when this is a plain scrape that may use a reused tab:
+    /// no request headers or cookies, location, profile or actions.
+    pub fn warm_key(&self) -> Option<WarmKey> {
+        let plain = self.headers.is_empty()
+            && self.location.is_none()
+            && self.profile.is_none()
+            && !self.save_profile
+            && self.actions.is_empty();
+        plain.then(|| WarmKey {
+            user_agent: self.user_agent.to_owned(),
+            mobile: self.mobile,
+            block_ads: self.block_ads,
+            skip_tls_verification: self.skip_tls_verification,
+            enhanced: self.enhanced,
+        })
+    }
 }
 
 /// An encoded image.
@@ -131,7 +150,11 @@ impl BrowserPool {
 
     /// One attempt in a new tab, and whether its browser died (or could not be reached).
     async fn render_once(&self, request: &RenderRequest<'_>) -> (Result<Rendered, BrowserError>, bool) {
-        let tab = match self.open_tab(request.enhanced).await {
+        let opened = match request.warm_key() {
+            Some(key) => self.open_warm(key).await,
+            None => self.open_tab(request.enhanced).await,
+        };
+        let tab = match opened {
             Ok(tab) => tab,
             Err(e) => {
                 let died = matches!(e, BrowserError::Failed(_));
@@ -140,7 +163,7 @@ impl BrowserPool {
         };
         let result = watched_render(&tab, request).await;
         let died = !tab.browser_alive();
-        tab.close().await;
+        tab.release(result.is_ok() && !died).await;
         (result, died)
     }
 
@@ -203,18 +226,23 @@ struct Prepared {
 
 /// Sets the tab up, navigates, waits and runs the actions.
 async fn prepare(tab: &Tab, request: &RenderRequest<'_>) -> Result<Prepared, BrowserError> {
-    tab.present(&Presentation {
-        user_agent: request.user_agent,
-        mobile: request.mobile,
-        location: request.location,
-        headers: request.headers,
-        block_ads: request.block_ads,
-        url: Some(request.url),
-        profile: request.profile,
-        skip_tls_verification: request.skip_tls_verification,
-    })
-    .await?;
-    tab.add_script(MUTATION_SCRIPT).await?;
+    if tab.reused() {
+        // Presented as this request asks when it was opened; only the viewport may differ.
+        tab.emulate_screen(request.mobile).await?;
+    } else {
+        tab.present(&Presentation {
+            user_agent: request.user_agent,
+            mobile: request.mobile,
+            location: request.location,
+            headers: request.headers,
+            block_ads: request.block_ads,
+            url: Some(request.url),
+            profile: request.profile,
+            skip_tls_verification: request.skip_tls_verification,
+        })
+        .await?;
+        tab.add_script(MUTATION_SCRIPT).await?;
+    }
     let (status, content_type, blocked) =
         navigate(tab, request.url, request.smart_wait_max, request.deadline).await?;
     if blocked {
@@ -274,6 +302,7 @@ pub async fn navigate(
 ) -> Result<(u16, Option<String>, bool), BrowserError> {
     let page = tab.page();
     let network = NetworkWatch::start(page).await?;
+    tab.visited(warm::origin_of(url));
     let outcome = tokio::time::timeout_at(deadline, page.goto(url.as_str())).await;
     match outcome {
         Err(_) => {
@@ -294,6 +323,9 @@ pub async fn navigate(
     let main_frame = page.mainframe().await?;
     settle(tab, &network, smart_wait_max, deadline).await;
     network.stop();
+    for origin in network.document_origins() {
+        tab.visited(origin);
+    }
     let document = main_frame.and_then(|frame| network.document_of(frame.inner()));
     let Some(document) = document else { return Ok((200, None, false)) };
     Ok((document.status, Some(document.mime_type), document.blocked))
@@ -324,6 +356,8 @@ pub async fn settle(tab: &Tab, network: &NetworkWatch, smart_wait_max: Duration,
 #[derive(Debug, Clone)]
 pub struct DocumentResponse {
     frame: String,
+    /// Origin of the document.
+    origin: Option<String>,
     status: u16,
     mime_type: String,
     blocked: bool,
@@ -366,6 +400,7 @@ impl NetworkWatch {
                                 .is_some_and(|m| m.keys().any(|k| k.eq_ignore_ascii_case(BLOCKED_HEADER)));
                             let document = DocumentResponse {
                                 frame: e.frame_id.as_ref().map(|f| f.inner().clone()).unwrap_or_default(),
+                                origin: Url::parse(&e.response.url).ok().map(|u| warm::origin_of(&u)),
                                 status: u16::try_from(e.response.status).unwrap_or(200),
                                 mime_type: e.response.mime_type.clone(),
                                 blocked,
@@ -408,6 +443,12 @@ impl NetworkWatch {
     pub fn document_of(&self, frame: &str) -> Option<DocumentResponse> {
         let guard = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         guard.documents.iter().rev().find(|d| d.frame == frame).cloned()
+    }
+
+    /// Origins of the documents loaded so far, in any frame.
+    pub fn document_origins(&self) -> Vec<String> {
+        let guard = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        guard.documents.iter().filter_map(|d| d.origin.clone()).collect()
     }
 
     /// Stops watching.

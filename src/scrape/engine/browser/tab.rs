@@ -19,10 +19,13 @@ use chromiumoxide::cdp::browser_protocol::network::{
 use chromiumoxide::cdp::browser_protocol::page::AddScriptToEvaluateOnNewDocumentParams;
 use chromiumoxide::cdp::browser_protocol::security::SetIgnoreCertificateErrorsParams;
 use chromiumoxide::cdp::browser_protocol::storage;
-use chromiumoxide::cdp::browser_protocol::target::{CreateBrowserContextParams, CreateTargetParams};
+use chromiumoxide::cdp::browser_protocol::target::{
+    CreateBrowserContextParams, CreateTargetParams, SetAutoAttachParams,
+};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::launch::{DESKTOP_VIEWPORT, Instance};
+use super::warm::{Idle, Shelf, WarmKey, Warmth};
 use super::{BrowserError, adblock};
 use crate::model::Location;
 use crate::store::profiles::{ProfileState, StoredCookie};
@@ -51,13 +54,30 @@ pub struct Presentation<'a> {
     pub skip_tls_verification: bool,
 }
 
+/// Where a tab's DevTools connections go.
+#[derive(Debug, Clone)]
+pub struct DevTools {
+    /// The page's own WebSocket address.
+    pub page: String,
+    /// The browser's WebSocket address (every context of the process).
+    pub browser: String,
+    /// The tab's incognito context.
+    pub context: String,
+    /// The page's target.
+    pub target: String,
+}
+
 /// An open tab; closing it (or dropping it) disposes its context.
 #[derive(Debug)]
 pub struct Tab {
     page: Page,
     context: Option<BrowserContextId>,
     instance: Arc<Instance>,
-    _permit: OwnedSemaphorePermit,
+    permit: Option<OwnedSemaphorePermit>,
+    /// Set when the tab may go back on the shelf for the next plain scrape.
+    warm: Option<Warmth>,
+    /// Whether the tab came from the shelf (already presented).
+    reused: bool,
 }
 
 impl Tab {
@@ -78,7 +98,20 @@ impl Tab {
                 browser_context_id: Some(context.clone()),
                 ..CreateTargetParams::new("about:blank")
             };
-            match instance.browser.new_page(target).await {
+            let page = instance.browser.new_page(target).await;
+            // The DevTools client holds every worker the page starts until it is told to run
+            // it, and a service worker's never is: the page's `register()` would never settle.
+            let page = match page {
+                Ok(page) => page
+                    .execute(SetAutoAttachParams {
+                        flatten: Some(true),
+                        ..SetAutoAttachParams::new(true, false)
+                    })
+                    .await
+                    .map(|_| page),
+                Err(e) => Err(e),
+            };
+            match page {
                 Ok(page) => Ok((page, context)),
                 Err(e) => {
                     let _ = instance.browser.dispose_browser_context(context).await;
@@ -87,12 +120,69 @@ impl Tab {
             }
         };
         match opened.await {
-            Ok((page, context)) => Ok(Self { page, context: Some(context), instance, _permit: permit }),
+            Ok((page, context)) => Ok(Self {
+                page,
+                context: Some(context),
+                instance,
+                permit: Some(permit),
+                warm: None,
+                reused: false,
+            }),
             Err(e) => {
                 instance.tabs.fetch_sub(1, Ordering::SeqCst);
                 Err(e.into())
             }
         }
+    }
+
+    /// A shelved tab, taken for a request that presents itself as `idle.key`.
+    pub(super) fn from_shelf(idle: Idle, shelf: Arc<Shelf>, permit: OwnedSemaphorePermit) -> Self {
+        let warm = Warmth { key: idle.key, shelf, uses: idle.uses, origins: Default::default() };
+        Self {
+            page: idle.page,
+            context: Some(idle.context),
+            instance: idle.instance,
+            permit: Some(permit),
+            warm: Some(warm),
+            reused: true,
+        }
+    }
+
+    /// Lets the tab go back on `shelf` after its scrape, as a tab presenting itself as `key`.
+    pub(super) fn shelve_to(&mut self, key: WarmKey, shelf: Arc<Shelf>) {
+        self.warm = Some(Warmth { key, shelf, uses: 0, origins: Default::default() });
+    }
+
+    /// Whether the tab came from the shelf, set up as the request needs.
+    pub fn reused(&self) -> bool {
+        self.reused
+    }
+
+    /// Notes that the tab showed a document of `origin` (cleaned before the tab is reused).
+    pub fn visited(&self, origin: String) {
+        if let Some(warm) = &self.warm {
+            warm.origins.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(origin);
+        }
+    }
+
+    /// Ends the tab's use: a tab that may be reused (`reusable`, e.g. its scrape
+    /// succeeded) is cleaned and shelved in the background; any other is closed.
+    pub async fn release(mut self, reusable: bool) {
+        let warm = self.warm.take().filter(|_| reusable);
+        let (Some(warm), Some(context), Some(permit)) = (warm, self.context.take(), self.permit.take())
+        else {
+            self.dispose().await;
+            return;
+        };
+        let idle = Idle {
+            key: warm.key,
+            page: self.page.clone(),
+            context,
+            instance: Arc::clone(&self.instance),
+            uses: warm.uses + 1,
+        };
+        let origins = warm.origins.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        tokio::spawn(warm.shelf.put_back(idle, origins, permit));
     }
 
     /// The page.
@@ -115,11 +205,28 @@ impl Tab {
         self.instance.liveness()
     }
 
-    /// The DevTools WebSocket address of this tab's page.
-    pub fn devtools_url(&self) -> String {
+    /// Where this tab's DevTools connections go: its page's and its browser's WebSocket
+    /// addresses, its context and its page's target.
+    pub fn devtools(&self) -> DevTools {
         let browser = self.instance.devtools_url();
         let base = browser.split("/devtools/").next().unwrap_or(browser);
-        format!("{base}/devtools/page/{}", self.page.target_id().as_ref())
+        let target = self.page.target_id().as_ref().to_owned();
+        DevTools {
+            page: format!("{base}/devtools/page/{target}"),
+            browser: browser.to_owned(),
+            context: self.context.as_ref().map(|c| c.as_ref().to_owned()).unwrap_or_default(),
+            target,
+        }
+    }
+
+    /// Sets the viewport of a desktop or a phone (again on a reused tab: a full-page
+    /// screenshot clears it).
+    pub async fn emulate_screen(&self, mobile: bool) -> Result<(), BrowserError> {
+        let (width, height, ratio) =
+            if mobile { MOBILE_VIEWPORT } else { (DESKTOP_VIEWPORT.0, DESKTOP_VIEWPORT.1, 1.0) };
+        let metrics = SetDeviceMetricsOverrideParams::new(i64::from(width), i64::from(height), ratio, mobile);
+        self.page.execute(metrics).await?;
+        Ok(())
     }
 
     /// Applies `how` before the first navigation.
@@ -129,15 +236,7 @@ impl Tab {
             // Per page, as Puppeteer's ignoreHTTPSErrors does it: other tabs keep checking.
             page.execute(SetIgnoreCertificateErrorsParams::new(true)).await?;
         }
-        let (width, height, ratio) =
-            if how.mobile { MOBILE_VIEWPORT } else { (DESKTOP_VIEWPORT.0, DESKTOP_VIEWPORT.1, 1.0) };
-        page.execute(SetDeviceMetricsOverrideParams::new(
-            i64::from(width),
-            i64::from(height),
-            ratio,
-            how.mobile,
-        ))
-        .await?;
+        self.emulate_screen(how.mobile).await?;
         if how.mobile {
             page.execute(SetTouchEmulationEnabledParams { enabled: true, max_touch_points: Some(5) }).await?;
         }
@@ -266,7 +365,7 @@ impl Drop for Tab {
 
 /// Closes `page` and disposes `context` in `instance`; nothing to do when the browser died
 /// (waiting for its answer would take the whole DevTools request timeout).
-async fn close_in(page: Page, instance: Arc<Instance>, context: BrowserContextId) {
+pub(super) async fn close_in(page: Page, instance: Arc<Instance>, context: BrowserContextId) {
     if instance.is_alive() {
         let work = async {
             let _ = page.close().await;

@@ -1,0 +1,73 @@
+//! Warm tabs: a plain browser scrape reuses the tab an earlier one left, and finds nothing
+//! of it (cookies, local and session storage, service workers, cache storage, the HTTP
+//! cache, history); a scrape that brings its own headers gets a tab of its own.
+
+use serde_json::{Value, json};
+
+use crate::common::{FixtureSite, TestServer};
+
+/// One browser, one tab: a second scrape can only be served by the first one's tab.
+async fn one_tab_server() -> TestServer {
+    TestServer::builder()
+        .settings(|s| {
+            s.browser.pool_size = 1;
+            s.browser.tabs_per_browser = 1;
+        })
+        .start()
+        .await
+}
+
+async fn visit(app: &TestServer, body: Value) -> String {
+    let (status, reply) = app.request(reqwest::Method::POST, "/v2/scrape", Some(&body)).await;
+    assert_eq!(status, 200, "{reply}");
+    assert_eq!(reply["data"]["metadata"]["engine"], "chromium", "{reply}");
+    reply["data"]["markdown"].as_str().unwrap_or_default().to_owned()
+}
+
+/// A counter's value on `/metrics`.
+async fn counter(app: &TestServer, name: &str) -> f64 {
+    let text = app.client().get(format!("{}/metrics", app.base)).send().await.expect("metrics");
+    let text = text.text().await.expect("text");
+    text.lines()
+        .find_map(|line| line.strip_prefix(name).and_then(|rest| rest.trim().parse().ok()))
+        .unwrap_or(0.0)
+}
+
+#[tokio::test]
+async fn a_reused_tab_keeps_nothing_of_the_last_page() {
+    let site = FixtureSite::start();
+    let app = one_tab_server().await;
+    let page = json!({"url": site.url("/js/stateful"), "waitFor": 1000, "maxAge": 0});
+    let first = visit(&app, page.clone()).await;
+    assert!(first.contains("Left by earlier visits: nothing. Left for the next: all."), "{first}");
+    for round in 2..=3 {
+        let again = visit(&app, page.clone()).await;
+        assert!(
+            again.contains("Left by earlier visits: nothing. Left for the next: all."),
+            "visit {round}: {again}"
+        );
+    }
+    assert_eq!(counter(&app, "browser_tabs_reused_total").await, 2.0, "both later visits reused the tab");
+    assert_eq!(site.hits("/js/cached.txt"), 3, "the HTTP cache was emptied between visits");
+    assert_eq!(site.hits("/js/sw.js"), 3, "every visit registered the service worker anew");
+}
+
+#[tokio::test]
+async fn a_scrape_with_its_own_headers_gets_a_fresh_tab() {
+    let site = FixtureSite::start();
+    let app = one_tab_server().await;
+    let page = json!({"url": site.url("/js/stateful"), "waitFor": 1000, "maxAge": 0});
+    visit(&app, page.clone()).await;
+    let mut with_cookie = page.clone();
+    with_cookie["headers"] = json!({"Cookie": "visit=from-the-request"});
+    let own = visit(&app, with_cookie).await;
+    assert!(own.contains("cookie visit=from-the-request"), "the request's cookie, nothing else: {own}");
+    assert_eq!(
+        counter(&app, "browser_tabs_reused_total").await,
+        0.0,
+        "no shelved tab for a request with headers"
+    );
+    // The shelved tab made way for the fresh one (one tab in all) and plain scrapes go on.
+    let plain = visit(&app, page).await;
+    assert!(plain.contains("Left by earlier visits: nothing. Left for the next: all."), "{plain}");
+}
