@@ -312,7 +312,10 @@ const FLAGS: &[&str] = &[
     "--disable-hang-monitor",
     "--disable-ipc-flooding-protection",
     "--disable-dev-shm-usage",
-    "--disable-features=Translate,MediaRouter,OptimizationHints,InterestFeedContentSuggestions",
+    // No spare renderer: Chromium keeps one ready for the context of the last navigation and
+    // throws it away when another context navigates, so tabs of many contexts (warm tabs
+    // included) made it start and kill a renderer process per page.
+    "--disable-features=Translate,MediaRouter,OptimizationHints,InterestFeedContentSuggestions,SpareRendererForSitePerProcess",
     "--metrics-recording-only",
     "--password-store=basic",
     "--use-mock-keychain",
