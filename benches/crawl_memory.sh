@@ -3,7 +3,7 @@
 # one `POST /v2/crawl` of LIMIT pages (Markdown kept in the store, as for any API crawl), its
 # status polled every 5 s as an SDK's crawl() does (each poll reads a page of documents).
 # Printed: pages done, wall seconds, the server's peak RSS (VmHWM) and RSS at the end, and
-# the data directory's bytes on disk, in all and per page.
+# the data directory's bytes on disk, in all, per page and by part (store, search index).
 #
 #   benches/crawl_memory.sh [SITE_URL] [LIMIT] [BINARY]
 #       (defaults: http://127.0.0.1:8080/, 100000, target/release/ferrocrawl)
@@ -38,6 +38,8 @@ t1=$(date +%s.%N)
 peak=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$server/status")
 end=$(awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$server/status")
 disk=$(du -sb "$work/data" | cut -f1)
+parts=$(cd "$work/data" && du -sb -- * | awk '{printf "%s %d MB; ", $2, $1 / 1048576}')
 read -r status done _ <<<"$state"
 printf 'crawl %s: %s pages in %.1f s; peak RSS %d MB, at the end %d MB; data directory %d bytes (%d bytes per page)\n' \
   "$status" "$done" "$(echo "$t1 - $t0" | bc)" "$peak" "$end" "$disk" $((disk / (done > 0 ? done : 1)))
+echo "on disk: $parts"

@@ -35,8 +35,8 @@ use crate::model::Code;
 
 /// Registers the route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/v2/cdp/{token}").route(web::get().to(connect_browser)))
-        .service(web::resource("/v2/cdp/{token}/page").route(web::get().to(connect_page)));
+    cfg.service(web::resource("/v2/cdp/{token}").route(web::get().to(connect)))
+        .service(web::resource("/v2/cdp/{token}/page").route(web::get().to(connect)));
 }
 
 /// The `cdpUrl` of the session whose interactive live-view token is `token`, on the server
@@ -91,31 +91,13 @@ impl Guard {
     }
 }
 
-async fn connect_browser(
-    state: web::Data<AppState>,
-    request: HttpRequest,
-    token: web::Path<String>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    connect(state, request, token.into_inner(), payload, true).await
-}
-
-async fn connect_page(
-    state: web::Data<AppState>,
-    request: HttpRequest,
-    token: web::Path<String>,
-    payload: web::Payload,
-) -> Result<HttpResponse, ApiError> {
-    connect(state, request, token.into_inner(), payload, false).await
-}
-
 async fn connect(
     state: web::Data<AppState>,
     request: HttpRequest,
-    token: String,
+    token: web::Path<String>,
     payload: web::Payload,
-    whole_browser: bool,
 ) -> Result<HttpResponse, ApiError> {
+    let whole_browser = !request.path().ends_with("/page");
     let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let upgrade = header("upgrade").is_some_and(|u| u.eq_ignore_ascii_case("websocket"));
     let key = header("sec-websocket-key").filter(|_| upgrade).ok_or_else(|| {
