@@ -379,7 +379,8 @@ pub struct SearchSettings {
     pub provider_timeout_ms: u64,
     /// Index every stored page into the local index (in the data directory's `search/`).
     pub index: bool,
-    /// Pages waiting to be indexed at most; beyond, a page is not indexed.
+    /// Pages waiting to be indexed with their text at most; beyond, a page waits as its
+    /// page-cache key and is converted again when the indexer gets to it.
     pub index_queue: usize,
 }
 
@@ -390,7 +391,7 @@ impl Default for SearchSettings {
             searxng_url: String::new(),
             provider_timeout_ms: 10_000,
             index: true,
-            index_queue: 10_000,
+            index_queue: 1_000,
         }
     }
 }

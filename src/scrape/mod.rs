@@ -443,14 +443,18 @@ impl Scraper {
             && options.may_write_cache()
             && (200..300).contains(&status)
             && !matches!(cache_state, Some(CacheState::Hit))
-            && let Some(page) = crate::search::page::indexed(
-                &doc,
-                sourced.page.content_type.as_deref(),
-                &sourced.page.body,
-                sourced.page.fetched_ms,
-            )
         {
-            index.offer(page);
+            let page = &sourced.page;
+            let now = || {
+                crate::search::page::indexed(&doc, page.content_type.as_deref(), &page.body, page.fetched_ms)
+            };
+            // When many pages wait already: built again from the page cache, later.
+            let (cache, key, limits) = (
+                self.store.cache.clone(),
+                cache::key(&job.url, &job.options),
+                self.settings.documents.limits(),
+            );
+            index.offer(now, move || reindex::entry_of(&cache, key, &limits));
         }
         let extracted = if options.need_model() {
             model_formats::apply(self.llm.as_ref(), job, &mut doc, &mut warnings, deadline).await?

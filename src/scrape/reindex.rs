@@ -8,10 +8,11 @@ use url::Url;
 
 use super::document::{self, PageInput};
 use crate::config::Settings;
+use crate::documents::Limits;
 use crate::model::ScrapeOptions;
 use crate::search::indexer::BATCH;
 use crate::search::{IndexedPage, SearchIndex};
-use crate::store::Store;
+use crate::store::{CacheKey, PageCache, Store};
 
 /// Rebuilds `index` from `store`'s page cache; returns how many pages it holds now.
 pub fn rebuild(store: &Store, index: &SearchIndex, settings: &Settings) -> anyhow::Result<usize> {
@@ -23,33 +24,11 @@ pub fn rebuild(store: &Store, index: &SearchIndex, settings: &Settings) -> anyho
 /// returns how many. A server runs it by itself when it finds an empty index beside a
 /// filled cache (a data directory of a release without the index, or an index set aside).
 pub fn fill(store: &Store, index: &SearchIndex, settings: &Settings) -> anyhow::Result<usize> {
-    let options = ScrapeOptions::default();
     let limits = settings.documents.limits();
     let mut batch: Vec<IndexedPage> = Vec::with_capacity(BATCH);
     let mut indexed = 0;
     for key in store.cache.keys()? {
-        let Some(page) = store.cache.get(key)? else { continue };
-        if !(200..300).contains(&page.status) {
-            continue;
-        }
-        let Ok(final_url) = Url::parse(&page.final_url) else { continue };
-        let input = PageInput {
-            source_url: &page.final_url,
-            final_url: &final_url,
-            status: page.status,
-            content_type: page.content_type.as_deref(),
-            body: &page.body,
-        };
-        let Ok(built) = document::build(&input, &options, false, &limits) else { continue };
-        let mut doc = built.document;
-        if doc.metadata.url.is_empty() {
-            doc.metadata.url.clone_from(&page.final_url);
-        }
-        let Some(entry) =
-            crate::search::page::indexed(&doc, page.content_type.as_deref(), &page.body, page.fetched_ms)
-        else {
-            continue;
-        };
+        let Some(entry) = entry_of(&store.cache, key, &limits) else { continue };
         batch.push(entry);
         if batch.len() == BATCH {
             index.add(&batch)?;
@@ -60,4 +39,27 @@ pub fn fill(store: &Store, index: &SearchIndex, settings: &Settings) -> anyhow::
     index.add(&batch)?;
     index.commit()?;
     Ok(indexed + batch.len())
+}
+
+/// The index entry of the page `cache` holds under `key`, converted as a default scrape
+/// would; `None` when there is none (not cached, not a success, nothing to index).
+pub fn entry_of(cache: &PageCache, key: CacheKey, limits: &Limits) -> Option<IndexedPage> {
+    let page = cache.get(key).ok()??;
+    if !(200..300).contains(&page.status) {
+        return None;
+    }
+    let final_url = Url::parse(&page.final_url).ok()?;
+    let input = PageInput {
+        source_url: &page.final_url,
+        final_url: &final_url,
+        status: page.status,
+        content_type: page.content_type.as_deref(),
+        body: &page.body,
+    };
+    let built = document::build(&input, &ScrapeOptions::default(), false, limits).ok()?;
+    let mut doc = built.document;
+    if doc.metadata.url.is_empty() {
+        doc.metadata.url.clone_from(&page.final_url);
+    }
+    crate::search::page::indexed(&doc, page.content_type.as_deref(), &page.body, page.fetched_ms)
 }

@@ -82,7 +82,9 @@ impl Scraper {
             address.set_path(&format!("{id}/{name}"));
             page.url = address.to_string();
             page.team = Some(team.as_str().to_owned());
-            index.offer(page);
+            // Not in the page cache: a late entry is this one.
+            let copy = page.clone();
+            index.offer(move || Some(page), move || Some(copy));
         }
         if options.need_model() {
             let url = url::Url::parse("file:///upload")

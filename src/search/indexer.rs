@@ -1,9 +1,12 @@
 //! The actor that feeds the local index, off the pages' hot path.
 //!
 //! A stored page is offered through an [`IndexHandle`]: a message to the [`Indexer`], never
-//! a wait. At most `search.index_queue` pages wait at once; beyond that a page is not
-//! indexed (counted in `search_index_dropped_total`; `ferrocrawl index rebuild` recovers
-//! it), so a crawl never slows down for the index. The actor gathers pages into batches
+//! a wait. At most `search.index_queue` pages wait at once with their text; beyond that a
+//! page waits as a way to build its entry later (from the page cache: a few dozen bytes,
+//! not its text), and the indexer builds and writes those once no page is waiting
+//! (`search_index_backlog` on `/metrics`). So a crawl never slows down for the index, the
+//! memory pages wait in stays bounded however far the indexer falls behind, and no page is
+//! left out (those still waiting when the server stops: `ferrocrawl index rebuild`). The actor gathers pages into batches
 //! and hands each to the index's writer on the blocking pool: at most [`BATCH`] pages, or
 //! what came within [`FLUSH_AFTER`] of the first. What was handed over becomes searchable
 //! at the next commit, at most [`COMMIT_AFTER`] later: commits are what make segments,
@@ -32,11 +35,27 @@ pub const COMMIT_AFTER: Duration = Duration::from_secs(2);
 /// Longest a graceful stop waits for the last commit.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(20);
 
+/// A page's entry, built when the indexer gets to it; `None` when there is nothing to index.
+pub type Deferred = Box<dyn FnOnce() -> Option<IndexedPage> + Send + Sync>;
+
+/// A page waiting as a way to build its entry.
+pub struct Later(Deferred);
+
+impl std::fmt::Debug for Later {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Later")
+    }
+}
+
 /// Messages of [`Indexer`].
 #[derive(Debug)]
 pub enum IndexMsg {
     /// A page to index.
     Add(Box<IndexedPage>),
+    /// A page to index when no page with its text waits.
+    Later(Later),
+    /// Builds and writes waiting [`IndexMsg::Later`] pages, when no other page waits.
+    Drain,
     /// Writes the batch gathered so far.
     Flush,
     /// Commits what was written.
@@ -59,6 +78,9 @@ pub struct IndexerState {
     uncommitted: usize,
     waiting: Arc<AtomicUsize>,
     writer: std::sync::mpsc::Sender<Job>,
+    /// Pages waiting as a way to build their entries, oldest first.
+    backlog: std::collections::VecDeque<Later>,
+    drain_scheduled: bool,
 }
 
 impl Actor for Indexer {
@@ -72,7 +94,16 @@ impl Actor for Indexer {
         (index, waiting): Self::Arguments,
     ) -> Result<IndexerState, ActorProcessingErr> {
         let writer = writing_thread()?;
-        Ok(IndexerState { index, batch: Vec::new(), flush_scheduled: false, uncommitted: 0, waiting, writer })
+        Ok(IndexerState {
+            index,
+            batch: Vec::new(),
+            flush_scheduled: false,
+            uncommitted: 0,
+            waiting,
+            writer,
+            backlog: std::collections::VecDeque::new(),
+            drain_scheduled: false,
+        })
     }
 
     async fn post_stop(
@@ -82,6 +113,12 @@ impl Actor for Indexer {
     ) -> Result<(), ActorProcessingErr> {
         flush(state).await;
         commit(state).await;
+        if !state.backlog.is_empty() {
+            tracing::warn!(
+                pages = state.backlog.len(),
+                "pages left out of the search index at the stop; `ferrocrawl index rebuild` adds them"
+            );
+        }
         Ok(())
     }
 
@@ -105,6 +142,20 @@ impl Actor for Indexer {
                 state.flush_scheduled = false;
                 flush_and_schedule(&myself, state).await;
             }
+            IndexMsg::Later(page) => {
+                state.backlog.push_back(page);
+                metrics::gauge!("search_index_backlog").set(state.backlog.len() as f64);
+                schedule_drain(&myself, state);
+            }
+            IndexMsg::Drain => {
+                state.drain_scheduled = false;
+                if state.waiting.load(Ordering::Relaxed) > 0 || !state.batch.is_empty() {
+                    // Pages with their text first: they hold memory.
+                    schedule_drain(&myself, state);
+                } else {
+                    drain(&myself, state).await;
+                }
+            }
             IndexMsg::Commit => commit(state).await,
             IndexMsg::Prune(cutoff_ms) => {
                 flush(state).await;
@@ -116,6 +167,43 @@ impl Actor for Indexer {
             }
         }
         Ok(())
+    }
+}
+
+fn schedule_drain(myself: &ActorRef<IndexMsg>, state: &mut IndexerState) {
+    if !state.drain_scheduled && !state.backlog.is_empty() {
+        state.drain_scheduled = true;
+        myself.send_after(FLUSH_AFTER, || IndexMsg::Drain);
+    }
+}
+
+/// Builds and writes up to [`BATCH`] waiting pages on the writing thread (building an entry
+/// converts the cached page again: work of the idle class, like the writing), then goes on
+/// while more wait.
+async fn drain(myself: &ActorRef<IndexMsg>, state: &mut IndexerState) {
+    let take = state.backlog.len().min(BATCH);
+    let builds: Vec<Later> = state.backlog.drain(..take).collect();
+    metrics::gauge!("search_index_backlog").set(state.backlog.len() as f64);
+    let index = Arc::clone(&state.index);
+    let written = on_writer(state, move || {
+        let pages: Vec<IndexedPage> = builds.into_iter().filter_map(|Later(build)| build()).collect();
+        index.add(&pages).map(|()| pages.len())
+    })
+    .await;
+    match written {
+        Some(Ok(count)) => {
+            let before = state.uncommitted;
+            state.uncommitted += count;
+            if before == 0 && count > 0 {
+                myself.send_after(COMMIT_AFTER, || IndexMsg::Commit);
+            }
+        }
+        Some(Err(e)) => tracing::warn!(error = %e, pages = take, "pages not indexed"),
+        None => tracing::warn!(pages = take, "pages not indexed: the writing thread stopped"),
+    }
+    if !state.backlog.is_empty() && !state.drain_scheduled {
+        state.drain_scheduled = true;
+        let _ = myself.cast(IndexMsg::Drain);
     }
 }
 
@@ -200,14 +288,24 @@ impl IndexHandle {
         Ok(Self { actor, waiting, capacity: capacity.max(1), index })
     }
 
-    /// Offers `page` for indexing; dropped (and counted) when the queue is full.
-    pub fn offer(&self, page: IndexedPage) {
+    /// Offers a page for indexing: its entry built now (`now`) while fewer than the queue's
+    /// capacity wait with their text, else a way to build it when the indexer gets to it
+    /// (`later`, e.g. from the page cache).
+    pub fn offer(
+        &self,
+        now: impl FnOnce() -> Option<IndexedPage>,
+        later: impl FnOnce() -> Option<IndexedPage> + Send + Sync + 'static,
+    ) {
         if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.capacity {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
-            metrics::counter!("search_index_dropped_total").increment(1);
+            let _ = self.actor.cast(IndexMsg::Later(Later(Box::new(later))));
             return;
         }
-        if self.actor.cast(IndexMsg::Add(Box::new(page))).is_err() {
+        let sent = match now() {
+            Some(page) => self.actor.cast(IndexMsg::Add(Box::new(page))).is_ok(),
+            None => false,
+        };
+        if !sent {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
         }
     }

@@ -43,7 +43,7 @@ pub use jobs::JobStore;
 pub use keys::{KeyStore, NewKey};
 pub use ledger::Ledger;
 pub use outbox::Outbox;
-pub use page_cache::{CachedPage, PageCache};
+pub use page_cache::{CacheKey, CachedPage, PageCache};
 pub use scrapes::{ScrapeRecord, ScrapeStore};
 pub use teams::TeamStore;
 

@@ -357,13 +357,24 @@ async fn a_crashed_browser_is_replaced() {
 /// Process ids and command lines (arguments joined by spaces) of the main Chromium
 /// processes whose command line names `data`.
 pub(crate) fn browsers_of(data: &std::path::Path) -> Vec<(i32, String)> {
+    chromium_of(data, |cmdline| !cmdline.contains("--type="))
+}
+
+/// Process ids of the Chromium renderers of the server on `data`: a reused tab keeps its
+/// renderer, a fresh one starts another.
+pub(crate) fn renderers_of(data: &std::path::Path) -> std::collections::BTreeSet<i32> {
+    chromium_of(data, |cmdline| cmdline.contains("--type=renderer")).into_iter().map(|(pid, _)| pid).collect()
+}
+
+/// Chromium processes whose command line names `data` and passes `which`.
+fn chromium_of(data: &std::path::Path, which: impl Fn(&str) -> bool) -> Vec<(i32, String)> {
     let marker = data.to_string_lossy().into_owned();
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains("chrom") && cmdline.contains(&marker) && !cmdline.contains("--type=") {
+        if cmdline.contains("chrom") && cmdline.contains(&marker) && which(&cmdline) {
             found.push((pid, cmdline));
         }
     }

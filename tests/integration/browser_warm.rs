@@ -3,8 +3,6 @@
 //! cache, history); a scrape that brings its own headers gets a tab of its own. Reuse is
 //! seen in the server's renderer processes: a reused tab starts none.
 
-use std::collections::BTreeSet;
-
 use serde_json::{Value, json};
 
 use crate::common::{FixtureSite, TestServer};
@@ -27,22 +25,6 @@ async fn visit(app: &TestServer, body: Value) -> String {
     reply["data"]["markdown"].as_str().unwrap_or_default().to_owned()
 }
 
-/// Process ids of the Chromium renderers of the server on `data`: a reused tab keeps its
-/// renderer, a fresh one starts another.
-fn renderers_of(data: &std::path::Path) -> BTreeSet<i32> {
-    let marker = data.to_string_lossy().into_owned();
-    let mut found = BTreeSet::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains("--type=renderer") && cmdline.contains(&marker) {
-            found.insert(pid);
-        }
-    }
-    found
-}
-
 #[tokio::test]
 async fn a_reused_tab_keeps_nothing_of_the_last_page() {
     let site = FixtureSite::start();
@@ -50,7 +32,7 @@ async fn a_reused_tab_keeps_nothing_of_the_last_page() {
     let page = json!({"url": site.url("/js/stateful"), "waitFor": 1000, "maxAge": 0});
     let first = visit(&app, page.clone()).await;
     assert!(first.contains("Left by earlier visits: nothing. Left for the next: all."), "{first}");
-    let warm = renderers_of(&app.data_dir());
+    let warm = crate::browser::renderers_of(&app.data_dir());
     assert!(!warm.is_empty(), "the page has a renderer");
     for round in 2..=3 {
         let again = visit(&app, page.clone()).await;
@@ -59,7 +41,7 @@ async fn a_reused_tab_keeps_nothing_of_the_last_page() {
             "visit {round}: {again}"
         );
     }
-    let now = renderers_of(&app.data_dir());
+    let now = crate::browser::renderers_of(&app.data_dir());
     assert!(
         now.is_subset(&warm),
         "no renderer started after the first visit (the tab was reused): {warm:?} then {now:?}"
@@ -74,12 +56,12 @@ async fn a_scrape_with_its_own_headers_gets_a_fresh_tab() {
     let app = one_tab_server().await;
     let page = json!({"url": site.url("/js/stateful"), "waitFor": 1000, "maxAge": 0});
     visit(&app, page.clone()).await;
-    let warm = renderers_of(&app.data_dir());
+    let warm = crate::browser::renderers_of(&app.data_dir());
     let mut with_cookie = page.clone();
     with_cookie["headers"] = json!({"Cookie": "visit=from-the-request"});
     let own = visit(&app, with_cookie).await;
     assert!(own.contains("cookie visit=from-the-request"), "the request's cookie, nothing else: {own}");
-    let now = renderers_of(&app.data_dir());
+    let now = crate::browser::renderers_of(&app.data_dir());
     assert!(!now.is_subset(&warm), "a fresh tab, with a renderer of its own: {warm:?} then {now:?}");
     // The shelved tab made way for the fresh one (one tab in all) and plain scrapes go on.
     let plain = visit(&app, page).await;

@@ -415,3 +415,24 @@ async fn uploaded_files_are_found_by_their_team_only() {
     assert_eq!(status, 200, "{theirs}");
     assert_eq!(theirs["data"]["web"], json!([]), "another team never sees it: {theirs}");
 }
+
+/// With room for one page's text in the index queue, the pages scraped beside it wait as
+/// their page-cache keys and are converted again when the indexer gets to them: none is
+/// left out of the index.
+#[tokio::test]
+async fn pages_beyond_the_index_queue_are_indexed_later() {
+    let site = SearchSite::start();
+    let app = TestServer::builder().settings(|s| s.search.index_queue = 1).start().await;
+    let scrapes = site.urls().into_iter().map(|url| {
+        let app = &app;
+        async move { app.scrape(json!({"url": url})).await }
+    });
+    for (status, body) in futures::future::join_all(scrapes).await {
+        assert_eq!(status, 200, "{body}");
+    }
+    wait_for("every page in the index", Duration::from_secs(30), || async {
+        let found = urls(&search(&app, json!({"query": "quokka", "limit": 20})).await, "web");
+        (found.len() >= 5).then_some(())
+    })
+    .await;
+}
