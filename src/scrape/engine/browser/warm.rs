@@ -5,9 +5,10 @@
 //!
 //! A tab goes back on the shelf only once everything the last page left is gone: the
 //! session storage of every origin it showed (read from the frame tree and the documents
-//! the page loaded), then, with the page on `about:blank`, its history, the context's
-//! cookies and HTTP cache, and every kind of stored data (local storage, IndexedDB, service
-//! workers, cache storage, …) of those origins. A tab whose context holds another page (a
+//! the page loaded), then, with the page replaced by `about:blank` (from the page itself, so
+//! its renderer process stays), the tab's name and history, the context's cookies and HTTP
+//! cache, and every kind of stored data (local storage, IndexedDB, service workers, cache
+//! storage, …) of those origins. A tab whose context holds another page (a
 //! popup), whose cleaning fails or takes too long, or that served [`MAX_USES`] scrapes is
 //! closed instead. Tabs are shelved by how they present themselves ([`WarmKey`]), so a
 //! reused tab already has the user agent, emulation, ad blocking and certificate rule of
