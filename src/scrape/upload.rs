@@ -82,9 +82,7 @@ impl Scraper {
             address.set_path(&format!("{id}/{name}"));
             page.url = address.to_string();
             page.team = Some(team.as_str().to_owned());
-            // Not in the page cache: a late entry is this one.
-            let copy = page.clone();
-            index.offer(move || Some(page), move || Some(copy));
+            index.offer_entry(page);
         }
         if options.need_model() {
             let url = url::Url::parse("file:///upload")

@@ -194,9 +194,7 @@ async fn drain(myself: &ActorRef<IndexMsg>, state: &mut IndexerState) {
         Some(Ok(count)) => {
             let before = state.uncommitted;
             state.uncommitted += count;
-            if before == 0 && count > 0 {
-                myself.send_after(COMMIT_AFTER, || IndexMsg::Commit);
-            }
+            commit_later(myself, before, state);
         }
         Some(Err(e)) => tracing::warn!(error = %e, pages = take, "pages not indexed"),
         None => tracing::warn!(pages = take, "pages not indexed: the writing thread stopped"),
@@ -211,6 +209,12 @@ async fn drain(myself: &ActorRef<IndexMsg>, state: &mut IndexerState) {
 async fn flush_and_schedule(myself: &ActorRef<IndexMsg>, state: &mut IndexerState) {
     let before = state.uncommitted;
     flush(state).await;
+    commit_later(myself, before, state);
+}
+
+/// Schedules a commit when pages were written and none was pending (`before` written pages
+/// uncommitted before them).
+fn commit_later(myself: &ActorRef<IndexMsg>, before: usize, state: &IndexerState) {
     if before == 0 && state.uncommitted > 0 {
         myself.send_after(COMMIT_AFTER, || IndexMsg::Commit);
     }
@@ -290,15 +294,10 @@ impl IndexHandle {
 
     /// Offers a page for indexing: its entry built now (`now`) while fewer than the queue's
     /// capacity wait with their text, else a way to build it when the indexer gets to it
-    /// (`later`, e.g. from the page cache).
-    pub fn offer(
-        &self,
-        now: impl FnOnce() -> Option<IndexedPage>,
-        later: impl FnOnce() -> Option<IndexedPage> + Send + Sync + 'static,
-    ) {
-        if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.capacity {
-            self.waiting.fetch_sub(1, Ordering::Relaxed);
-            let _ = self.actor.cast(IndexMsg::Later(Later(Box::new(later))));
+    /// (made by `later` only then, e.g. reading the page cache).
+    pub fn offer(&self, now: impl FnOnce() -> Option<IndexedPage>, later: impl FnOnce() -> Deferred) {
+        if !self.reserve() {
+            let _ = self.actor.cast(IndexMsg::Later(Later(later())));
             return;
         }
         let sent = match now() {
@@ -308,6 +307,27 @@ impl IndexHandle {
         if !sent {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
         }
+    }
+
+    /// Offers an entry that cannot be built again later (an upload: not in the page cache);
+    /// beyond the queue's capacity it waits as it is.
+    pub fn offer_entry(&self, page: IndexedPage) {
+        if !self.reserve() {
+            let _ = self.actor.cast(IndexMsg::Later(Later(Box::new(move || Some(page)))));
+            return;
+        }
+        if self.actor.cast(IndexMsg::Add(Box::new(page))).is_err() {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes a place among the pages waiting with their text; `false` when none is free.
+    fn reserve(&self) -> bool {
+        if self.waiting.fetch_add(1, Ordering::Relaxed) >= self.capacity {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
+        true
     }
 
     /// Removes pages fetched before `cutoff_ms`.

@@ -41,6 +41,17 @@ enum Follow {
     Attached,
 }
 
+/// What routes a browser's message: its answer id, event name and session.
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default, borrow)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow, rename = "sessionId")]
+    session_id: Option<std::borrow::Cow<'a, str>>,
+}
+
 /// What to do with a client's message.
 #[derive(Debug, PartialEq, Eq)]
 pub enum ToBrowser {
@@ -149,22 +160,28 @@ impl Scope {
 
     /// Judges a text message from the browser.
     pub fn judge_browser(&mut self, message: &[u8]) -> ToClient {
-        let Ok(mut value) = serde_json::from_slice::<Value>(message) else { return ToClient::Pass };
-        if let Some(session) = value.get("sessionId").and_then(Value::as_str) {
+        // Most messages (page events, answers, screenshots of megabytes) are judged by their
+        // head alone; only the few the guard learns from are read whole.
+        let Ok(head) = serde_json::from_slice::<Head<'_>>(message) else { return ToClient::Pass };
+        let whole = || serde_json::from_slice::<Value>(message).unwrap_or_default();
+        let target_event = head.method.as_deref().is_some_and(|m| m.starts_with("Target."));
+        if let Some(session) = head.session_id.as_deref() {
             if !self.sessions.contains(session) {
                 return ToClient::Drop;
             }
             // A worker or frame of this context's page: its own session is this client's too.
-            match value.get("method").and_then(Value::as_str) {
-                Some("Target.attachedToTarget") => self.adopt(&value),
-                Some("Target.detachedFromTarget") => self.forget(&value),
+            match head.method.as_deref() {
+                Some("Target.attachedToTarget") => self.adopt(&whole()),
+                Some("Target.detachedFromTarget") => self.forget(&whole()),
                 _ => {}
             }
             return ToClient::Pass;
         }
-        if let Some(id) = value.get("id") {
-            return match self.pending.remove(&id.to_string()) {
-                Some(Follow::Targets) => {
+        if let Some(id) = &head.id {
+            let Some(follow) = self.pending.remove(&id.to_string()) else { return ToClient::Pass };
+            let mut value = whole();
+            return match follow {
+                Follow::Targets => {
                     let context = self.context.clone();
                     if let Some(Value::Array(list)) = value.pointer_mut("/result/targetInfos") {
                         list.retain(|info| str_at(info, "/browserContextId") == Some(context.as_str()));
@@ -176,21 +193,25 @@ impl Scope {
                     }
                     ToClient::Rewrite(value.to_string())
                 }
-                Some(Follow::Created) => {
+                Follow::Created => {
                     if let Some(target) = str_at(&value, "/result/targetId") {
                         self.targets.insert(target.to_owned());
                     }
                     ToClient::Pass
                 }
-                Some(Follow::Attached) => {
+                Follow::Attached => {
                     if let Some(session) = str_at(&value, "/result/sessionId") {
                         self.sessions.insert(session.to_owned());
                     }
                     ToClient::Pass
                 }
-                None => ToClient::Pass,
             };
         }
+        // Browser-level events: of targets, else downloads and the like, of any context.
+        if !target_event {
+            return ToClient::Drop;
+        }
+        let value = whole();
         let params = value.get("params");
         match value.get("method").and_then(Value::as_str).unwrap_or_default() {
             "Target.targetCreated" | "Target.targetInfoChanged" => {
@@ -224,7 +245,6 @@ impl Scope {
                     _ => ToClient::Drop,
                 }
             }
-            // Downloads and the like, of any context.
             _ => ToClient::Drop,
         }
     }

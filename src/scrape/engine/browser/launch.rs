@@ -259,13 +259,18 @@ const TEMP_PREFIX: &str = "ferrocrawl-chromium-";
 
 /// A temporary directory for Chromium when `profile`'s path is too long to be one: in the
 /// system's temporary directory (or `/tmp`), named after this process, removed with the
-/// browser (or, after a kill, by [`remove_leftovers`]); `None` when `profile` will do.
+/// browser (or, after a kill, by [`remove_leftovers`] the next time one is made); `None`
+/// when `profile` will do.
 fn short_temp_dir(profile: &Path) -> Result<Option<tempfile::TempDir>, String> {
     if profile.as_os_str().len() <= MAX_TEMP_PATH {
         return Ok(None);
     }
+    // Only a server whose profiles need them made such directories: it cleans up after
+    // its killed predecessors the first time it needs one.
+    static LEFTOVERS: std::sync::Once = std::sync::Once::new();
+    LEFTOVERS.call_once(remove_leftovers);
     let fits = |base: &PathBuf| base.as_os_str().len() + TEMP_PREFIX.len() + 20 <= MAX_TEMP_PATH;
-    let base = [std::env::temp_dir(), PathBuf::from("/tmp")]
+    let base = temp_bases()
         .into_iter()
         .find(fits)
         .ok_or("no temporary directory with a path short enough for Chromium")?;
@@ -276,9 +281,19 @@ fn short_temp_dir(profile: &Path) -> Result<Option<tempfile::TempDir>, String> {
         .map_err(|e| format!("creating the browser's temporary directory: {e}"))
 }
 
+/// Where [`short_temp_dir`] makes its directories: the system's temporary directory, else
+/// `/tmp` (when that one's path is too long).
+fn temp_bases() -> Vec<PathBuf> {
+    let mut bases = vec![std::env::temp_dir()];
+    if bases[0] != Path::new("/tmp") {
+        bases.push(PathBuf::from("/tmp"));
+    }
+    bases
+}
+
 /// Removes the temporary directories [`short_temp_dir`] made for processes that are gone.
-pub fn remove_leftovers() {
-    for base in [std::env::temp_dir(), PathBuf::from("/tmp")] {
+fn remove_leftovers() {
+    for base in temp_bases() {
         let Ok(entries) = std::fs::read_dir(&base) else { continue };
         for entry in entries.flatten() {
             let name = entry.file_name();

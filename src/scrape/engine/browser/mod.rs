@@ -122,7 +122,6 @@ impl BrowserPool {
     pub fn new(settings: &Settings, policy: Arc<AddressPolicy>) -> Self {
         let b = &settings.browser;
         let _ = std::fs::remove_dir_all(settings.storage.data_dir.join("chromium"));
-        launch::remove_leftovers();
         let inner = Inner {
             executable: launch::find_executable(&b.executable),
             launch_timeout: Duration::from_millis(b.launch_timeout_ms),

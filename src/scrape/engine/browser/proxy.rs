@@ -145,10 +145,7 @@ async fn serve(mut client: TcpStream, policy: &AddressPolicy, via: Option<&Upstr
     let port = url.port_or_known_default().unwrap_or(80);
     let opened = match via {
         None => connect(policy, &host, port).await,
-        Some(via) => match policy.resolve(&host, port).await {
-            Ok(_) => to_upstream(via).await,
-            Err(e) => Err(e),
-        },
+        Some(via) => checked_upstream(policy, via, &host, port).await,
     };
     let mut upstream = match opened {
         Ok(s) => s,
@@ -251,6 +248,18 @@ async fn to_upstream(via: &Upstream) -> Result<TcpStream, ResolveError> {
     Ok(stream)
 }
 
+/// A connection to the operator's proxy for a request to `host:port`, once the policy
+/// allows that target.
+async fn checked_upstream(
+    policy: &AddressPolicy,
+    via: &Upstream,
+    host: &str,
+    port: u16,
+) -> Result<TcpStream, ResolveError> {
+    policy.resolve(host, port).await?;
+    to_upstream(via).await
+}
+
 /// A tunnel to `host:port`, checked against the policy, through the operator's proxy.
 async fn tunnel(
     policy: &AddressPolicy,
@@ -258,8 +267,7 @@ async fn tunnel(
     host: &str,
     port: u16,
 ) -> Result<TcpStream, ResolveError> {
-    policy.resolve(host, port).await?;
-    let mut stream = to_upstream(via).await?;
+    let mut stream = checked_upstream(policy, via, host, port).await?;
     let failed = |detail: String| ResolveError::NotFound { host: host.to_owned(), detail };
     let authority = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
     let hello =
@@ -306,6 +314,18 @@ mod tests {
         assert!(parse_head(b"garbage").is_none());
     }
 
+    /// Sends `request` to a guard going through `upstream` (private targets allowed or not);
+    /// the connection and the guard's answer head.
+    async fn ask(allow_private: bool, upstream: &url::Url, request: &[u8]) -> (TcpStream, Vec<u8>) {
+        let policy = Arc::new(AddressPolicy::new(allow_private, &[]));
+        let guard = GuardProxy::start(policy, Some(upstream)).await.expect("start");
+        let mut client = TcpStream::connect(guard.address).await.expect("connect");
+        client.write_all(request).await.expect("send");
+        let (answer, _) = read_head(&mut client).await.expect("answer");
+        // An accepted connection is served by a task of its own, past the guard's end.
+        (client, answer)
+    }
+
     #[tokio::test]
     async fn tunnels_go_through_the_operators_proxy_with_its_credentials() {
         // The operator's proxy: accepts one CONNECT, then echoes what the tunnel carries.
@@ -322,11 +342,8 @@ mod tests {
             stream.write_all(&echoed).await.expect("echo");
             String::from_utf8(head).expect("text")
         });
-        let policy = Arc::new(AddressPolicy::new(true, &[]));
-        let guard = GuardProxy::start(policy, Some(&upstream_url)).await.expect("start");
-        let mut client = TcpStream::connect(guard.address).await.expect("connect");
-        client.write_all(b"CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n").await.expect("send");
-        let (answer, _) = read_head(&mut client).await.expect("answer");
+        let (mut client, answer) =
+            ask(true, &upstream_url, b"CONNECT 127.0.0.1:9 HTTP/1.1\r\nHost: 127.0.0.1:9\r\n\r\n").await;
         assert!(answer.starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer));
         client.write_all(b"ping").await.expect("through");
         let mut back = [0u8; 4];
@@ -338,11 +355,7 @@ mod tests {
         assert!(head.contains(&format!("Proxy-Authorization: Basic {credentials}")), "{head}");
 
         // A target the policy refuses never reaches the operator's proxy.
-        let strict = Arc::new(AddressPolicy::new(false, &[]));
-        let guard = GuardProxy::start(strict, Some(&upstream_url)).await.expect("start");
-        let mut client = TcpStream::connect(guard.address).await.expect("connect");
-        client.write_all(b"CONNECT 10.0.0.1:443 HTTP/1.1\r\n\r\n").await.expect("send");
-        let (answer, _) = read_head(&mut client).await.expect("answer");
+        let (_, answer) = ask(false, &upstream_url, b"CONNECT 10.0.0.1:443 HTTP/1.1\r\n\r\n").await;
         assert!(answer.starts_with(b"HTTP/1.1 403"), "{}", String::from_utf8_lossy(&answer));
     }
 }

@@ -76,8 +76,6 @@ pub struct Tab {
     permit: Option<OwnedSemaphorePermit>,
     /// Set when the tab may go back on the shelf for the next plain scrape.
     warm: Option<Warmth>,
-    /// Whether the tab came from the shelf (already presented).
-    reused: bool,
 }
 
 impl Tab {
@@ -98,20 +96,16 @@ impl Tab {
                 browser_context_id: Some(context.clone()),
                 ..CreateTargetParams::new("about:blank")
             };
-            let page = instance.browser.new_page(target).await;
-            // The DevTools client holds every worker the page starts until it is told to run
-            // it, and a service worker's never is: the page's `register()` would never settle.
-            let page = match page {
-                Ok(page) => page
-                    .execute(SetAutoAttachParams {
-                        flatten: Some(true),
-                        ..SetAutoAttachParams::new(true, false)
-                    })
-                    .await
-                    .map(|_| page),
-                Err(e) => Err(e),
+            let page = async {
+                let page = instance.browser.new_page(target).await?;
+                // The DevTools client holds every worker the page starts until it is told to
+                // run it, and a service worker's never is: `register()` would never settle.
+                let attach =
+                    SetAutoAttachParams { flatten: Some(true), ..SetAutoAttachParams::new(true, false) };
+                page.execute(attach).await?;
+                Ok::<_, chromiumoxide::error::CdpError>(page)
             };
-            match page {
+            match page.await {
                 Ok(page) => Ok((page, context)),
                 Err(e) => {
                     let _ = instance.browser.dispose_browser_context(context).await;
@@ -120,14 +114,9 @@ impl Tab {
             }
         };
         match opened.await {
-            Ok((page, context)) => Ok(Self {
-                page,
-                context: Some(context),
-                instance,
-                permit: Some(permit),
-                warm: None,
-                reused: false,
-            }),
+            Ok((page, context)) => {
+                Ok(Self { page, context: Some(context), instance, permit: Some(permit), warm: None })
+            }
             Err(e) => {
                 instance.tabs.fetch_sub(1, Ordering::SeqCst);
                 Err(e.into())
@@ -144,7 +133,6 @@ impl Tab {
             instance: idle.instance,
             permit: Some(permit),
             warm: Some(warm),
-            reused: true,
         }
     }
 
@@ -153,9 +141,10 @@ impl Tab {
         self.warm = Some(Warmth { key, shelf, uses: 0, origins: Default::default() });
     }
 
-    /// Whether the tab came from the shelf, set up as the request needs.
+    /// Whether the tab came from the shelf (it served a scrape before), set up as the
+    /// request needs.
     pub fn reused(&self) -> bool {
-        self.reused
+        self.warm.as_ref().is_some_and(|warm| warm.uses > 0)
     }
 
     /// Notes that the tab showed a document of `origin` (cleaned before the tab is reused).
