@@ -24,6 +24,13 @@ async fn run_script(script: &'static str, base: String, site_url: String, expect
     run_with(python(), Vec::new(), script, base, site_url, expect).await;
 }
 
+/// Runs the Node.js `script` with the modules the test command installs under
+/// `target/sdk-node`.
+async fn run_node(script: &'static str, base: String, site_url: String, expect: &str) {
+    let modules = concat!(env!("CARGO_MANIFEST_DIR"), "/target/sdk-node/node_modules");
+    run_with("node".into(), vec![("NODE_PATH", modules.to_owned())], script, base, site_url, expect).await;
+}
+
 /// Runs `script` with `program` (and `env`), the server's URL and key and the site's base
 /// URL; it must succeed and print `expect`.
 async fn run_with(
@@ -104,10 +111,7 @@ async fn javascript_sdk_searches_the_servers_index() {
     let site = SearchSite::start();
     let app = TestServer::start().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_search.js");
-    let modules = concat!(env!("CARGO_MANIFEST_DIR"), "/target/sdk-node/node_modules");
-    let env = vec![("NODE_PATH", modules.to_owned())];
-    run_with("node".into(), env, script, app.base.clone(), site.url("docs.localhost", ""), "sdk search ok")
-        .await;
+    run_node(script, app.base.clone(), site.url("docs.localhost", ""), "sdk search ok").await;
 }
 
 /// Playwright's `connectOverCDP` on a browser session's `cdpUrl` (playwright-core, which
@@ -118,7 +122,5 @@ async fn playwright_drives_a_browser_session_over_its_cdp_url() {
     let site = FixtureSite::start();
     let app = TestServer::start().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_playwright.js");
-    let modules = concat!(env!("CARGO_MANIFEST_DIR"), "/target/sdk-node/node_modules");
-    let env = vec![("NODE_PATH", modules.to_owned())];
-    run_with("node".into(), env, script, app.base.clone(), site.url(""), "playwright ok").await;
+    run_node(script, app.base.clone(), site.url(""), "playwright ok").await;
 }
