@@ -44,6 +44,10 @@ impl Provider for Local {
         "local"
     }
 
+    fn reaches_web(&self) -> bool {
+        false
+    }
+
     fn search<'a>(&'a self, request: &'a SearchRequest) -> BoxFuture<'a, Result<Found, String>> {
         let (index, request) = (Arc::clone(&self.index), request.clone());
         Box::pin(async move {

@@ -277,6 +277,11 @@ impl Found {
 pub trait Provider: Send + Sync + std::fmt::Debug {
     /// Its name in `search.providers` and in warnings.
     fn name(&self) -> &'static str;
+    /// Whether it searches the web (a job's `enableWebSearch` asks these), not only the
+    /// pages this server has read.
+    fn reaches_web(&self) -> bool {
+        true
+    }
     /// Results for `request`, or why there are none.
     fn search<'a>(&'a self, request: &'a SearchRequest) -> BoxFuture<'a, Result<Found, String>>;
 }

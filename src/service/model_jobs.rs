@@ -258,8 +258,9 @@ impl ModelJobs {
     }
 
     /// The pages to read: the request's URLs (a `…/*` one standing for the site's pages
-    /// under its path), and search results for the prompt when there are none (or web
-    /// search is asked for).
+    /// under its path), then search results for the prompt: from the first provider that
+    /// finds any when no URL is given; with web search asked for, from the first web
+    /// provider that finds any as well (and the local index when no URL is given).
     async fn gather(
         &self,
         team: &TeamId,
@@ -274,29 +275,51 @@ impl ModelJobs {
                 urls.push(url.clone());
             }
         }
-        let mut seen = std::collections::HashSet::new();
-        urls.retain(|u| seen.insert(u.clone()));
-        urls.truncate(MAX_PAGES);
-        let Some(prompt) = request.prompt.as_deref().filter(|_| urls.is_empty() || request.web_search) else {
-            return urls;
-        };
-        let words = crate::search::docs::keywords(prompt).join(" ");
-        let Ok(query) = crate::search::query::parse(&words) else { return urls };
-        let search = SearchRequest::web(words, query, MAX_PAGES);
-        for provider in self.providers.iter() {
-            match provider.search(&search).await {
-                Ok(found) if !found.web.is_empty() => {
-                    urls.extend(found.web.into_iter().map(|r| r.url));
-                    break;
+        if let Some(prompt) = request.prompt.as_deref() {
+            let words = crate::search::docs::keywords(prompt).join(" ");
+            if let Ok(query) = crate::search::query::parse(&words) {
+                let search = SearchRequest::web(words, query, MAX_PAGES);
+                let given = !urls.is_empty();
+                if !given && !request.web_search {
+                    urls.extend(self.found(self.providers.iter(), &search, warnings).await);
+                } else if request.web_search {
+                    if !given {
+                        let local = self.providers.iter().filter(|p| !p.reaches_web());
+                        urls.extend(self.found(local, &search, warnings).await);
+                    }
+                    let web: Vec<_> = self.providers.iter().filter(|p| p.reaches_web()).collect();
+                    if web.is_empty() {
+                        warnings.push(
+                            "enableWebSearch: no web search provider is configured (search.providers names none but local)."
+                                .into(),
+                        );
+                    }
+                    urls.extend(self.found(web.into_iter(), &search, warnings).await);
                 }
-                Ok(_) => {}
-                Err(e) => warnings.push(format!("search provider {} failed: {e}", provider.name())),
             }
         }
         let mut seen = std::collections::HashSet::new();
         urls.retain(|u| seen.insert(u.clone()));
         urls.truncate(MAX_PAGES);
         urls
+    }
+
+    /// The web results of the first of `providers` that finds any; a failing one is named
+    /// in `warnings`.
+    async fn found<'p>(
+        &self,
+        providers: impl Iterator<Item = &'p Arc<dyn Provider>>,
+        search: &SearchRequest,
+        warnings: &mut Vec<String>,
+    ) -> Vec<String> {
+        for provider in providers {
+            match provider.search(search).await {
+                Ok(found) if !found.web.is_empty() => return found.web.into_iter().map(|r| r.url).collect(),
+                Ok(_) => {}
+                Err(e) => warnings.push(format!("search provider {} failed: {e}", provider.name())),
+            }
+        }
+        Vec::new()
     }
 
     /// One page scraped (within the team's concurrency limit) and extracted: the value, the

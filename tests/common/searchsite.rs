@@ -105,6 +105,8 @@ pub enum Mode {
 
 struct State {
     mode: Mode,
+    /// The only web results, when set (instead of recorded ones on example hosts).
+    answers: Option<Vec<String>>,
     asked: Mutex<Vec<Vec<(String, String)>>>,
 }
 
@@ -123,6 +125,15 @@ async fn searx(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
     }
     let pageno: usize = get("pageno").parse().unwrap_or(1);
     let category = get("categories");
+    if let Some(answers) = &state.answers {
+        let results: Vec<serde_json::Value> = (pageno == 1)
+            .then_some(answers)
+            .into_iter()
+            .flatten()
+            .map(|url| json!({"url": url, "title": "Found on the web", "content": "A result", "engine": "recorded"}))
+            .collect();
+        return HttpResponse::Ok().json(json!({"query": get("q"), "results": results}));
+    }
     let results: Vec<serde_json::Value> = if pageno > 3 {
         Vec::new()
     } else {
@@ -157,9 +168,18 @@ pub struct FakeSearxng {
 impl FakeSearxng {
     /// Starts one answering in `mode`.
     pub fn start(mode: Mode) -> Self {
+        Self::serve(State { mode, answers: None, asked: Mutex::new(Vec::new()) })
+    }
+
+    /// Starts one whose web search finds `urls` (one page of them) for any query.
+    pub fn answering(urls: Vec<String>) -> Self {
+        Self::serve(State { mode: Mode::Pages, answers: Some(urls), asked: Mutex::new(Vec::new()) })
+    }
+
+    fn serve(state: State) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
-        let state = Arc::new(State { mode, asked: Mutex::new(Vec::new()) });
+        let state = Arc::new(state);
         let data = web::Data::from(Arc::clone(&state));
         let server = super::ActixThread::spawn(listener, 1, move |cfg| {
             cfg.app_data(data.clone()).default_service(web::to(searx));

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::common::openai::{Behaviour, FakeModel};
+use crate::common::searchsite::FakeSearxng;
 use crate::common::{FixtureSite, TestServer, assert_error, wait_for};
 
 async fn finished(app: &TestServer, path: &str) -> Value {
@@ -188,4 +189,54 @@ async fn a_site_pattern_reads_the_pages_under_its_path() {
         !read.iter().any(|m| m.contains("About the site") || m.contains("Documentation index")),
         "only pages under /blog/"
     );
+}
+
+#[tokio::test]
+async fn web_search_adds_the_pages_the_web_provider_finds() {
+    let (site, model) = (FixtureSite::start(), FakeModel::start(Behaviour::default()));
+    let searx = FakeSearxng::answering(vec![site.url("/short-post")]);
+    let searx_url = searx.url.clone();
+    let app = model
+        .server()
+        .settings(move |s| {
+            s.search.providers = vec!["local".into(), "searxng".into()];
+            s.search.searxng_url = searx_url;
+        })
+        .start()
+        .await;
+    let extract = |body: Value| {
+        let app = &app;
+        async move {
+            let (status, started) = app.request(reqwest::Method::POST, "/v2/extract", Some(&body)).await;
+            assert_eq!(status, 200, "{started}");
+            let id = started["id"].as_str().expect("id").to_owned();
+            finished(app, &format!("/v2/extract/{id}")).await
+        }
+    };
+    // Without web search, the given page is all that is read and the web is not asked.
+    let given = json!({"urls": [site.url("/article")], "prompt": "the title", "showSources": true});
+    let done = extract(given.clone()).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["sources"], json!({"title": [site.url("/article")]}), "{done}");
+    assert!(searx.asked().is_empty(), "the web provider was asked: {:?}", searx.asked());
+    // With it, the web provider's page is read as well, after the given one.
+    let mut with_web = given;
+    with_web["enableWebSearch"] = json!(true);
+    let done = extract(with_web.clone()).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let read: Vec<&str> =
+        done["sources"]["title"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    assert!(read.contains(&site.url("/short-post").as_str()), "the web's page was read: {done}");
+    let asked = searx.asked();
+    assert!(!asked.is_empty(), "the web provider was asked");
+    assert!(asked.iter().all(|q| q.contains(&("q".into(), "title".into()))), "the prompt's words: {asked:?}");
+
+    // A server with no web provider says so.
+    let local_only = model.server().start().await;
+    let (status, started) = local_only.request(reqwest::Method::POST, "/v2/extract", Some(&with_web)).await;
+    assert_eq!(status, 200, "{started}");
+    let id = started["id"].as_str().expect("id").to_owned();
+    let done = finished(&local_only, &format!("/v2/extract/{id}")).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done["warning"].as_str().unwrap_or_default().contains("no web search provider"), "{done}");
 }
