@@ -355,7 +355,7 @@ async fn any_node_answers_for_a_job_and_names_a_missing_owner() {
 }
 
 /// The node among `nodes` that owns `site` (the cluster's own placement rule).
-fn owner_of(nodes: &[&str], site: &str) -> String {
+pub(crate) fn owner_of(nodes: &[&str], site: &str) -> String {
     let names: Vec<String> = nodes.iter().map(|n| (*n).to_owned()).collect();
     ferrocrawl::cluster::place::owner(&names, site).expect("owner").to_owned()
 }
@@ -433,7 +433,7 @@ async fn crawl_under_way(
 
 /// Waits (a minute at most) for the crawl at `path` to complete, and returns the landing
 /// URLs of all its documents (every page of `next` read).
-async fn finished_crawl(entry: &str, key: &str, path: &str) -> std::collections::BTreeSet<String> {
+pub(crate) async fn finished_crawl(entry: &str, key: &str, path: &str) -> std::collections::BTreeSet<String> {
     let deadline = Instant::now() + Duration::from_secs(60);
     let done = loop {
         let (status, body) = call(entry, key, reqwest::Method::GET, path, None).await;

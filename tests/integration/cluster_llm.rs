@@ -1,14 +1,16 @@
 //! The language-model features in a cluster of real child processes: an extract job
 //! accepted by one node is read through another (passed to its owner by the id's tag), the
 //! tokens a team used are summed over the nodes that made the calls, and an agent is
-//! cancelled through another node than its owner, which tells its webhook.
+//! cancelled through another node than its owner, which tells its webhook; a crawl's model
+//! formats are made by the node of its site, and the prompt-reading routes answer on any
+//! node.
 
 use std::time::Duration;
 
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::cluster::{Node, call};
+use crate::cluster::{Node, call, finished_crawl, owner_of};
 use crate::common::openai::{Behaviour, FakeModel};
 use crate::common::{FixtureSite, wait_for};
 
@@ -83,4 +85,71 @@ async fn an_agent_is_cancelled_through_another_node_and_its_webhook_told() {
     assert_eq!(kinds, ["agent.started", "agent.cancelled"]);
     let (_, after) = call(a.base(), &a.key, Method::GET, &path, None).await;
     assert_eq!(after["error"], "The job was cancelled.", "{after}");
+}
+
+/// The model calls a node made, from its own `/metrics`.
+async fn model_calls(node: &Node) -> f64 {
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let text = client.get(format!("{}/metrics", node.base())).send().await.expect("metrics").text().await;
+    let text = text.expect("text");
+    text.lines()
+        .filter(|l| l.starts_with("llm_calls_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// A crawl with a model format, accepted by the node that does not own its site: every
+/// page carries its summary, made by the site's node; crawl options from a prompt and
+/// documentation answers come from whichever node is asked.
+#[tokio::test]
+async fn a_crawls_model_formats_are_made_where_its_site_is_fetched() {
+    let site = crate::common::CrawlSite::start(0);
+    let model = FakeModel::start(Behaviour::default());
+    let url = model.url();
+    let env = [("FERROCRAWL_LLM__BASE_URL", url.as_str()), ("FERROCRAWL_LLM__MODEL", "test-model")];
+    let names = ["a", "b"];
+    let a = Node::start("a", None, &env);
+    let b = Node::start("b", Some(&a.cluster_addr), &env);
+    for node in [&a, &b] {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    let owner = owner_of(&names, &format!("http://site.localhost:{}/", site.port));
+    let (fetching, accepting) = if owner == "a" { (&a, &b) } else { (&b, &a) };
+    let body = json!({"url": site.url("/hub/0"), "sitemap": "skip", "crawlEntireDomain": true, "limit": 4,
+        "scrapeOptions": {"formats": ["markdown", "summary"]}});
+    let (status, started) =
+        call(accepting.base(), &accepting.key, Method::POST, "/v2/crawl", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let path = format!("/v2/crawl/{}", started["id"].as_str().expect("id"));
+    let landed = finished_crawl(accepting.base(), &accepting.key, &path).await;
+    assert_eq!(landed.len(), 4, "{landed:?}");
+    let (_, done) = call(fetching.base(), &fetching.key, Method::GET, &path, None).await;
+    let docs = done["data"].as_array().cloned().unwrap_or_default();
+    assert_eq!(docs.len(), 4, "{done}");
+    for doc in &docs {
+        let title = doc["metadata"]["title"].as_str().unwrap_or_default();
+        assert_eq!(doc["summary"], json!(format!("A page about {title}.")), "{doc}");
+    }
+    assert_eq!(model_calls(fetching).await, 4.0, "the site's node made the calls");
+    assert_eq!(model_calls(accepting).await, 0.0, "the crawl's node made none");
+
+    // Crawl options from a prompt, and a documentation question, through either node.
+    for node in [&a, &b] {
+        let preview = json!({"url": site.url("/"), "prompt": "the /hub section, 7 pages"});
+        let (status, answer) =
+            call(node.base(), &node.key, Method::POST, "/v2/crawl/params-preview", Some(&preview)).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(
+            (&answer["data"]["includePaths"], &answer["data"]["limit"]),
+            (&json!(["^/hub(/.*)?$"]), &json!(7)),
+            "{answer}"
+        );
+        let question = json!({"question": "Which setting limits the calls in flight to the language model?"});
+        let (status, answer) =
+            call(node.base(), &node.key, Method::POST, "/v2/support/docs-search", Some(&question)).await;
+        assert_eq!(status, 200, "{answer}");
+        assert_eq!(answer["evidence"][0]["pathOrUrl"], "config/default.toml#llm", "{answer}");
+        let said: &Value = &answer["answer"];
+        assert!(said.as_str().is_some_and(|s| s.starts_with("According to the documentation")), "{answer}");
+    }
 }
