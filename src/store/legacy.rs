@@ -221,3 +221,18 @@ pub(super) mod v2 {
         pub parts: u32,
     }
 }
+
+/// Version 3 of the page cache's entry: parts keyed by the entry's key, a random
+/// generation and the part number; bodies of up to 64 KiB inline.
+pub(super) mod v3 {
+    #![allow(dead_code, missing_docs, missing_debug_implementations, unreachable_pub)]
+
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    pub struct StoredPage {
+        pub page: super::v1::CachedPage,
+        pub parts: u32,
+        pub generation: u64,
+    }
+}

@@ -3,12 +3,16 @@
 //! (device, language). Results are re-extracted from the cached page, so one cached fetch
 //! serves any formats and content options.
 //!
-//! A body of more than [`PART_BYTES`] is kept apart, in parts of that size in the
-//! `page_bodies` tree, and the entry holds only how many. sled splits a tree's nodes by the
-//! number of keys, not their size, so an entry of several megabytes would sit in a node with
-//! other entries, and every lookup or write that lands in that node (keys are digests: any
-//! page of any site) would read or rewrite those megabytes. With the parts apart, the
-//! entries' nodes stay small, and a node of parts holds at most a few of them.
+//! A body of more than [`INLINE_BYTES`] is kept apart, in parts of at most [`PART_BYTES`]
+//! in the `page_bodies` tree, and the entry holds only how many. sled splits a tree's nodes
+//! by the number of keys, not their size, and must read a whole node into memory to read
+//! or change one key of it. Entries are keyed by digests (any page of any site), so with
+//! bodies inline every lookup (a crawl asks the cache for each page) and every write read a
+//! node of some sixteen pages, hundreds of kilobytes, and such nodes filled the process's
+//! memory on a long crawl. Apart, the entries' nodes stay a few kilobytes; and the parts'
+//! keys begin with their generation, which grows with the time of the write, so new parts
+//! are appended at the end of `page_bodies` (one node there is written at a time) and a
+//! body's parts are read from one node.
 //!
 //! No transaction: a sled transaction holds a lock that stops every other read and write of
 //! the process while it commits, too long for megabytes that may be written on a thread of
@@ -23,7 +27,10 @@ use serde::{Deserialize, Serialize};
 use super::quarantine::Quarantine;
 use super::{Result, codec, legacy};
 
-/// Bodies larger than this are stored in parts of this size.
+/// Bodies larger than this are stored apart, in parts.
+const INLINE_BYTES: usize = 1 << 10;
+
+/// Largest part of a body stored apart.
 const PART_BYTES: usize = 64 << 10;
 
 /// A fetched page as kept in the cache.
@@ -54,19 +61,27 @@ pub(super) struct StoredPage {
     /// Nonzero for parts written since version 3; 0 for version 2's parts, whose keys have
     /// no generation.
     generation: u64,
+    /// Whether the parts' keys begin with the generation (since version 4), not with the
+    /// entry's key.
+    ordered: bool,
 }
 
 impl codec::Record for StoredPage {
-    /// Version 3 names its parts' generation; version 2 kept parts without one; version 1
-    /// was the page with its body inline.
-    const VERSION: u8 = 3;
+    /// Version 4 orders its parts by generation; version 3 named its parts' generation
+    /// after the entry's key; version 2 kept parts without one; version 1 was the page with
+    /// its body inline.
+    const VERSION: u8 = 4;
 
     fn upgrade(version: u8, payload: &[u8]) -> std::result::Result<Self, codec::CodecError> {
-        let (old, parts): (legacy::v1::CachedPage, u32) = match version {
-            1 => (postcard::from_bytes(payload)?, 0),
+        let (old, parts, generation): (legacy::v1::CachedPage, u32, u64) = match version {
+            1 => (postcard::from_bytes(payload)?, 0, 0),
             2 => {
                 let old: legacy::v2::StoredPage = postcard::from_bytes(payload)?;
-                (old.page, old.parts)
+                (old.page, old.parts, 0)
+            }
+            3 => {
+                let old: legacy::v3::StoredPage = postcard::from_bytes(payload)?;
+                (old.page, old.parts, old.generation)
             }
             found => return Err(codec::CodecError::UnknownVersion { found, current: Self::VERSION }),
         };
@@ -79,7 +94,7 @@ impl codec::Record for StoredPage {
             via_proxy: old.via_proxy,
             rendered: old.rendered,
         };
-        Ok(Self { page, parts, generation: 0 })
+        Ok(Self { page, parts, generation, ordered: false })
     }
 }
 
@@ -108,17 +123,15 @@ impl PageCache {
 
     /// The cached page, if any (none when a part of its body is missing).
     pub fn get(&self, key: CacheKey) -> Result<Option<CachedPage>> {
-        let Some(StoredPage { mut page, parts, generation }) =
-            self.q.get::<StoredPage>(&self.tree, &key.0)?
-        else {
+        let Some(mut stored) = self.q.get::<StoredPage>(&self.tree, &key.0)? else {
             return Ok(None);
         };
-        page.body.reserve(parts as usize * PART_BYTES);
-        for part in 0..parts {
-            let Some(bytes) = self.bodies.get(part_key(key, generation, part))? else { return Ok(None) };
-            page.body.extend_from_slice(&bytes);
+        stored.page.body.reserve(stored.parts as usize * PART_BYTES);
+        for part in 0..stored.parts {
+            let Some(bytes) = self.bodies.get(part_key(key, &stored, part))? else { return Ok(None) };
+            stored.page.body.extend_from_slice(&bytes);
         }
-        Ok(Some(page))
+        Ok(Some(stored.page))
     }
 
     /// Whether no page is cached.
@@ -155,18 +168,13 @@ impl PageCache {
 
     /// Stores or replaces a page.
     pub fn put(&self, key: CacheKey, page: &CachedPage) -> Result<()> {
-        let apart = page.body.len() > PART_BYTES;
+        let apart = page.body.len() > INLINE_BYTES;
         let (parts, generation) = match apart {
             true => {
                 (u32::try_from(page.body.len().div_ceil(PART_BYTES)).unwrap_or(u32::MAX), new_generation())
             }
             false => (0, 0),
         };
-        if apart {
-            for (part, bytes) in (0..).zip(page.body.chunks(PART_BYTES)) {
-                self.bodies.insert(part_key(key, generation, part), bytes)?;
-            }
-        }
         let entry = StoredPage {
             page: CachedPage {
                 body: if apart { Vec::new() } else { page.body.clone() },
@@ -174,7 +182,11 @@ impl PageCache {
             },
             parts,
             generation,
+            ordered: true,
         };
+        for (part, bytes) in (0..parts).zip(page.body.chunks(PART_BYTES)) {
+            self.bodies.insert(part_key(key, &entry, part), bytes)?;
+        }
         let before = self.tree.insert(key.0, codec::encode(&entry)?)?;
         match before.map(|b| codec::decode::<StoredPage>(&b)) {
             Some(Ok(replaced)) => self.remove_parts(key, &replaced),
@@ -185,7 +197,7 @@ impl PageCache {
     /// Deletes the parts of `stored`, an entry of `key` no longer in the tree.
     fn remove_parts(&self, key: CacheKey, stored: &StoredPage) -> Result<()> {
         for part in 0..stored.parts {
-            self.bodies.remove(part_key(key, stored.generation, part))?;
+            self.bodies.remove(part_key(key, stored, part))?;
         }
         Ok(())
     }
@@ -206,20 +218,36 @@ impl CachedPage {
     }
 }
 
-/// A random nonzero generation for a body's parts.
+/// A generation for a body's parts: the time of the write in microseconds (shifted to
+/// leave room below), and always more than the last one this process made, so later parts
+/// sort after earlier ones and no two writes share one.
 fn new_generation() -> u64 {
-    let mut bytes = [0; 8];
-    getrandom::fill(&mut bytes).expect("the operating system's random source is available");
-    u64::from_ne_bytes(bytes).max(1)
+    static LAST: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let micros = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX >> 8));
+    let now = (micros << 8).max(1);
+    let previous = LAST
+        .fetch_update(std::sync::atomic::Ordering::Relaxed, std::sync::atomic::Ordering::Relaxed, |last| {
+            Some(now.max(last + 1))
+        })
+        .unwrap_or(0);
+    now.max(previous + 1)
 }
 
-/// Key of part `part` of generation `generation` of the body of entry `key`: the entry's
-/// key, the generation (none for generation 0, version 2's parts), the part number.
-fn part_key(key: CacheKey, generation: u64, part: u32) -> Vec<u8> {
+/// Key of part `part` of the body of entry `key` stored as `stored`: since version 4 the
+/// generation, the entry's key, the part number; before, the entry's key, the generation
+/// (none for generation 0, version 2's parts), the part number.
+fn part_key(key: CacheKey, stored: &StoredPage, part: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(44);
-    out.extend_from_slice(&key.0);
-    if generation != 0 {
-        out.extend_from_slice(&generation.to_be_bytes());
+    if stored.ordered {
+        out.extend_from_slice(&stored.generation.to_be_bytes());
+        out.extend_from_slice(&key.0);
+    } else {
+        out.extend_from_slice(&key.0);
+        if stored.generation != 0 {
+            out.extend_from_slice(&stored.generation.to_be_bytes());
+        }
     }
     out.extend_from_slice(&part.to_be_bytes());
     out
@@ -273,11 +301,9 @@ mod tests {
         assert_eq!(store.cache.purge_older_than(41).expect("purge"), 1);
         assert_eq!((parts(), store.cache.get(key).expect("get")), (0, None));
         store.cache.put(key, &page(body(3 * PART_BYTES, 3), 50)).expect("put");
-        let generation =
-            codec::decode::<StoredPage>(&store.cache.tree.get(key.0).expect("get").expect("entry"))
-                .expect("decode")
-                .generation;
-        store.cache.bodies.remove(part_key(key, generation, 1)).expect("remove");
+        let stored = codec::decode::<StoredPage>(&store.cache.tree.get(key.0).expect("get").expect("entry"))
+            .expect("decode");
+        store.cache.bodies.remove(part_key(key, &stored, 1)).expect("remove");
         assert_eq!(store.cache.get(key).expect("get"), None);
     }
 
@@ -335,6 +361,68 @@ mod tests {
         let new = page(body(2 * PART_BYTES, 7), 20);
         store.cache.put(key, &new).expect("put");
         assert_eq!((store.cache.bodies.len(), store.cache.get(key).expect("get")), (2, Some(new)));
+    }
+
+    #[test]
+    fn version_3_entries_read_with_their_parts_and_leave_none_behind() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let key = PageCache::key("http://a.test/v3", "desktop");
+        let whole = body(PART_BYTES + 9, 8);
+        let old = legacy::v3::StoredPage {
+            page: legacy::v1::CachedPage {
+                final_url: "http://a.test/v3".into(),
+                status: 200,
+                content_type: None,
+                body: Vec::new(),
+                fetched_ms: 9,
+                via_proxy: false,
+                rendered: false,
+            },
+            parts: 2,
+            generation: 0x0102_0304_0506_0708,
+        };
+        let mut bytes = vec![codec::TAG, 3];
+        bytes.extend(postcard::to_allocvec(&old).expect("encode"));
+        store.cache.tree.insert(key.0, bytes).expect("insert");
+        for (part, chunk) in (0u32..).zip(whole.chunks(PART_BYTES)) {
+            let mut part_key = key.0.to_vec();
+            part_key.extend_from_slice(&old.generation.to_be_bytes());
+            part_key.extend_from_slice(&part.to_be_bytes());
+            store.cache.bodies.insert(part_key, chunk).expect("insert");
+        }
+        assert_eq!(store.cache.get(key).expect("get").expect("an entry").body, whole);
+        assert!(crate::store::check::run(&store).expect("check").is_clean());
+        let new = page(body(3 * 1024, 9), 20);
+        store.cache.put(key, &new).expect("put");
+        assert_eq!((store.cache.bodies.len(), store.cache.get(key).expect("get")), (1, Some(new)));
+    }
+
+    #[test]
+    fn bodies_go_apart_in_the_order_they_were_written() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        // Keys are digests, in no order; their bodies' parts follow the order of the writes.
+        let keys: Vec<CacheKey> =
+            (0..20).map(|n| PageCache::key(&format!("http://a.test/{n}"), "desktop")).collect();
+        for (n, key) in keys.iter().enumerate() {
+            store.cache.put(*key, &page(body(4 * 1024, n as u8), n as u64)).expect("put");
+            assert!(
+                store.cache.tree.get(key.0).expect("get").expect("entry").len() < 100,
+                "the entry is small"
+            );
+        }
+        let written: Vec<[u8; 32]> = store
+            .cache
+            .bodies
+            .iter()
+            .keys()
+            .map(|k| k.expect("key")[8..40].try_into().expect("a key"))
+            .collect();
+        assert_eq!(written, keys.iter().map(|k| k.0).collect::<Vec<_>>());
+        for (n, key) in keys.iter().enumerate() {
+            assert_eq!(store.cache.get(*key).expect("get").expect("entry").body, body(4 * 1024, n as u8));
+        }
     }
 
     #[test]
