@@ -19,6 +19,8 @@ const V1: &[u8] = include_bytes!("../fixtures/datadir/v1.tar.gz");
 const V1_FACTS: &str = include_str!("../fixtures/datadir/v1.json");
 const V2: &[u8] = include_bytes!("../fixtures/datadir/v2.tar.gz");
 const V2_FACTS: &str = include_str!("../fixtures/datadir/v2.json");
+const V3: &[u8] = include_bytes!("../fixtures/datadir/v3.tar.gz");
+const V3_FACTS: &str = include_str!("../fixtures/datadir/v3.json");
 
 /// The fixture site's pages (as `tests/fixtures/datadir/site.py` serves them).
 async fn fixture_page(req: HttpRequest) -> HttpResponse {
@@ -107,6 +109,11 @@ async fn a_data_directory_of_the_first_release_opens_and_finishes_its_jobs() {
 #[tokio::test]
 async fn a_data_directory_of_format_2_opens_finishes_its_jobs_and_keeps_its_cached_pages() {
     opens_and_finishes_its_jobs(V2, V2_FACTS).await;
+}
+
+#[tokio::test]
+async fn a_data_directory_of_format_3_keeps_its_compressed_cached_pages() {
+    opens_and_finishes_its_jobs(V3, V3_FACTS).await;
 }
 
 /// Opens a copy of `archive`, a frozen data directory that `facts` describes, and checks
