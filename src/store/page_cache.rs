@@ -382,73 +382,60 @@ mod tests {
         assert!(crate::store::check::run(&store).expect("check").is_clean());
     }
 
-    #[test]
-    fn version_2_entries_read_with_their_parts_and_leave_none_behind() {
+    /// The page an older build kept for `url`, its body apart.
+    fn old_page(url: &str) -> legacy::v1::CachedPage {
+        legacy::v1::CachedPage {
+            final_url: url.into(),
+            status: 200,
+            content_type: None,
+            body: Vec::new(),
+            fetched_ms: 9,
+            via_proxy: false,
+            rendered: false,
+        }
+    }
+
+    /// An entry of record `version` for `url` as an older build stored it, with its body
+    /// `whole` in parts under `part_key(n)`: it reads back whole, passes the store's check,
+    /// and when replaced leaves only the new body's part.
+    fn old_entry_reads_and_leaves_no_part(
+        version: u8,
+        entry: &impl Serialize,
+        url: &str,
+        whole: &[u8],
+        part_key: impl Fn(u32) -> Vec<u8>,
+    ) {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
-        let key = PageCache::key("http://a.test/v2", "desktop");
-        let whole = body(2 * PART_BYTES + 5, 6);
-        let old = legacy::v2::StoredPage {
-            page: legacy::v1::CachedPage {
-                final_url: "http://a.test/v2".into(),
-                status: 200,
-                content_type: None,
-                body: Vec::new(),
-                fetched_ms: 9,
-                via_proxy: false,
-                rendered: false,
-            },
-            parts: 3,
-        };
-        let mut bytes = vec![codec::TAG, 2];
-        bytes.extend(postcard::to_allocvec(&old).expect("encode"));
+        let key = PageCache::key(url, "desktop");
+        let mut bytes = vec![codec::TAG, version];
+        bytes.extend(postcard::to_allocvec(entry).expect("encode"));
         store.cache.tree.insert(key.0, bytes).expect("insert");
         for (part, chunk) in (0u32..).zip(whole.chunks(PART_BYTES)) {
-            let mut part_key = key.0.to_vec();
-            part_key.extend_from_slice(&part.to_be_bytes());
-            store.cache.bodies.insert(part_key, chunk).expect("insert");
+            store.cache.bodies.insert(part_key(part), chunk).expect("insert");
         }
         assert_eq!(store.cache.get(key).expect("get").expect("an entry").body, whole);
         assert!(crate::store::check::run(&store).expect("check").is_clean());
-        // Replaced: the new body's parts are the only ones left.
-        let new = page(body(2 * PART_BYTES - 1024, 7), 20);
+        let new = page(body(PART_BYTES - 1024, 7), 20);
         store.cache.put(key, &new).expect("put");
-        assert_eq!((store.cache.bodies.len(), store.cache.get(key).expect("get")), (2, Some(new)));
+        assert_eq!((store.cache.bodies.len(), store.cache.get(key).expect("get")), (1, Some(new)));
     }
 
     #[test]
-    fn version_3_entries_read_with_their_parts_and_leave_none_behind() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(dir.path()).expect("open");
-        let key = PageCache::key("http://a.test/v3", "desktop");
-        let whole = body(PART_BYTES + 9, 8);
-        let old = legacy::v3::StoredPage {
-            page: legacy::v1::CachedPage {
-                final_url: "http://a.test/v3".into(),
-                status: 200,
-                content_type: None,
-                body: Vec::new(),
-                fetched_ms: 9,
-                via_proxy: false,
-                rendered: false,
-            },
-            parts: 2,
-            generation: 0x0102_0304_0506_0708,
-        };
-        let mut bytes = vec![codec::TAG, 3];
-        bytes.extend(postcard::to_allocvec(&old).expect("encode"));
-        store.cache.tree.insert(key.0, bytes).expect("insert");
-        for (part, chunk) in (0u32..).zip(whole.chunks(PART_BYTES)) {
-            let mut part_key = key.0.to_vec();
-            part_key.extend_from_slice(&old.generation.to_be_bytes());
-            part_key.extend_from_slice(&part.to_be_bytes());
-            store.cache.bodies.insert(part_key, chunk).expect("insert");
-        }
-        assert_eq!(store.cache.get(key).expect("get").expect("an entry").body, whole);
-        assert!(crate::store::check::run(&store).expect("check").is_clean());
-        let new = page(body(3 * 1024, 9), 20);
-        store.cache.put(key, &new).expect("put");
-        assert_eq!((store.cache.bodies.len(), store.cache.get(key).expect("get")), (1, Some(new)));
+    fn version_2_and_3_entries_read_with_their_parts_and_leave_none_behind() {
+        let url = "http://a.test/v2";
+        let key = PageCache::key(url, "desktop");
+        let old = legacy::v2::StoredPage { page: old_page(url), parts: 3 };
+        old_entry_reads_and_leaves_no_part(2, &old, url, &body(2 * PART_BYTES + 5, 6), |part| {
+            [&key.0[..], &part.to_be_bytes()].concat()
+        });
+        let url = "http://a.test/v3";
+        let key = PageCache::key(url, "desktop");
+        let generation = 0x0102_0304_0506_0708_u64;
+        let old = legacy::v3::StoredPage { page: old_page(url), parts: 2, generation };
+        old_entry_reads_and_leaves_no_part(3, &old, url, &body(PART_BYTES + 9, 8), |part| {
+            [&key.0[..], &generation.to_be_bytes(), &part.to_be_bytes()].concat()
+        });
     }
 
     #[test]
