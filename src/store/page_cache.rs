@@ -3,8 +3,8 @@
 //! (device, language). Results are re-extracted from the cached page, so one cached fetch
 //! serves any formats and content options.
 //!
-//! A body of more than [`INLINE_BYTES`] is kept apart, compressed (LZ4: HTML shrinks to
-//! about a third, for some 50 µs a page) in parts of at most [`PART_BYTES`] in the
+//! A body of more than [`INLINE_BYTES`] is kept apart, compressed (LZ4, quick to pack and
+//! to unpack; HTML shrinks several times) in parts of at most [`PART_BYTES`] in the
 //! `page_bodies` tree, and the entry holds only how many. sled splits a tree's nodes
 //! by the number of keys, not their size, and must read a whole node into memory to read
 //! or change one key of it. Entries are keyed by digests (any page of any site), so with
