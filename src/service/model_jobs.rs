@@ -258,9 +258,8 @@ impl ModelJobs {
     }
 
     /// The pages to read: the request's URLs (a `…/*` one standing for the site's pages
-    /// under its path), then search results for the prompt: from the first provider that
-    /// finds any when no URL is given; with web search asked for, from the first web
-    /// provider that finds any as well (and the local index when no URL is given).
+    /// under its path), then search results for the prompt ([`Self::searched`]), without
+    /// repeats.
     async fn gather(
         &self,
         team: &TeamId,
@@ -275,32 +274,45 @@ impl ModelJobs {
                 urls.push(url.clone());
             }
         }
-        if let Some(prompt) = request.prompt.as_deref() {
-            let words = crate::search::docs::keywords(prompt).join(" ");
-            if let Ok(query) = crate::search::query::parse(&words) {
-                let search = SearchRequest::web(words, query, MAX_PAGES);
-                let given = !urls.is_empty();
-                if !given && !request.web_search {
-                    urls.extend(self.found(self.providers.iter(), &search, warnings).await);
-                } else if request.web_search {
-                    if !given {
-                        let local = self.providers.iter().filter(|p| !p.reaches_web());
-                        urls.extend(self.found(local, &search, warnings).await);
-                    }
-                    let web: Vec<_> = self.providers.iter().filter(|p| p.reaches_web()).collect();
-                    if web.is_empty() {
-                        warnings.push(
-                            "enableWebSearch: no web search provider is configured (search.providers names none but local)."
-                                .into(),
-                        );
-                    }
-                    urls.extend(self.found(web.into_iter(), &search, warnings).await);
-                }
-            }
-        }
+        let given = !urls.is_empty();
+        urls.extend(self.searched(request, given, warnings).await);
         let mut seen = std::collections::HashSet::new();
         urls.retain(|u| seen.insert(u.clone()));
         urls.truncate(MAX_PAGES);
+        urls
+    }
+
+    /// Search results for the request's prompt: from the first provider that finds any
+    /// when no URL is `given`; with web search asked for, from the first web provider that
+    /// finds any too (and the local index's when no URL is given).
+    async fn searched(
+        &self,
+        request: &ModelJobRequest,
+        given: bool,
+        warnings: &mut Vec<String>,
+    ) -> Vec<String> {
+        let Some(prompt) = request.prompt.as_deref().filter(|_| !given || request.web_search) else {
+            return Vec::new();
+        };
+        let words = crate::search::docs::keywords(prompt).join(" ");
+        let Ok(query) = crate::search::query::parse(&words) else { return Vec::new() };
+        let search = SearchRequest::web(words, query, MAX_PAGES);
+        if !request.web_search {
+            return self.found(self.providers.iter(), &search, warnings).await;
+        }
+        let mut urls = Vec::new();
+        if !given {
+            let local = self.providers.iter().filter(|p| !p.reaches_web());
+            urls = self.found(local, &search, warnings).await;
+        }
+        let web: Vec<_> = self.providers.iter().filter(|p| p.reaches_web()).collect();
+        if web.is_empty() {
+            warnings.push(
+                "enableWebSearch: no web search provider is configured (search.providers names none but local)."
+                    .into(),
+            );
+        }
+        urls.extend(self.found(web.into_iter(), &search, warnings).await);
         urls
     }
 

@@ -391,12 +391,8 @@ async fn a_crawl_is_fetched_by_its_sites_node_and_survives_losing_it() {
     assert_eq!(domains(&owner), Some(1), "the owner runs the site's actor: {view}");
     assert_eq!(domains(names[accepting]), Some(0), "the crawl's node does not: {view}");
     // The pages crossed the cluster, as the crawl's node counts.
-    let client = reqwest::Client::builder().no_proxy().build().expect("client");
-    let text =
-        client.get(format!("{entry}/metrics")).send().await.expect("metrics").text().await.expect("text");
-    let calls =
-        text.lines().find_map(|l| l.strip_prefix("cluster_calls_total ")).and_then(|v| v.parse::<f64>().ok());
-    assert!(calls.is_some_and(|c| c >= 6.0), "{text}");
+    let calls = metric(&entry, "cluster_calls_total").await;
+    assert!(calls >= 6.0, "{calls} calls between nodes");
 
     // Kill the site's node mid-crawl.
     nodes[owner_index].process.take().expect("owner").kill9();
@@ -405,6 +401,17 @@ async fn a_crawl_is_fetched_by_its_sites_node_and_survives_losing_it() {
         (0..HUB_LEN).map(|n| site.url(&format!("/hub/{n}"))).collect();
     let (_, errors) = call(&entry, &key, reqwest::Method::GET, &format!("{path}/errors"), None).await;
     assert_eq!(landed, expected, "every page exactly once; errors: {errors}");
+}
+
+/// The sum of every series of the metric `name` on the node at `base` (`/metrics`).
+pub(crate) async fn metric(base: &str, name: &str) -> f64 {
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let text = client.get(format!("{base}/metrics")).send().await.expect("metrics").text().await;
+    text.expect("text")
+        .lines()
+        .filter(|l| l.strip_prefix(name).is_some_and(|rest| rest.starts_with([' ', '{'])))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 /// Starts a crawl of `site`'s hub through `entry` (at most `concurrency` pages at once) and

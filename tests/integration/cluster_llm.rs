@@ -10,7 +10,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cluster::{Node, call, finished_crawl, owner_of};
+use crate::cluster::{Node, call, finished_crawl, metric, owner_of};
 use crate::common::openai::{Behaviour, FakeModel};
 use crate::common::{FixtureSite, wait_for};
 
@@ -87,17 +87,6 @@ async fn an_agent_is_cancelled_through_another_node_and_its_webhook_told() {
     assert_eq!(after["error"], "The job was cancelled.", "{after}");
 }
 
-/// The model calls a node made, from its own `/metrics`.
-async fn model_calls(node: &Node) -> f64 {
-    let client = reqwest::Client::builder().no_proxy().build().expect("client");
-    let text = client.get(format!("{}/metrics", node.base())).send().await.expect("metrics").text().await;
-    let text = text.expect("text");
-    text.lines()
-        .filter(|l| l.starts_with("llm_calls_total{"))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
 /// A crawl with a model format, accepted by the node that does not own its site: every
 /// page carries its summary, made by the site's node; crawl options from a prompt and
 /// documentation answers come from whichever node is asked.
@@ -130,8 +119,9 @@ async fn a_crawls_model_formats_are_made_where_its_site_is_fetched() {
         let title = doc["metadata"]["title"].as_str().unwrap_or_default();
         assert_eq!(doc["summary"], json!(format!("A page about {title}.")), "{doc}");
     }
-    assert_eq!(model_calls(fetching).await, 4.0, "the site's node made the calls");
-    assert_eq!(model_calls(accepting).await, 0.0, "the crawl's node made none");
+    let calls = "llm_calls_total";
+    assert_eq!(metric(fetching.base(), calls).await, 4.0, "the site's node made the calls");
+    assert_eq!(metric(accepting.base(), calls).await, 0.0, "the crawl's node made none");
 
     // Crawl options from a prompt, and a documentation question, through either node.
     for node in [&a, &b] {
