@@ -62,10 +62,8 @@ pub(super) struct StoredPage {
     /// Nonzero for parts written since version 3; 0 for version 2's parts, whose keys have
     /// no generation.
     generation: u64,
-    /// Whether the parts' keys begin with the generation (since version 4), not with the
-    /// entry's key.
-    ordered: bool,
-    /// Whether the parts hold the body compressed (LZ4, its length first; since version 4).
+    /// Whether the parts are as version 4 writes them: keyed by the generation first (not
+    /// the entry's key) and holding the body compressed (LZ4, its length first).
     packed: bool,
 }
 
@@ -97,7 +95,7 @@ impl codec::Record for StoredPage {
             via_proxy: old.via_proxy,
             rendered: old.rendered,
         };
-        Ok(Self { page, parts, generation, ordered: false, packed: false })
+        Ok(Self { page, parts, generation, packed: false })
     }
 }
 
@@ -129,6 +127,9 @@ impl PageCache {
         let Some(mut stored) = self.q.get::<StoredPage>(&self.tree, &key.0)? else {
             return Ok(None);
         };
+        if stored.parts == 0 {
+            return Ok(Some(stored.page));
+        }
         let mut body = Vec::with_capacity(stored.parts as usize * PART_BYTES);
         for part in 0..stored.parts {
             let Some(bytes) = self.bodies.get(part_key(key, &stored, part))? else { return Ok(None) };
@@ -141,9 +142,7 @@ impl PageCache {
             };
             body = unpacked;
         }
-        if stored.parts > 0 {
-            stored.page.body = body;
-        }
+        stored.page.body = body;
         Ok(Some(stored.page))
     }
 
@@ -194,8 +193,7 @@ impl PageCache {
             },
             parts,
             generation,
-            ordered: true,
-            packed: apart,
+            packed: true,
         };
         for (part, bytes) in (0..parts).zip(packed.chunks(PART_BYTES)) {
             self.bodies.insert(part_key(key, &entry, part), bytes)?;
@@ -255,7 +253,7 @@ fn new_generation() -> u64 {
         .fetch_update(std::sync::atomic::Ordering::Relaxed, std::sync::atomic::Ordering::Relaxed, |last| {
             Some(now.max(last + 1))
         })
-        .unwrap_or(0);
+        .unwrap_or_else(|last| last);
     now.max(previous + 1)
 }
 
@@ -264,7 +262,7 @@ fn new_generation() -> u64 {
 /// (none for generation 0, version 2's parts), the part number.
 fn part_key(key: CacheKey, stored: &StoredPage, part: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(44);
-    if stored.ordered {
+    if stored.packed {
         out.extend_from_slice(&stored.generation.to_be_bytes());
         out.extend_from_slice(&key.0);
     } else {
