@@ -6,7 +6,9 @@
 //! 2. Overhead per call: `Llm::structured` with a schema against a loopback server that
 //!    answers a fixed completion at once, over set A's main-content pages: the page cut
 //!    and wrapped, the request written, sent and read, the answer parsed and validated, the
-//!    tokens recorded. Everything but the model's own thinking; median and p95 per call.
+//!    tokens recorded. Everything but the model's own thinking; median and p95 per call,
+//!    alone and with its page's preparation added: cold (nothing remembered by the token
+//!    counter) and warm (after other pages of the set).
 //!
 //! `cargo bench --bench llm` (pages from `BENCH_PAGES`, default
 //! `../shared/datasets/extraction-A/pages`); under `cargo test` (no `--bench`) five pages
@@ -87,19 +89,53 @@ fn main() {
     assert!(!pages.is_empty(), "no pages (set BENCH_PAGES)");
     let settings = LlmSettings::default();
     let limit = settings.max_input_tokens - 1_000;
-    let (mut raw, mut whole, mut main_text, mut sent, mut cut_ms) = (vec![], vec![], vec![], vec![], vec![]);
-    let mut texts = Vec::new();
-    for html in &pages {
+    let mains: Vec<String> = pages.iter().map(|html| markdown(html, true)).collect();
+    // Preparation timed before anything else is counted. Cold: every page in turn from a
+    // start with nothing remembered (the first pages a server sees). Warm: each half of the
+    // set after the other half was prepared (a server that has seen other pages, never
+    // these).
+    let prepare = |text: &str| {
+        let started = Instant::now();
+        let (kept, _) = tokens::cut(text, limit);
+        let page = prompts::page("http://fakehost/test/page.html", Some("A page"), kept);
+        (page, started.elapsed().as_secs_f64() * 1000.0)
+    };
+    tokens::count("the vocabulary's set built");
+    let (texts, cold_ms): (Vec<String>, Vec<f64>) = mains.iter().map(|text| prepare(text)).unzip();
+    let half = mains.len() / 2;
+    let mut warm_ms = vec![0.0; mains.len()];
+    for (seen, timed) in [(half..mains.len(), 0..half), (0..half, half..mains.len())] {
+        tokens::forget();
+        mains[seen].iter().for_each(|text| drop(prepare(text)));
+        for page in timed {
+            warm_ms[page] = prepare(&mains[page]).1;
+        }
+    }
+    // The same texts counted whole, by ours from a cold start and by `bpe-openai`'s own
+    // count (regular-expression pre-splitting, every piece encoded), in one run.
+    let bytes: usize = mains.iter().map(String::len).sum();
+    for round in 0..3 {
+        tokens::forget();
+        let started = Instant::now();
+        let ours: usize = mains.iter().map(|text| tokens::count(text)).sum();
+        let ours_s = started.elapsed().as_secs_f64();
+        let started = Instant::now();
+        let theirs: usize = mains.iter().map(|text| bpe_openai::cl100k_base().count(text.as_str())).sum();
+        let theirs_s = started.elapsed().as_secs_f64();
+        assert_eq!(ours, theirs, "token counts differ");
+        println!(
+            "whole count of the main-content Markdown (round {round}, {} tokens): ours {:.1} MB/s, bpe-openai {:.1} MB/s",
+            ours,
+            bytes as f64 / ours_s / 1e6,
+            bytes as f64 / theirs_s / 1e6
+        );
+    }
+    let (mut raw, mut whole, mut main_text, mut sent) = (vec![], vec![], vec![], vec![]);
+    for (html, text) in pages.iter().zip(&mains) {
         raw.push(tokens::count(html) as f64);
         whole.push(tokens::count(&markdown(html, false)) as f64);
-        let text = markdown(html, true);
-        main_text.push(tokens::count(&text) as f64);
-        let started = Instant::now();
-        let (kept, _) = tokens::cut(&text, limit);
-        let page = prompts::page("http://fakehost/test/page.html", Some("A page"), kept);
-        cut_ms.push(started.elapsed().as_secs_f64() * 1000.0);
-        sent.push(tokens::count(kept) as f64);
-        texts.push(page);
+        main_text.push(tokens::count(text) as f64);
+        sent.push(tokens::count(tokens::cut(text, limit).0) as f64);
     }
     println!("set A: {} pages, tokens per page (cl100k), median / p95:", pages.len());
     for (name, values) in [
@@ -111,8 +147,10 @@ fn main() {
         let (median, p95) = quantiles(values);
         println!("  {name:<24} {median:>8.0} / {p95:>8.0}");
     }
-    let (median, p95) = quantiles(cut_ms);
-    println!("cut and wrap per page: {median:.3} / {p95:.3} ms");
+    for (name, values) in [("cold", &cold_ms), ("warm", &warm_ms)] {
+        let (median, p95) = quantiles(values.clone());
+        println!("cut and wrap per page, {name}: {median:.3} / {p95:.3} ms");
+    }
 
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("rt");
@@ -124,11 +162,11 @@ fn main() {
     let payer = Payer { team: TeamId::parse("bench").expect("team"), key: None };
     let schema = json!({"type": "object", "properties": {"title": {"type": "string"}, "price": {"type": "number"}}, "required": ["title"]});
     let rounds = if full { 5 } else { 2 };
-    let per_call: Vec<f64> = runtime.block_on(async {
+    let per_call: Vec<(usize, f64)> = runtime.block_on(async {
         std::thread::sleep(Duration::from_millis(200));
         let mut out = Vec::new();
         for round in 0..rounds {
-            for text in &texts {
+            for (page, text) in texts.iter().enumerate() {
                 let started = Instant::now();
                 let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
                 let found = llm
@@ -137,12 +175,17 @@ fn main() {
                     .expect("call");
                 assert_eq!(found.value["title"], "A page");
                 if round > 0 {
-                    out.push(started.elapsed().as_secs_f64() * 1000.0);
+                    out.push((page, started.elapsed().as_secs_f64() * 1000.0));
                 }
             }
         }
         out
     });
-    let (median, p95) = quantiles(per_call.clone());
+    let (median, p95) = quantiles(per_call.iter().map(|&(_, ms)| ms).collect());
     println!("structured call outside the model ({} calls): {median:.3} / {p95:.3} ms", per_call.len());
+    // What one call costs outside the model with its page's preparation charged to it.
+    for (name, prepared) in [("cold", &cold_ms), ("warm", &warm_ms)] {
+        let (median, p95) = quantiles(per_call.iter().map(|&(page, ms)| ms + prepared[page]).collect());
+        println!("call with its page's preparation ({name}): {median:.3} / {p95:.3} ms");
+    }
 }

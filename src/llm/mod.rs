@@ -12,6 +12,7 @@
 
 pub mod gate;
 pub mod openai;
+pub mod pretokenize;
 pub mod prompts;
 pub mod structured;
 pub mod tokens;

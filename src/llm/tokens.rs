@@ -3,7 +3,18 @@
 //! within some 10–20 % for Llama, Qwen or Mistral tokenizers, which is what a limit and a
 //! usage estimate need. Used to cut page text at `llm.max_input_tokens` and to count
 //! tokens when a server leaves `usage` out of its answer.
+//!
+//! The text is cut into pieces by our own scan (`pretokenize`, the same pieces as the
+//! tokenizer's regular expression); most pieces of a page are words that are one token
+//! each, found in a set of the vocabulary's byte strings, and the rest are encoded once and
+//! remembered, so the words pages share are not encoded again.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::{LazyLock, PoisonError, RwLock};
+
+use foldhash::fast::RandomState;
+
+use super::pretokenize::pieces;
 use super::{ChatRequest, Usage};
 
 /// Tokens every message adds beyond its text (role and separators), as OpenAI counts them.
@@ -13,9 +24,49 @@ fn tokenizer() -> &'static bpe_openai::Tokenizer {
     bpe_openai::cl100k_base()
 }
 
+/// Every token's bytes: a piece that is one of them encodes as that one token (checked
+/// over the whole vocabulary by a test).
+static WHOLE_TOKENS: LazyLock<HashSet<&'static [u8], RandomState>> = LazyLock::new(|| {
+    let bpe = &tokenizer().bpe;
+    (0..bpe.num_tokens() as u32).map(|id| bpe.token_bytes(id)).collect()
+});
+
+/// Pieces of more than one token remembered with their counts (for every thread) before
+/// the memory is cleared.
+const REMEMBERED: usize = 64 * 1024;
+
+/// Pieces of more than one token with their counts.
+type Encoded = HashMap<Box<[u8]>, u32, RandomState>;
+
+static ENCODED: LazyLock<RwLock<Encoded>> = LazyLock::new(RwLock::default);
+
+/// Tokens of one piece of pre-tokenized text: one when the piece is a token of the
+/// vocabulary, else encoded once and remembered.
+fn piece_tokens(piece: &[u8]) -> usize {
+    if piece.len() == 1 || WHOLE_TOKENS.contains(piece) {
+        return 1;
+    }
+    let remembered = ENCODED.read().unwrap_or_else(PoisonError::into_inner).get(piece).copied();
+    if let Some(n) = remembered {
+        return n as usize;
+    }
+    let n = tokenizer().bpe.count(piece);
+    let mut encoded = ENCODED.write().unwrap_or_else(PoisonError::into_inner);
+    if encoded.len() >= REMEMBERED {
+        encoded.clear();
+    }
+    encoded.insert(piece.into(), n as u32);
+    n
+}
+
+/// Forgets the remembered encodings, as at start (for measurements of a cold start).
+pub fn forget() {
+    ENCODED.write().unwrap_or_else(PoisonError::into_inner).clear();
+}
+
 /// Tokens of `text`.
 pub fn count(text: &str) -> usize {
-    tokenizer().count(text)
+    pieces(text).map(|piece| piece_tokens(piece.as_bytes())).sum()
 }
 
 /// `text` cut to at most `max` tokens, on a token boundary (backed off to a character
@@ -27,8 +78,8 @@ pub fn cut(text: &str, max: usize) -> (&str, bool) {
     }
     let t = tokenizer();
     let mut used = 0;
-    for piece in t.split(text) {
-        let n = t.bpe.count(piece.as_bytes());
+    for piece in pieces(text) {
+        let n = piece_tokens(piece.as_bytes());
         if used + n > max {
             // The piece is a slice of `text`; the cut falls inside it, after the tokens that
             // still fit, backed off to a character boundary.
@@ -85,5 +136,27 @@ mod tests {
         let (kept, was_cut) = cut(&accents, 10);
         assert!(was_cut && !kept.is_empty() && kept.chars().all(|c| c == 'é'));
         assert!(count(kept) <= 10);
+    }
+
+    #[test]
+    fn counts_as_the_tokenizer_does() {
+        let t = tokenizer();
+        for text in [
+            "hello world, it's 2026!",
+            "Ünïcödé and 日本語 with   spaces\n\n\tand tabs",
+            "supercalifragilisticexpialidocious antidisestablishmentarianism",
+            "https://example.com/a/b?c=d&e=f#anchor",
+        ] {
+            // Twice: the second count reads the remembered pieces.
+            assert_eq!(count(text), t.count(text), "{text:?}");
+            assert_eq!(count(text), t.count(text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn every_token_alone_encodes_as_itself() {
+        let bpe = &tokenizer().bpe;
+        let odd = (0..bpe.num_tokens() as u32).filter(|&id| bpe.count(bpe.token_bytes(id)) != 1).count();
+        assert_eq!(odd, 0, "tokens whose own bytes encode as more than one token");
     }
 }
