@@ -13,16 +13,24 @@
 # PAGES pages (default 300) each, on 127.0.0.2.. port 8090, answering after LATENCY_MS (20).
 # Env: NODE_BIN (target/release/ferrocrawl), DOMAIN_CONCURRENCY (2), INTERVAL_MS (10), FAULTS
 # (1; 0 runs the rounds without faults, as a reference), NODES (3; the faults need 3),
-# MARGIN_MS (0; crawl.domain_interval_margin_ms).
+# MARGIN_MS (the server's crawl.domain_interval_margin_ms, 3, when unset).
 # NGINX_CPUS / NODE_CPUS (taskset lists, e.g. 1 and 0) pin the sites and the nodes to
 # cores of their own, so a site's clock is not held up by the nodes sharing its core.
-# CAPTURE=1 also records every request as it crosses loopback (tcpdump, root) and adds the
-# spacing seen there, in microseconds, free of nginx's millisecond stamps and event loop:
-# wire_min_gap_ms and wire_gaps_under_interval.
+# CAPTURE (1 when tcpdump can run here, i.e. as root with tcpdump installed; 0 turns it off)
+# also records every request as it crosses loopback and adds the spacing seen there, in
+# microseconds, free of nginx's millisecond stamps and event loop: wire_min_gap_ms and
+# wire_gaps_under_interval. Spacing is judged on the wire (what reaches the site's socket);
+# nginx stamps a request when its event loop gets to it, which on a busy core can be
+# milliseconds later (cluster/README.md).
 # The politeness benchmark of many sites is the same script without faults:
 #   SITES=30 LATENCY_MS=50 FAULTS=0 NODES=1 cluster/chaos.sh 3   (and NODES=3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+capture=${CAPTURE:-}
+if [[ -z $capture ]]; then
+  capture=0
+  [[ $(id -u) == 0 ]] && command -v tcpdump >/dev/null && capture=1
+fi
 rounds=${1:-1}
 sites=${SITES:-6}; pages=${PAGES:-300}; latency=${LATENCY_MS:-20}
 conc=${DOMAIN_CONCURRENCY:-2}; interval=${INTERVAL_MS:-10}; nodes=${NODES:-3}
@@ -34,7 +42,7 @@ export CLUSTER_DIR=$work/cluster DETACH=1 API_PORT=${API_PORT:-3401} CLUSTER_POR
 export FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS=true FERROCRAWL_LOG__LEVEL=warn
 export FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY=$conc FERROCRAWL_CRAWL__DOMAIN_MIN_INTERVAL_MS=$interval
 export FERROCRAWL_CLUSTER__DOWN_AFTER_MS=2000
-export FERROCRAWL_CRAWL__DOMAIN_INTERVAL_MARGIN_MS=${MARGIN_MS:-0}
+[[ -z ${MARGIN_MS:-} ]] || export FERROCRAWL_CRAWL__DOMAIN_INTERVAL_MARGIN_MS=$MARGIN_MS
 nginx_pids=()
 cleanup() {
   cluster/local.sh stop >/dev/null 2>&1 || true
@@ -70,7 +78,7 @@ for round in $(seq 1 "$rounds"); do
   # The check requests above are not the crawl's.
   for s in $(seq 2 $((sites + 1))); do : >"$work/access$s.log"; done
   capture_pid=""
-  if [[ ${CAPTURE:-0} == 1 ]]; then
+  if [[ $capture == 1 ]]; then
     # Requests only: packets to the sites' port whose payload starts with "GET ".
     tcpdump -i lo -n -s 400 -w "$work/wire.pcap" \
       'tcp dst port 8090 and (tcp[((tcp[12:1] & 0xf0) >> 2):4] = 0x47455420)' 2>/dev/null &

@@ -272,7 +272,7 @@ pub struct CrawlSettings {
     /// Kept on top of a site's interval, when it has one, as each request leaves (ms):
     /// room for the moments between handing a request to the HTTP client and the site
     /// reading it, which a busy machine stretches.
-    #[serde(default)]
+    #[serde(default = "default_interval_margin_ms")]
     pub domain_interval_margin_ms: u64,
     /// Token matched against robots.txt.
     pub robots_agent: String,
@@ -282,6 +282,11 @@ pub struct CrawlSettings {
     pub max_attempts: u32,
     /// Idle lifetime of a site actor (s).
     pub domain_idle_secs: u64,
+}
+
+/// `crawl.domain_interval_margin_ms` where a settings file predates it.
+fn default_interval_margin_ms() -> u64 {
+    3
 }
 
 /// `[browser]`
