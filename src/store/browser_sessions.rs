@@ -53,6 +53,18 @@ impl SessionStore {
         Ok(())
     }
 
+    /// Writes the record of session `id` and waits until it is on disk (a session made must
+    /// be known after a crash, to be billed). Flushed on tokio's blocking threads, as
+    /// `JobStore::flush` says why.
+    pub async fn put_durable(&self, id: &str, record: &SessionRecord) -> Result<()> {
+        self.put(id, record)?;
+        let tree = self.tree.clone();
+        tokio::task::spawn_blocking(move || tree.flush())
+            .await
+            .map_err(|e| super::StoreError::Db(sled::Error::Io(std::io::Error::other(e.to_string()))))??;
+        Ok(())
+    }
+
     /// The record of session `id`.
     pub fn get(&self, id: &str) -> Result<Option<SessionRecord>> {
         self.q.get::<SessionRecord>(&self.tree, id.as_bytes())
@@ -73,10 +85,18 @@ impl SessionStore {
     }
 
     /// Marks every session still recorded as live destroyed at `now_ms` (their browsers
-    /// went with the process that ran them), and forgets those that ended before
-    /// `forget_before_ms`. Returns how many were marked.
-    pub fn settle(&self, now_ms: u64, forget_before_ms: u64) -> Result<usize> {
-        let mut marked = 0;
+    /// went with the process that ran them), with the credits `bill` names for each (known
+    /// only to the caller), and forgets those that ended before `forget_before_ms`.
+    /// Returns the sessions marked, as now recorded: the caller charges their teams. The
+    /// mark is written before any charge, so a crash between the two leaves a session
+    /// unbilled, never billed twice.
+    pub fn settle(
+        &self,
+        now_ms: u64,
+        forget_before_ms: u64,
+        bill: impl Fn(&SessionRecord) -> u64,
+    ) -> Result<Vec<(String, SessionRecord)>> {
+        let mut marked = Vec::new();
         for (id, mut record) in self.all(None)? {
             match record.ended_ms {
                 Some(ended) if ended < forget_before_ms => {
@@ -86,8 +106,9 @@ impl SessionStore {
                 None => {
                     record.ended_ms = Some(now_ms);
                     record.duration_ms = record.last_activity_ms.saturating_sub(record.created_ms);
+                    record.credits = bill(&record);
                     self.put(&id, &record)?;
-                    marked += 1;
+                    marked.push((id, record));
                 }
             }
         }
@@ -102,7 +123,7 @@ mod tests {
     use crate::store::Store;
 
     #[test]
-    fn live_sessions_are_marked_destroyed_and_old_ones_forgotten() {
+    fn live_sessions_are_marked_destroyed_and_billed_and_old_ones_forgotten() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = Store::open(dir.path()).expect("open");
         let live = SessionRecord {
@@ -119,9 +140,10 @@ mod tests {
         let old = SessionRecord { ended_ms: Some(2_000), team: "b".into(), ..live.clone() };
         store.browser_sessions.put("live", &live).expect("put");
         store.browser_sessions.put("old", &old).expect("put");
-        assert_eq!(store.browser_sessions.settle(10_000, 5_000).expect("settle"), 1);
+        let marked = store.browser_sessions.settle(10_000, 5_000, |r| r.duration_ms / 1_000).expect("settle");
+        assert_eq!(marked.iter().map(|(id, r)| (id.as_str(), r.credits)).collect::<Vec<_>>(), [("live", 3)]);
         let marked = store.browser_sessions.get("live").expect("get").expect("kept");
-        assert_eq!((marked.ended_ms, marked.duration_ms), (Some(10_000), 3_000));
+        assert_eq!((marked.ended_ms, marked.duration_ms, marked.credits), (Some(10_000), 3_000, 3));
         assert_eq!(store.browser_sessions.get("old").expect("get"), None);
         let team = TeamId::parse("a").expect("team");
         assert_eq!(store.browser_sessions.all(Some(&team)).expect("all").len(), 1);

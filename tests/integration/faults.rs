@@ -3,7 +3,7 @@
 //! lost, all resumed once space is back), SIGTERM in the middle of crawls (a quick exit and
 //! every crawl finished after the restart, each page once), and a second server started on
 //! a data directory in use (refused, saying why), and a server killed with -9 (its Chromium
-//! processes end with it).
+//! processes end with it, and its browser sessions are billed when it starts again).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -324,4 +324,36 @@ async fn a_killed_server_takes_its_browsers_with_it() {
     let left: Vec<_> =
         std::fs::read_dir(tmp.path()).expect("list").flatten().map(|e| e.file_name()).collect();
     assert!(left.is_empty(), "the browser left files in the temporary directory: {left:?}");
+}
+
+/// Credits the team used this month, as `/v2/team/credit-usage/historical` reports them.
+async fn credits_used(api: &Api) -> u64 {
+    let usage = api.get("/v2/team/credit-usage/historical").await;
+    usage["periods"].as_array().expect("periods").iter().filter_map(|p| p["creditsUsed"].as_u64()).sum()
+}
+
+#[tokio::test]
+async fn a_browser_session_cut_short_by_a_kill_is_billed_at_the_next_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Binary::serve(dir.path(), &[]);
+    let api = Api::of(&server, dir.path());
+    let (status, made) = api.post("/v2/browser", json!({})).await;
+    assert_eq!(status, 200, "{made}");
+    let id = made["id"].as_str().expect("id").to_owned();
+    let before = credits_used(&api).await;
+    server.kill9();
+
+    // Nothing ended the session; the next start does, and bills its team the least a
+    // session costs (it was used for under a minute).
+    let server = Binary::serve(dir.path(), &[]);
+    let api = Api::of(&server, dir.path());
+    let (status, gone) = api.post(&format!("/v2/browser/{id}/execute"), json!({"code": "1"})).await;
+    assert_eq!(status, 410, "{gone}");
+    assert_eq!(credits_used(&api).await, before + 2, "the killed session's minimum charge");
+    // Billed once: a later start finds it ended.
+    server.terminate();
+    let server = Binary::serve(dir.path(), &[]);
+    let api = Api::of(&server, dir.path());
+    assert_eq!(credits_used(&api).await, before + 2, "billed once");
+    server.terminate();
 }

@@ -263,6 +263,29 @@ impl BrowserState {
     }
 }
 
+/// Sessions that were live when the server stopped without ending them (killed, crashed)
+/// are destroyed now and billed for the time the store saw them used, at the plain
+/// session rate: whether an agent prompt ran in one is not recorded.
+fn settle_sessions(services: &Services, now: u64, forget_before: u64) {
+    let bill = |record: &SessionRecord| registry::credits_for(record.duration_ms, false);
+    let marked = match services.store.browser_sessions.settle(now, forget_before, bill) {
+        Ok(marked) => marked,
+        Err(e) => return tracing::error!(error = %e, "reading the browser sessions failed"),
+    };
+    for (session, record) in &marked {
+        let Ok(team) = TeamId::parse(&record.team) else { continue };
+        if let Err(e) = services.teams.charge(&team, record.credits) {
+            tracing::error!(error = %e, session, "billing a browser session failed");
+        }
+    }
+    if !marked.is_empty() {
+        tracing::info!(
+            sessions = marked.len(),
+            "browser sessions live when the server stopped are destroyed and billed"
+        );
+    }
+}
+
 impl Actor for BrowserSupervisor {
     type Msg = BrowserMsg;
     type State = BrowserState;
@@ -276,13 +299,7 @@ impl Actor for BrowserSupervisor {
         myself.send_interval(TICK, || BrowserMsg::Tick);
         let now = time::now_ms();
         let forget_before = now.saturating_sub(u64::try_from(FORGET_AFTER.as_millis()).unwrap_or(u64::MAX));
-        match services.store.browser_sessions.settle(now, forget_before) {
-            Ok(0) => {}
-            Ok(n) => {
-                tracing::info!(sessions = n, "browser sessions live when the server stopped are destroyed")
-            }
-            Err(e) => tracing::error!(error = %e, "reading the browser sessions failed"),
-        }
+        settle_sessions(&services, now, forget_before);
         Ok(BrowserState {
             services,
             sessions: HashMap::new(),
@@ -488,7 +505,8 @@ async fn adopt(
         prompted: false,
         ended: None,
     };
-    if let Err(e) = state.services.store.browser_sessions.put(&view.session_id, &entry.record()) {
+    if let Err(e) = state.services.store.browser_sessions.put_durable(&view.session_id, &entry.record()).await
+    {
         tracing::error!(error = %e, "recording a browser session failed");
     }
     state.by_scrape.insert(opened.scrape_id, view.session_id.clone());
