@@ -234,9 +234,11 @@ mod tests {
     fn cuts_like_the_tokenizer_on_generated_texts() {
         // Every mix of a few characters of each class, in a fixed pseudo-random order.
         let alphabet: Vec<char> =
-            "aZé日ſ19١½ \t\n\r\u{a0}\u{2028}.'!-_\u{301}😀sStTrReEvVlLmMdD".chars().collect();
+            "aZé日ſǅʰ19١½Ⅻ \t\n\r\x0B\x1F\u{85}\u{a0}\u{2028}\u{3000}\u{200b}.'!-_\u{301}😀sStTrReEvVlLmMdD"
+                .chars()
+                .collect();
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        for _ in 0..20_000 {
+        for _ in 0..50_000 {
             let len = (state >> 60) as usize + 1;
             let text: String = (0..len)
                 .map(|_| {
