@@ -89,13 +89,23 @@ impl<'a> Iterator for Pieces<'a> {
 
     fn next(&mut self) -> Option<&'a str> {
         let rest = &self.text[self.at..];
-        let len = piece_len(rest);
+        let len = ascii_word(rest.as_bytes()).unwrap_or_else(|| piece_len(rest));
         if len == 0 {
             return None;
         }
         self.at += len;
         Some(&rest[..len])
     }
+}
+
+/// The length of the piece at the start of `bytes` when it is the commonest kind: ASCII
+/// letters, after at most one space, ending before an ASCII character (a character beyond
+/// ASCII might be a letter that continues the word, so those go the general way). A
+/// piece starting with an apostrophe never comes here (it may be a contraction).
+fn ascii_word(bytes: &[u8]) -> Option<usize> {
+    let from = usize::from(bytes.first() == Some(&b' '));
+    let end = from + bytes[from..].iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    (end > from && bytes.get(end).is_none_or(u8::is_ascii)).then_some(end)
 }
 
 /// Where the run of characters of class `wanted` that begins at `from` ends.
