@@ -54,15 +54,10 @@ impl SessionStore {
     }
 
     /// Writes the record of session `id` and waits until it is on disk (a session made must
-    /// be known after a crash, to be billed). Flushed on tokio's blocking threads, as
-    /// `JobStore::flush` says why.
+    /// be known after a crash, to be billed).
     pub async fn put_durable(&self, id: &str, record: &SessionRecord) -> Result<()> {
         self.put(id, record)?;
-        let tree = self.tree.clone();
-        tokio::task::spawn_blocking(move || tree.flush())
-            .await
-            .map_err(|e| super::StoreError::Db(sled::Error::Io(std::io::Error::other(e.to_string()))))??;
-        Ok(())
+        super::flush_off_worker(&self.tree).await
     }
 
     /// The record of session `id`.

@@ -465,19 +465,10 @@ impl JobStore {
         }))
     }
 
-    /// Makes everything written so far durable (an acknowledged job must survive a crash).
-    ///
-    /// Not sled's `flush_async`: it waits on sled's own small thread pool while holding the
-    /// store's read lock, and the write that would let it finish is queued on that same pool;
-    /// with a few jobs accepted at once and a transaction waiting for the lock, every store
-    /// call stalls for good. A blocking flush on tokio's blocking threads leaves sled's pool
-    /// free to write.
+    /// Makes everything written so far durable (an acknowledged job must survive a crash);
+    /// see [`super::flush_off_worker`].
     pub async fn flush(&self) -> Result<()> {
-        let jobs = self.jobs.clone();
-        tokio::task::spawn_blocking(move || jobs.flush())
-            .await
-            .map_err(|e| StoreError::Db(sled::Error::Io(std::io::Error::other(e.to_string()))))??;
-        Ok(())
+        super::flush_off_worker(&self.jobs).await
     }
 
     /// The job's record.

@@ -307,6 +307,22 @@ pub fn memory_jobs() -> Result<JobStore> {
     JobStore::open(&db, q)
 }
 
+/// Makes everything written so far durable, waiting on tokio's blocking threads (the
+/// trees of a database share one log, so flushing `tree` flushes them all).
+///
+/// Not sled's `flush_async`: it waits on sled's own small thread pool while holding the
+/// store's read lock, and the write that would let it finish is queued on that same pool;
+/// with a few jobs accepted at once and a transaction waiting for the lock, every store
+/// call stalls for good. A blocking flush on tokio's blocking threads leaves sled's pool
+/// free to write.
+pub(crate) async fn flush_off_worker(tree: &sled::Tree) -> Result<()> {
+    let tree = tree.clone();
+    tokio::task::spawn_blocking(move || tree.flush())
+        .await
+        .map_err(|e| StoreError::Db(sled::Error::Io(std::io::Error::other(e.to_string()))))??;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
