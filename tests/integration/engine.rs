@@ -73,6 +73,25 @@ async fn tls_verification_is_the_callers_choice() {
 }
 
 #[tokio::test]
+async fn a_spaced_site_is_crawled_over_tls_with_the_callers_choice_of_verification() {
+    // With an interval, a site's requests go through the client that spaces them where
+    // they are written: it speaks TLS too, and checks certificates when asked to.
+    let tls = TlsSite::start();
+    let app = TestServer::builder().settings(|s| s.crawl.domain_min_interval_ms = 20).start().await;
+    let id = app.start_crawl(json!({"url": tls.url, "limit": 1})).await;
+    let done = app.wait_job(&format!("/v2/crawl/{id}"), std::time::Duration::from_secs(60)).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert!(done["data"][0]["markdown"].as_str().is_some_and(|md| md.contains("Secret garden")), "{done}");
+    let id = app
+        .start_crawl(json!({"url": tls.url, "limit": 1, "scrapeOptions": {"skipTlsVerification": false}}))
+        .await;
+    let done = app.wait_job(&format!("/v2/crawl/{id}"), std::time::Duration::from_secs(60)).await;
+    assert_eq!(done["completed"], 0, "a certificate nobody signed is refused: {done}");
+    let (_, errors) = app.request(reqwest::Method::GET, &format!("/v2/crawl/{id}/errors"), None).await;
+    assert!(errors.to_string().to_lowercase().contains("tls"), "{errors}");
+}
+
+#[tokio::test]
 async fn timeouts_answer_408() {
     let site = FixtureSite::start();
     let app = TestServer::start().await;

@@ -1,8 +1,9 @@
 //! The HTTP engine: fetches one URL with reqwest over rustls, following redirects itself
 //! so that every hop passes the address policy, reading at most the configured number of
-//! body bytes, and classifying failures into the contract's error kinds.
+//! body bytes, and classifying failures into the contract's error kinds. Requests to a
+//! site whose pace spaces them go through [`super::paced`]'s client instead, which holds
+//! them to the interval where they are written.
 
-use std::error::Error as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use reqwest::{Client, redirect};
 use url::Url;
 
 use super::guard::{AddressPolicy, GuardedResolver, ResolveError};
+use super::paced::{Answer, PacedClient, PacedError};
 use crate::config::Settings;
 
 /// One fetch to perform.
@@ -124,6 +126,8 @@ struct Clients {
 pub struct HttpEngine {
     direct: Clients,
     proxied: Option<Clients>,
+    /// For the requests a site's pace spaces (see [`super::paced`]).
+    paced: PacedClient,
     policy: Arc<AddressPolicy>,
     user_agent: HeaderValue,
     mobile_user_agent: HeaderValue,
@@ -169,6 +173,7 @@ impl HttpEngine {
         Ok(Self {
             direct,
             proxied,
+            paced: PacedClient::new(&policy)?,
             user_agent: header(&settings.scrape.user_agent)?,
             mobile_user_agent: header(&settings.scrape.mobile_user_agent)?,
             policy,
@@ -206,11 +211,13 @@ impl HttpEngine {
             if MAY_CONTINUE.try_with(|may| may()).is_ok_and(|may| !may) {
                 return Err(FetchError::Interrupted);
             }
-            let response = client.get(url.clone()).headers(headers.clone()).send().await.map_err(classify)?;
-            let status = response.status();
-            if let Some(location) =
-                response.headers().get(header::LOCATION).filter(|_| status.is_redirection())
-            {
+            let answer = if !req.via_proxy && super::pace::spaces(&url) {
+                self.paced.get(&url, &headers, req.verify_tls, self.max_body).await.map_err(classify_paced)?
+            } else {
+                get(client, &url, &headers, self.max_body).await?
+            };
+            let redirect = (300..400).contains(&answer.status);
+            if let Some(location) = answer.headers.get(header::LOCATION).filter(|_| redirect) {
                 hops += 1;
                 if hops > self.max_redirects {
                     return Err(FetchError::TooManyRedirects { max: self.max_redirects });
@@ -218,15 +225,14 @@ impl HttpEngine {
                 url = next_hop(&url, location)?;
                 continue;
             }
-            let retry_after = response.headers().get(header::RETRY_AFTER).and_then(parse_retry_after);
+            let retry_after = answer.headers.get(header::RETRY_AFTER).and_then(parse_retry_after);
             let content_type =
-                response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
-            let body = read_capped(response, self.max_body).await?;
+                answer.headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).map(str::to_owned);
             return Ok(Fetched {
                 final_url: url,
-                status: status.as_u16(),
+                status: answer.status,
                 content_type,
-                body,
+                body: answer.body,
                 via_proxy: req.via_proxy,
                 retry_after,
             });
@@ -337,6 +343,19 @@ fn next_hop(current: &Url, location: &HeaderValue) -> Result<Url, FetchError> {
     Ok(next)
 }
 
+/// GETs `url` with reqwest; the body is read unless the answer redirects.
+async fn get(client: &Client, url: &Url, headers: &HeaderMap, limit: usize) -> Result<Answer, FetchError> {
+    let mut response = client.get(url.clone()).headers(headers.clone()).send().await.map_err(classify)?;
+    let status = response.status();
+    let headers = std::mem::take(response.headers_mut());
+    let body = if status.is_redirection() && headers.contains_key(header::LOCATION) {
+        Vec::new()
+    } else {
+        read_capped(response, limit).await?
+    };
+    Ok(Answer { status: status.as_u16(), headers, body })
+}
+
 async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, FetchError> {
     if response.content_length().is_some_and(|len| len > limit as u64) {
         return Err(FetchError::TooLarge { limit });
@@ -355,6 +374,11 @@ async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Ve
 
 /// Maps a reqwest error to our kinds by looking through its source chain.
 fn classify(err: reqwest::Error) -> FetchError {
+    classify_source(&err, err.to_string())
+}
+
+/// Our kind of the error `err` (described as `said`), from its source chain.
+fn classify_source(err: &dyn std::error::Error, said: String) -> FetchError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = err.source();
     while let Some(cause) = source {
         if let Some(resolve) = cause.downcast_ref::<ResolveError>() {
@@ -377,10 +401,19 @@ fn classify(err: reqwest::Error) -> FetchError {
         source = cause.source();
     }
     let detail = match err.source() {
-        Some(cause) => format!("{err}: {}", root_cause(cause)),
-        None => err.to_string(),
+        Some(cause) => format!("{said}: {}", root_cause(cause)),
+        None => said,
     };
     FetchError::Connect(detail)
+}
+
+/// Maps a paced request's error to our kinds.
+fn classify_paced(err: PacedError) -> FetchError {
+    match err {
+        PacedError::TooLarge(limit) => FetchError::TooLarge { limit },
+        PacedError::Body(detail) => FetchError::Connect(detail),
+        PacedError::Transport(err) => classify_source(&err, err.to_string()),
+    }
 }
 
 fn root_cause<'a>(mut err: &'a (dyn std::error::Error + 'static)) -> &'a (dyn std::error::Error + 'static) {

@@ -7,6 +7,7 @@ pub mod guard;
 pub mod http;
 pub mod js_shell;
 pub mod pace;
+pub mod paced;
 
 pub use guard::AddressPolicy;
 pub use http::{FetchError, FetchRequest, Fetched, HttpEngine, MAY_CONTINUE};

@@ -9,12 +9,32 @@
 //! first or hop, and waits there until the interval since the site's previous request has
 //! passed. The actor sets the pace around its fetches ([`PACE`]); fetches outside a site's
 //! actor (a robots.txt read, a webhook) have none.
+//!
+//! A request let go is not yet written, so a site with an interval is also held to it at
+//! the socket: its requests go through [`super::paced`], whose connections take a second
+//! turn from the site's pace ([`Pace::poll_write_turn`], found by host with [`of_host`])
+//! in the poll that writes the request.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 use url::Url;
+
+/// Every live pace by host: the latest one made for a host is the one its writes keep to.
+static PACES: LazyLock<Mutex<HashMap<String, Weak<Pace>>>> = LazyLock::new(Mutex::default);
+
+/// Paces made between sweeps of the dead ones out of [`PACES`].
+const SWEEP_EVERY: usize = 1024;
+
+/// The live pace of `host`, if its site has one on this node.
+pub fn of_host(host: &str) -> Option<Arc<Pace>> {
+    PACES.lock().unwrap_or_else(PoisonError::into_inner).get(host).and_then(Weak::upgrade)
+}
 
 tokio::task_local! {
     /// The pace of the site whose actor runs this fetch.
@@ -35,6 +55,8 @@ struct State {
     interval: Duration,
     /// When the site's latest request went out (or the pace started).
     last: Option<Instant>,
+    /// When the site's latest request was written to its connection (or the pace started).
+    written: Option<Instant>,
 }
 
 impl Pace {
@@ -45,7 +67,49 @@ impl Pace {
         // back to this node, or the node lost touch with the others and claimed it again)
         // may start while the old one's last request is only just out.
         let last = Some(Instant::now());
-        Arc::new(Self { host: host.to_owned(), margin, state: Mutex::new(State { interval, last }) })
+        let state = Mutex::new(State { interval, last, written: last });
+        let pace = Arc::new(Self { host: host.to_owned(), margin, state });
+        let mut paces = PACES.lock().unwrap_or_else(PoisonError::into_inner);
+        paces.insert(host.to_owned(), Arc::downgrade(&pace));
+        if paces.len().is_multiple_of(SWEEP_EVERY) {
+            paces.retain(|_, pace| pace.strong_count() > 0);
+        }
+        pace
+    }
+
+    /// Whether requests to `url` are spaced by this pace (the site's, with an interval).
+    pub fn spaces(&self, url: &Url) -> bool {
+        url.host_str() == Some(self.host.as_str()) && !self.interval().is_zero()
+    }
+
+    /// The spacing now: the interval and, when there is one, the margin.
+    fn gap(&self, state: &State) -> Duration {
+        if state.interval.is_zero() { Duration::ZERO } else { state.interval + self.margin }
+    }
+
+    /// Ready when a request to the site may be written (an interval and its margin after
+    /// the one written before), and counts it as written; else waits on `wait`, a timer
+    /// kept by the caller between polls.
+    pub fn poll_write_turn(&self, cx: &mut Context<'_>, wait: &mut Option<Pin<Box<Sleep>>>) -> Poll<()> {
+        loop {
+            let at = {
+                let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+                let now = Instant::now();
+                match state.written.map(|written| written + self.gap(&state)) {
+                    Some(at) if at > now => at,
+                    _ => {
+                        state.written = Some(now);
+                        *wait = None;
+                        return Poll::Ready(());
+                    }
+                }
+            };
+            let timer = wait.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+            timer.as_mut().reset(at);
+            if timer.as_mut().poll(cx).is_pending() {
+                return Poll::Pending;
+            }
+        }
     }
 
     /// The interval between two requests to the site (without the margin).
@@ -69,9 +133,7 @@ impl Pace {
             let at = {
                 let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
                 let now = Instant::now();
-                let gap =
-                    if state.interval.is_zero() { Duration::ZERO } else { state.interval + self.margin };
-                match state.last.map(|last| last + gap) {
+                match state.last.map(|last| last + self.gap(&state)) {
                     Some(at) if at > now => at,
                     _ => {
                         state.last = Some(now);
@@ -83,6 +145,12 @@ impl Pace {
             tokio::time::sleep_until(at).await;
         }
     }
+}
+
+/// Whether the current site's pace spaces requests to `url` (a site's actor runs this
+/// fetch, the URL is on its site, and the site has an interval).
+pub fn spaces(url: &Url) -> bool {
+    PACE.try_with(|pace| pace.spaces(url)).unwrap_or(false)
 }
 
 /// Waits for the current site's pace before a request to `url`, when a site's actor runs
