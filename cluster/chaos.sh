@@ -83,6 +83,14 @@ for round in $(seq 1 "$rounds"); do
     tcpdump -i lo -n -s 400 -w "$work/wire.pcap" \
       'tcp dst port 8090 and (tcp[((tcp[12:1] & 0xf0) >> 2):4] = 0x47455420)' 2>/dev/null &
     capture_pid=$!
+    # Which node holds each connection to the sites: sampled, to name the sender of a
+    # close pair on the wire.
+    (while :; do
+      for f in "$CLUSTER_DIR"/n*/pid; do [[ -f $f ]] && echo "node $(basename "$(dirname "$f")") $(cat "$f")"; done
+      ss -tnpH 'dport = :8090' 2>/dev/null
+      sleep 0.2
+    done >"$work/holders.txt") &
+    holders_pid=$!
     sleep 0.5
   fi
   pinned NODE_CPUS cluster/local.sh "$nodes" >/dev/null
@@ -232,20 +240,33 @@ PY
   wire=""
   if [[ -n $capture_pid ]]; then
     sleep 0.5; kill -INT "$capture_pid"; wait "$capture_pid" 2>/dev/null || true
+    kill "$holders_pid" 2>/dev/null; wait "$holders_pid" 2>/dev/null || true
     wire=$(tcpdump -r "$work/wire.pcap" -tt -n -A 2>/dev/null | python3 -c '
 import collections, re, sys
-interval = float(sys.argv[1])
+interval, started = float(sys.argv[1]), float(sys.argv[2])
+node_of_pid, holder = {}, {}
+for line in open(sys.argv[3]):
+    if line.startswith("node "):
+        _, node, pid = line.split()
+        node_of_pid[pid] = node
+    elif (m := re.search(r"(127\.0\.0\.1:\d+)\s+127\.0\.0\.\d+:8090.*pid=(\d+)", line)):
+        holder[m.group(1).replace(":", ".")] = node_of_pid.get(m.group(2), "pid " + m.group(2))
 sent, head = collections.defaultdict(list), None
 for line in sys.stdin:
-    m = re.match(r"^(\d+\.\d+) IP \S+ > (127\.0\.0\.\d+)\.8090", line)
+    m = re.match(r"^(\d+\.\d+) IP (\S+) > (127\.0\.0\.\d+)\.8090", line)
     if m:
-        head = (float(m.group(1)) * 1000, m.group(2))
+        head = (float(m.group(1)) * 1000, m.group(3), m.group(2))
     elif head and "GET " in line:
-        sent[head[1]].append(head[0])
+        sent[head[1]].append((head[0], head[2], line[line.index("GET "):].split(" HTTP")[0]))
         head = None
-gaps = [b - a for times in sent.values() for a, b in zip(sorted(times), sorted(times)[1:])]
+pairs = [(b[0] - a[0], site, a, b) for site, times in sent.items() for a, b in zip(sorted(times), sorted(times)[1:])]
+gaps = [p[0] for p in pairs]
+for gap, site, a, b in sorted(pairs)[:3]:
+    if gap < interval:
+        print(f"close on the wire: {site} {gap:.2f} ms apart at {a[0] / 1000 - started:+.3f} s: "
+              f"{a[2]} from {holder.get(a[1], a[1])}, then {b[2]} from {holder.get(b[1], b[1])}", file=sys.stderr)
 print(f"wire_min_gap_ms={min(gaps, default=0):.2f} wire_gaps_under_interval={sum(g < interval for g in gaps)}/{len(gaps)}")
-' "$interval")
+' "$interval" "$started" "$work/holders.txt")
   fi
   echo "round=$round detect_s=${detect:-none} $result${wire:+ $wire}"
   cluster/local.sh stop >/dev/null
