@@ -7,8 +7,10 @@
 //!    answers a fixed completion at once, over set A's main-content pages: the page cut
 //!    and wrapped, the request written, sent and read, the answer parsed and validated, the
 //!    tokens recorded. Everything but the model's own thinking; median and p95 per call,
-//!    alone and with its page's preparation added: cold (nothing remembered by the token
-//!    counter) and warm (after other pages of the set).
+//!    alone and with its page's preparation added (`tokens::cut_off_worker`, as the server
+//!    prepares a page): cold (nothing remembered by the token counter) and warm (after
+//!    other pages of the set). Calls and preparation run in tasks of the runtime, as the
+//!    server's do.
 //!
 //! `cargo bench --bench llm` (pages from `BENCH_PAGES`, default
 //! `../shared/datasets/extraction-A/pages`); under `cargo test` (no `--bench`) five pages
@@ -90,26 +92,58 @@ fn main() {
     let settings = LlmSettings::default();
     let limit = settings.max_input_tokens - 1_000;
     let mains: Vec<String> = pages.iter().map(|html| markdown(html, true)).collect();
-    // Preparation timed before anything else is counted. Cold: every page in turn from a
-    // start with nothing remembered (the first pages a server sees). Warm: each half of the
-    // set after the other half was prepared (a server that has seen other pages, never
-    // these).
-    let prepare = |text: &str| {
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("rt");
+    // Preparation timed before anything else is counted, as the server prepares a page:
+    // from a task of the runtime, the count on its blocking pool. Cold: every page in turn
+    // from a start with nothing remembered (the first pages a server sees). Warm: each half
+    // of the set after the other half was prepared (a server that has seen other pages,
+    // never these).
+    async fn prepare(text: String, limit: usize) -> (String, f64) {
         let started = Instant::now();
-        let (kept, _) = tokens::cut(text, limit);
-        let page = prompts::page("http://fakehost/test/page.html", Some("A page"), kept);
+        let (kept, _) = tokens::cut_off_worker(text, limit).await;
+        let page = prompts::page("http://fakehost/test/page.html", Some("A page"), &kept);
         (page, started.elapsed().as_secs_f64() * 1000.0)
-    };
+    }
     tokens::count("the vocabulary's set built");
-    let (texts, cold_ms): (Vec<String>, Vec<f64>) = mains.iter().map(|text| prepare(text)).unzip();
-    let half = mains.len() / 2;
-    let mut warm_ms = vec![0.0; mains.len()];
-    for (seen, timed) in [(half..mains.len(), 0..half), (0..half, half..mains.len())] {
-        tokens::forget();
-        mains[seen].iter().for_each(|text| drop(prepare(text)));
-        for page in timed {
-            warm_ms[page] = prepare(&mains[page]).1;
-        }
+    let timed = mains.clone();
+    let (texts, cold_ms, warm_ms) = runtime
+        .block_on(runtime.spawn(async move {
+            let mains = timed;
+            let (mut texts, mut cold_ms) = (Vec::new(), Vec::new());
+            for text in &mains {
+                let (page, ms) = prepare(text.clone(), limit).await;
+                texts.push(page);
+                cold_ms.push(ms);
+            }
+            let half = mains.len() / 2;
+            let mut warm_ms = vec![0.0; mains.len()];
+            for (seen, timed) in [(half..mains.len(), 0..half), (0..half, half..mains.len())] {
+                tokens::forget();
+                for text in &mains[seen] {
+                    prepare(text.clone(), limit).await;
+                }
+                for page in timed {
+                    warm_ms[page] = prepare(mains[page].clone(), limit).await.1;
+                }
+            }
+            (texts, cold_ms, warm_ms)
+        }))
+        .expect("prepared");
+    tokens::forget();
+    let one_pass_ms: Vec<f64> = mains
+        .iter()
+        .map(|text| {
+            let started = Instant::now();
+            std::hint::black_box(tokens::cut(text, limit));
+            started.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    let (median, p95) = quantiles(one_pass_ms);
+    println!("cut in one pass on the calling thread, cold (for reference): {median:.3} / {p95:.3} ms");
+    for (text, prepared) in mains.iter().zip(&texts) {
+        let in_one_pass = prompts::page("http://fakehost/test/page.html", Some("A page"), tokens::cut(text, limit).0);
+        assert_eq!(&in_one_pass, prepared, "a page cut in halves differs from one cut in one pass");
     }
     // The same texts counted whole, by ours from a cold start and by `bpe-openai`'s own
     // count (regular-expression pre-splitting, every piece encoded), in one run.
@@ -152,8 +186,6 @@ fn main() {
         println!("cut and wrap per page, {name}: {median:.3} / {p95:.3} ms");
     }
 
-    let runtime =
-        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("rt");
     ferrocrawl::scrape::engine::http::install_crypto_provider();
     let settings = LlmSettings { base_url: instant_server(), model: "m".into(), ..LlmSettings::default() };
     let dir = tempfile::tempdir().expect("tempdir");

@@ -96,21 +96,27 @@ pub fn cut(text: &str, max: usize) -> (&str, bool) {
     (text, false)
 }
 
-/// [`cut`] for an owned text, counted on the blocking pool when it has to be, so a long
-/// page never holds an async worker.
+/// [`cut`] for an owned text, counted off the async workers when it has to be, so a long
+/// page never holds one: on a multi-threaded runtime this thread stops being a worker
+/// while it counts (`block_in_place`: the runtime hands its other tasks to a new worker,
+/// and this count starts at once, without waiting for a thread of the blocking pool),
+/// elsewhere on the blocking pool.
 pub async fn cut_off_worker(text: String, max: usize) -> (String, bool) {
     if text.len() <= max {
         return (text, false);
     }
-    tokio::task::spawn_blocking(move || {
-        let (kept, was_cut) = cut(&text, max);
-        let end = kept.len();
+    let cut_owned = move || {
+        let end = cut(&text, max).0.len();
         let mut text = text;
+        let was_cut = end < text.len();
         text.truncate(end);
         (text, was_cut)
-    })
-    .await
-    .unwrap_or_else(|_| (String::new(), true))
+    };
+    let flavor = tokio::runtime::Handle::try_current().map(|runtime| runtime.runtime_flavor());
+    if matches!(flavor, Ok(tokio::runtime::RuntimeFlavor::MultiThread)) {
+        return tokio::task::block_in_place(cut_owned);
+    }
+    tokio::task::spawn_blocking(cut_owned).await.unwrap_or_else(|_| (String::new(), true))
 }
 
 /// What a call cost by our count, for servers that do not say.
@@ -150,6 +156,20 @@ mod tests {
             // Twice: the second count reads the remembered pieces.
             assert_eq!(count(text), t.count(text), "{text:?}");
             assert_eq!(count(text), t.count(text), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn long_texts_are_cut_off_the_workers_of_either_kind_of_runtime() {
+        let text = "Markdown of a long page, with words and numbers 12345!\n".repeat(500);
+        let expected = cut(&text, 1_000);
+        for runtime in [
+            tokio::runtime::Builder::new_multi_thread().worker_threads(2).build(),
+            tokio::runtime::Builder::new_current_thread().build(),
+        ] {
+            let runtime = runtime.expect("runtime");
+            let (kept, was_cut) = runtime.block_on(runtime.spawn(cut_off_worker(text.clone(), 1_000))).expect("task");
+            assert_eq!((kept.as_str(), was_cut), expected);
         }
     }
 
