@@ -332,23 +332,39 @@ pub async fn navigate(
 }
 
 /// Waits until the network is idle and the DOM quiet, or `smart_wait_max` passes.
+///
+/// The network is watched here (no question to the page): while a request is in flight
+/// the wait checks again every [`POLL`], and once none is, it sleeps until the network
+/// has been quiet for [`NETWORK_QUIET`]. Only then is the page asked how long its DOM has
+/// been unchanged, and the wait sleeps for what is missing of [`DOM_QUIET_MS`]. A page
+/// that settles at once is asked once, at the moment it has settled.
 pub async fn settle(tab: &Tab, network: &NetworkWatch, smart_wait_max: Duration, deadline: Instant) {
     let until = (Instant::now() + smart_wait_max).min(deadline);
     loop {
-        let dom_quiet = tab
-            .page()
-            .evaluate("performance.now() - (window.__fcLastMutation || 0)")
-            .await
-            .ok()
-            .and_then(|v| v.into_value::<f64>().ok())
-            .is_none_or(|quiet| quiet >= DOM_QUIET_MS);
-        if network.idle_for() >= NETWORK_QUIET && dom_quiet {
+        let idle = network.idle_for();
+        let wait = if idle.is_zero() {
+            POLL
+        } else if idle < NETWORK_QUIET {
+            NETWORK_QUIET - idle
+        } else {
+            let unchanged_ms = tab
+                .page()
+                .evaluate("performance.now() - (window.__fcLastMutation || 0)")
+                .await
+                .ok()
+                .and_then(|v| v.into_value::<f64>().ok());
+            match unchanged_ms {
+                Some(ms) if ms < DOM_QUIET_MS => Duration::from_secs_f64((DOM_QUIET_MS - ms) / 1000.0),
+                // Quiet (or a page that cannot say), and the network still is.
+                _ if network.idle_for() >= NETWORK_QUIET => return,
+                _ => POLL,
+            }
+        };
+        let wake = Instant::now() + wait;
+        tokio::time::sleep_until(wake.min(until)).await;
+        if wake >= until {
             return;
         }
-        if Instant::now() + POLL >= until {
-            return;
-        }
-        tokio::time::sleep(POLL).await;
     }
 }
 
