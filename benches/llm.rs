@@ -142,7 +142,8 @@ fn main() {
     let (median, p95) = quantiles(one_pass_ms);
     println!("cut in one pass on the calling thread, cold (for reference): {median:.3} / {p95:.3} ms");
     for (text, prepared) in mains.iter().zip(&texts) {
-        let in_one_pass = prompts::page("http://fakehost/test/page.html", Some("A page"), tokens::cut(text, limit).0);
+        let in_one_pass =
+            prompts::page("http://fakehost/test/page.html", Some("A page"), tokens::cut(text, limit).0);
         assert_eq!(&in_one_pass, prepared, "a page cut in halves differs from one cut in one pass");
     }
     // The same texts counted whole, by ours from a cold start and by `bpe-openai`'s own

@@ -168,7 +168,8 @@ mod tests {
             tokio::runtime::Builder::new_current_thread().build(),
         ] {
             let runtime = runtime.expect("runtime");
-            let (kept, was_cut) = runtime.block_on(runtime.spawn(cut_off_worker(text.clone(), 1_000))).expect("task");
+            let (kept, was_cut) =
+                runtime.block_on(runtime.spawn(cut_off_worker(text.clone(), 1_000))).expect("task");
             assert_eq!((kept.as_str(), was_cut), expected);
         }
     }

@@ -87,22 +87,29 @@ impl Pace {
         if state.interval.is_zero() { Duration::ZERO } else { state.interval + self.margin }
     }
 
+    /// Takes the turn kept in `turn` (the latest release, or the latest write) when it is
+    /// due, counting it as taken now; else says when it will be.
+    fn take_turn(&self, turn: fn(&mut State) -> &mut Option<Instant>) -> Result<(), Instant> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let (now, gap) = (Instant::now(), self.gap(&state));
+        let taken = turn(&mut state);
+        match taken.map(|at| at + gap) {
+            Some(due) if due > now => Err(due),
+            _ => {
+                *taken = Some(now);
+                Ok(())
+            }
+        }
+    }
+
     /// Ready when a request to the site may be written (an interval and its margin after
     /// the one written before), and counts it as written; else waits on `wait`, a timer
     /// kept by the caller between polls.
     pub fn poll_write_turn(&self, cx: &mut Context<'_>, wait: &mut Option<Pin<Box<Sleep>>>) -> Poll<()> {
         loop {
-            let at = {
-                let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-                let now = Instant::now();
-                match state.written.map(|written| written + self.gap(&state)) {
-                    Some(at) if at > now => at,
-                    _ => {
-                        state.written = Some(now);
-                        *wait = None;
-                        return Poll::Ready(());
-                    }
-                }
+            let Err(at) = self.take_turn(|state| &mut state.written) else {
+                *wait = None;
+                return Poll::Ready(());
             };
             let timer = wait.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
             timer.as_mut().reset(at);
@@ -130,17 +137,7 @@ impl Pace {
             return;
         }
         loop {
-            let at = {
-                let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-                let now = Instant::now();
-                match state.last.map(|last| last + self.gap(&state)) {
-                    Some(at) if at > now => at,
-                    _ => {
-                        state.last = Some(now);
-                        return;
-                    }
-                }
-            };
+            let Err(at) = self.take_turn(|state| &mut state.last) else { return };
             // Another request may take the turn meanwhile; then this one waits again.
             tokio::time::sleep_until(at).await;
         }
