@@ -7,8 +7,9 @@
 //! redirect sends its next hop when the answer comes, which no dispatch schedule sees. So the
 //! HTTP engine asks the site's [`Pace`] right before each request it writes to that site,
 //! first or hop, and waits there until the interval since the site's previous request has
-//! passed. The actor sets the pace around its fetches ([`PACE`]); fetches outside a site's
-//! actor (a robots.txt read, a webhook) have none.
+//! passed. The actor sets the pace around its fetches ([`PACE`]); a redirect from its site
+//! to another keeps to the other site's pace when that site's actor is on this node.
+//! Fetches outside a site's actor (a single scrape, a webhook) have none.
 //!
 //! A request let go is not yet written, so a site with an interval is also held to it at
 //! the socket: its requests go through [`super::paced`], whose connections take a second
@@ -144,16 +145,24 @@ impl Pace {
     }
 }
 
-/// Whether the current site's pace spaces requests to `url` (a site's actor runs this
-/// fetch, the URL is on its site, and the site has an interval).
-pub fn spaces(url: &Url) -> bool {
-    PACE.try_with(|pace| pace.spaces(url)).unwrap_or(false)
+/// The pace a request to `url` keeps to, when a site's actor runs this fetch: its own
+/// site's for a URL on it, else the pace of the URL's site when that site's actor lives on
+/// this node (a redirect hop from one site to another is spaced as the other site's own
+/// requests are).
+fn pace_for(url: &Url) -> Option<Arc<Pace>> {
+    let host = url.host_str()?;
+    let current = PACE.try_with(Arc::clone).ok()?;
+    if current.host == host { Some(current) } else { of_host(host) }
 }
 
-/// Waits for the current site's pace before a request to `url`, when a site's actor runs
-/// this fetch.
+/// Whether a request to `url` is spaced (see [`pace_for`]): its site has an interval.
+pub fn spaces(url: &Url) -> bool {
+    pace_for(url).is_some_and(|pace| pace.spaces(url))
+}
+
+/// Waits for the pace of `url`'s site before a request to it (see [`pace_for`]).
 pub async fn before_request(url: &Url) {
-    if let Ok(pace) = PACE.try_with(Arc::clone) {
+    if let Some(pace) = pace_for(url) {
         pace.before_request(url).await;
     }
 }
@@ -179,6 +188,24 @@ mod tests {
         // Two waiting at once take turns.
         tokio::join!(pace.before_request(&site), pace.before_request(&site));
         assert!(start.elapsed() >= Duration::from_millis(180), "{:?}", start.elapsed());
+    }
+
+    #[tokio::test]
+    async fn a_hop_to_another_site_keeps_to_that_sites_pace() {
+        let from = Pace::new("hop-from.test", Duration::ZERO, Duration::ZERO);
+        let to = Pace::new("hop-to.test", HOUR, Duration::ZERO);
+        let (elsewhere, nowhere) = (page("hop-to.test"), page("hop-nowhere.test"));
+        assert!(!spaces(&elsewhere), "outside a site's actor nothing is spaced");
+        PACE.scope(Arc::clone(&from), async {
+            assert!(spaces(&elsewhere) && !spaces(&nowhere));
+            let waited = tokio::time::timeout(Duration::from_millis(300), before_request(&elsewhere)).await;
+            assert!(waited.is_err(), "the other site's turn was taken when its pace started");
+            tokio::time::timeout(Duration::from_secs(10), before_request(&nowhere))
+                .await
+                .expect("a site with no actor here is not held");
+        })
+        .await;
+        drop(to);
     }
 
     #[tokio::test]
