@@ -129,6 +129,9 @@ pub enum DomainMsg {
     /// Drop a job's waiting requests (answered `Cancelled`), stop its running ones (their
     /// askers see the reply port close) and refuse its later ones.
     Cancel(JobId),
+    /// The robots.txt read stopped before its request went out (this node was out of
+    /// touch with its cluster): it is read again at the next dispatch.
+    RobotsInterrupted,
     /// robots.txt was fetched (status 0: it could not be).
     RobotsLoaded {
         /// HTTP status.
@@ -328,6 +331,7 @@ impl Actor for Domain {
                 _ => state.sitemap_waiters.push(reply),
             },
             DomainMsg::Cancel(job) => cancel(state, job),
+            DomainMsg::RobotsInterrupted => state.robots = Robots::NotLoaded,
             DomainMsg::RobotsLoaded { status, body } => {
                 let mut robots = RobotsTxt::from_response(status, body);
                 if let Some(delay) = robots.crawl_delay(&state.services.settings.crawl.robots_agent) {
@@ -541,18 +545,11 @@ fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
         let token = state.next_token;
         state.next_token += 1;
         let job = waiting.job;
-        let fetch = PACE
-            .scope(Arc::clone(&state.pace), fetch(myself.clone(), state.services.clone(), token, waiting));
-        let handle = match state.services.cluster.clone() {
-            // A process frozen (SIGSTOP, starved) mid-fetch wakes while the other nodes may
-            // have taken the site: each request, first or redirect hop, goes out only while
-            // this node is in touch with the members (checked as it leaves).
-            Some(cluster) => {
-                let may: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || cluster.in_touch());
-                tokio::spawn(MAY_CONTINUE.scope(may, fetch))
-            }
-            None => tokio::spawn(fetch),
-        };
+        let handle = spawn_for_site(
+            &state.pace,
+            &state.services,
+            fetch(myself.clone(), state.services.clone(), token, waiting),
+        );
         state.running.insert(token, (job, handle));
     }
     if state.waiting.is_empty() && state.running.is_empty() {
@@ -576,8 +573,15 @@ fn load_robots(myself: &ActorRef<DomainMsg>, state: &DomainState) {
     };
     let scraper = state.services.scraper.clone();
     let myself = myself.clone();
-    tokio::spawn(PACE.scope(Arc::clone(&state.pace), async move {
+    spawn_for_site(&state.pace, &state.services, async move {
         let (status, body) = match scraper.fetch_raw(&url, Duration::from_secs(8)).await {
+            // Out of touch with the members before the request went out: read again at a
+            // later dispatch, never taken as a site without robots.txt.
+            Err(ScrapeError::Fetch(FetchError::Interrupted)) => {
+                tokio::time::sleep(ROBOTS_AGAIN_AFTER).await;
+                let _ = myself.cast(DomainMsg::RobotsInterrupted);
+                return;
+            }
             Ok(fetched) => (fetched.status, fetched.body),
             Err(e) => {
                 tracing::debug!(%url, error = %e, "robots.txt unavailable; everything allowed");
@@ -585,7 +589,30 @@ fn load_robots(myself: &ActorRef<DomainMsg>, state: &DomainState) {
             }
         };
         let _ = myself.cast(DomainMsg::RobotsLoaded { status, body });
-    }));
+    });
+}
+
+/// How long a robots.txt read stopped by [`MAY_CONTINUE`] waits before the actor may try
+/// again.
+const ROBOTS_AGAIN_AFTER: Duration = Duration::from_millis(200);
+
+/// Spawns work that sends requests to the site, at its pace. In a cluster each request,
+/// first or redirect hop, goes out only while this node is in touch with the members
+/// (checked as it leaves): a process frozen (SIGSTOP, starved) mid-fetch wakes while the
+/// other nodes may have taken the site.
+fn spawn_for_site(
+    pace: &Arc<Pace>,
+    services: &Services,
+    work: impl std::future::Future<Output = ()> + Send + 'static,
+) -> JoinHandle<()> {
+    let paced = PACE.scope(Arc::clone(pace), work);
+    match services.cluster.clone() {
+        Some(cluster) => {
+            let may: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || cluster.in_touch());
+            tokio::spawn(MAY_CONTINUE.scope(may, paced))
+        }
+        None => tokio::spawn(paced),
+    }
 }
 
 /// Exponential pause when a 429/503 came without Retry-After: 1 s, 2 s, 4 s … 60 s.
