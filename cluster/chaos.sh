@@ -247,8 +247,8 @@ interval, started = float(sys.argv[1]), float(sys.argv[2])
 node_of_pid, holder = {}, {}
 for line in open(sys.argv[3]):
     if line.startswith("node "):
-        _, node, pid = line.split()
-        node_of_pid[pid] = node
+        if len(parts := line.split()) == 3:  # a pid file being rewritten reads empty
+            node_of_pid[parts[2]] = parts[1]
     elif (m := re.search(r"(127\.0\.0\.1:\d+)\s+127\.0\.0\.\d+:8090.*pid=(\d+)", line)):
         holder[m.group(1).replace(":", ".")] = node_of_pid.get(m.group(2), "pid " + m.group(2))
 sent, head = collections.defaultdict(list), None
