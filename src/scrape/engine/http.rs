@@ -12,7 +12,7 @@ use reqwest::{Client, redirect};
 use url::Url;
 
 use super::guard::{AddressPolicy, GuardedResolver, ResolveError};
-use super::paced::{Answer, PacedClient, PacedError};
+use super::paced::{Answer, PacedClient, PacedError, redirect_of};
 use crate::config::Settings;
 
 /// One fetch to perform.
@@ -216,8 +216,7 @@ impl HttpEngine {
             } else {
                 get(client, &url, &headers, self.max_body).await?
             };
-            let redirect = (300..400).contains(&answer.status);
-            if let Some(location) = answer.headers.get(header::LOCATION).filter(|_| redirect) {
+            if let Some(location) = redirect_of(answer.status, &answer.headers) {
                 hops += 1;
                 if hops > self.max_redirects {
                     return Err(FetchError::TooManyRedirects { max: self.max_redirects });
@@ -346,14 +345,14 @@ fn next_hop(current: &Url, location: &HeaderValue) -> Result<Url, FetchError> {
 /// GETs `url` with reqwest; the body is read unless the answer redirects.
 async fn get(client: &Client, url: &Url, headers: &HeaderMap, limit: usize) -> Result<Answer, FetchError> {
     let mut response = client.get(url.clone()).headers(headers.clone()).send().await.map_err(classify)?;
-    let status = response.status();
+    let status = response.status().as_u16();
     let headers = std::mem::take(response.headers_mut());
-    let body = if status.is_redirection() && headers.contains_key(header::LOCATION) {
+    let body = if redirect_of(status, &headers).is_some() {
         Vec::new()
     } else {
         read_capped(response, limit).await?
     };
-    Ok(Answer { status: status.as_u16(), headers, body })
+    Ok(Answer { status, headers, body })
 }
 
 async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, FetchError> {
@@ -374,11 +373,11 @@ async fn read_capped(mut response: reqwest::Response, limit: usize) -> Result<Ve
 
 /// Maps a reqwest error to our kinds by looking through its source chain.
 fn classify(err: reqwest::Error) -> FetchError {
-    classify_source(&err, err.to_string())
+    classify_source(&err)
 }
 
-/// Our kind of the error `err` (described as `said`), from its source chain.
-fn classify_source(err: &dyn std::error::Error, said: String) -> FetchError {
+/// Our kind of the error `err`, from its source chain.
+fn classify_source(err: &dyn std::error::Error) -> FetchError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = err.source();
     while let Some(cause) = source {
         if let Some(resolve) = cause.downcast_ref::<ResolveError>() {
@@ -401,8 +400,8 @@ fn classify_source(err: &dyn std::error::Error, said: String) -> FetchError {
         source = cause.source();
     }
     let detail = match err.source() {
-        Some(cause) => format!("{said}: {}", root_cause(cause)),
-        None => said,
+        Some(cause) => format!("{err}: {}", root_cause(cause)),
+        None => err.to_string(),
     };
     FetchError::Connect(detail)
 }
@@ -412,7 +411,7 @@ fn classify_paced(err: PacedError) -> FetchError {
     match err {
         PacedError::TooLarge(limit) => FetchError::TooLarge { limit },
         PacedError::Body(detail) => FetchError::Connect(detail),
-        PacedError::Transport(err) => classify_source(&err, err.to_string()),
+        PacedError::Transport(err) => classify_source(&err),
     }
 }
 

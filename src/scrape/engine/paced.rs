@@ -58,6 +58,11 @@ pub struct Answer {
     pub body: Vec<u8>,
 }
 
+/// Where an answer with `status` and `headers` redirects to, if it does.
+pub fn redirect_of(status: u16, headers: &HeaderMap) -> Option<&HeaderValue> {
+    headers.get(header::LOCATION).filter(|_| (300..400).contains(&status))
+}
+
 /// Why a paced request failed, before [`super::http`] classifies it.
 #[derive(Debug, thiserror::Error)]
 pub enum PacedError {
@@ -117,7 +122,7 @@ impl PacedClient {
         let response = client.request(request).await?;
         let (head, mut body) = response.into_parts();
         let status = head.status.as_u16();
-        if head.status.is_redirection() && head.headers.contains_key(header::LOCATION) {
+        if redirect_of(status, &head.headers).is_some() {
             return Ok(Answer { status, headers: head.headers, body: Vec::new() });
         }
         let declared = head.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse().ok());
