@@ -12,12 +12,10 @@
 //!    other pages of the set). Calls and preparation run in tasks of the runtime, as the
 //!    server's do.
 //!
-//! `cargo bench --bench llm` (pages from `BENCH_PAGES`, default
-//! `../shared/datasets/extraction-A/pages`); under `cargo test` (no `--bench`) five pages
-//! and one round, as a smoke test of the harness.
+//! `cargo bench --bench llm` (pages: see `common/pages.rs`, set A by default); under
+//! `cargo test` (no `--bench`) five pages and one round, as a smoke test of the harness.
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,21 +25,8 @@ use ferrocrawl::llm::{Llm, LlmSettings, Payer, openai::OpenAi, prompts, tokens};
 use ferrocrawl::model::TeamId;
 use serde_json::json;
 
-fn pages() -> Vec<String> {
-    let dir = std::env::var_os("BENCH_PAGES").map(PathBuf::from).unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/datasets/extraction-A/pages")
-    });
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|entries| entries.filter_map(Result::ok).map(|e| e.path().join("source.html")).collect())
-        .unwrap_or_default();
-    paths.retain(|p| p.is_file());
-    paths.sort();
-    paths
-        .iter()
-        .filter_map(|p| std::fs::read(p).ok())
-        .map(|b| String::from_utf8_lossy(&b).into_owned())
-        .collect()
-}
+#[path = "common/pages.rs"]
+mod pages;
 
 fn quantiles(mut values: Vec<f64>) -> (f64, f64) {
     values.sort_by(f64::total_cmp);
@@ -84,11 +69,11 @@ fn instant_server() -> String {
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
-    let mut pages = pages();
+    let mut pages = pages::load();
     if !full {
         pages.truncate(5);
     }
-    assert!(!pages.is_empty(), "no pages (set BENCH_PAGES)");
+    assert!(!pages.is_empty(), "no pages to measure");
     let settings = LlmSettings::default();
     let limit = settings.max_input_tokens - 1_000;
     let mains: Vec<String> = pages.iter().map(|html| markdown(html, true)).collect();

@@ -281,6 +281,8 @@ impl Actor for Domain {
         let pace = Pace::new(args.origin.host_str().unwrap_or_default(), interval, margin);
         let cluster = args.services.cluster.clone();
         if let Some(cluster) = &cluster {
+            let in_touch = cluster.clone();
+            pace.guard(Arc::new(move || in_touch.in_touch()));
             claim(&myself, cluster, &args.origin);
         }
         Ok(DomainState {
@@ -545,11 +547,8 @@ fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
         let token = state.next_token;
         state.next_token += 1;
         let job = waiting.job;
-        let handle = spawn_for_site(
-            &state.pace,
-            &state.services,
-            fetch(myself.clone(), state.services.clone(), token, waiting),
-        );
+        let handle =
+            spawn_for_site(&state.pace, fetch(myself.clone(), state.services.clone(), token, waiting));
         state.running.insert(token, (job, handle));
     }
     if state.waiting.is_empty() && state.running.is_empty() {
@@ -573,7 +572,7 @@ fn load_robots(myself: &ActorRef<DomainMsg>, state: &DomainState) {
     };
     let scraper = state.services.scraper.clone();
     let myself = myself.clone();
-    spawn_for_site(&state.pace, &state.services, async move {
+    spawn_for_site(&state.pace, async move {
         let (status, body) = match scraper.fetch_raw(&url, Duration::from_secs(8)).await {
             // Out of touch with the members before the request went out: read again at a
             // later dispatch, never taken as a site without robots.txt.
@@ -598,21 +597,15 @@ const ROBOTS_AGAIN_AFTER: Duration = Duration::from_millis(200);
 
 /// Spawns work that sends requests to the site, at its pace. In a cluster each request,
 /// first or redirect hop, goes out only while this node is in touch with the members
-/// (checked as it leaves): a process frozen (SIGSTOP, starved) mid-fetch wakes while the
-/// other nodes may have taken the site.
+/// (the pace's guard, asked as the request leaves and again as it is written): a process
+/// frozen (SIGSTOP, starved) mid-fetch wakes while the other nodes may have taken the site.
 fn spawn_for_site(
     pace: &Arc<Pace>,
-    services: &Services,
     work: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> JoinHandle<()> {
-    let paced = PACE.scope(Arc::clone(pace), work);
-    match services.cluster.clone() {
-        Some(cluster) => {
-            let may: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || cluster.in_touch());
-            tokio::spawn(MAY_CONTINUE.scope(may, paced))
-        }
-        None => tokio::spawn(paced),
-    }
+    let may_write = Arc::clone(pace);
+    let may: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || may_write.may_write());
+    tokio::spawn(MAY_CONTINUE.scope(may, PACE.scope(Arc::clone(pace), work)))
 }
 
 /// Exponential pause when a 429/503 came without Retry-After: 1 s, 2 s, 4 s … 60 s.

@@ -168,7 +168,7 @@ impl FetchOutcome {
 
 /// Encodes a request or an answer.
 pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    postcard::to_allocvec(value).unwrap_or_default()
+    crate::cluster::to_bytes(value)
 }
 
 /// Decodes a request or an answer.

@@ -136,8 +136,8 @@ impl Actor for Agent {
 
 /// Answers a call from another node.
 fn answer(shared: &Arc<Shared>, bytes: Vec<u8>, reply: ractor::RpcReplyPort<Vec<u8>>) {
-    let frame = match open::<Frame>(&bytes) {
-        Ok((_, frame)) => frame,
+    let (from, frame) = match open::<Frame>(&bytes) {
+        Ok(opened) => opened,
         Err(e) => {
             if let OpenError::Version { .. } = e {
                 tracing::error!(error = %e, "refusing a node of another protocol version");
@@ -157,7 +157,6 @@ fn answer(shared: &Arc<Shared>, bytes: Vec<u8>, reply: ractor::RpcReplyPort<Vec<
         }
         Frame::App { channel, body } => {
             let shared = Arc::clone(shared);
-            let from = open::<Frame>(&bytes).map(|(from, _)| from).unwrap_or_default();
             let handler = shared.handlers.read().ok().and_then(|h| h.get(&channel).cloned());
             tokio::spawn(async move {
                 let result = match handler {

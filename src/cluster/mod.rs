@@ -27,7 +27,7 @@ use ractor_cluster::node::NodeConnectionMode;
 use ractor_cluster::{NodeServer, NodeServerMessage};
 
 use crate::config::ClusterSettings;
-pub use wire::{OpenError, PROTOCOL_VERSION, spoken_version};
+pub use wire::{OpenError, PROTOCOL_VERSION, spoken_version, to_bytes};
 
 /// Most calls in flight from this node to one peer.
 const MAX_CALLS_PER_PEER: usize = 1024;

@@ -21,16 +21,17 @@ pub const PROTOCOL_VERSION: u32 = 4;
 // Byte fields are written as bytes (`serde_bytes`), not as sequences of numbers: the same
 // postcard encoding, without a serializer call per byte of every page that crosses.
 
-/// What every message between nodes starts with.
+/// What every message between nodes starts with. Read borrowing from the received bytes
+/// (the body is not copied out); written by [`seal`] without building one.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) struct Envelope {
+pub(crate) struct Envelope<'a> {
     /// The sender's [`PROTOCOL_VERSION`].
     pub version: u32,
     /// The sender's node name.
-    pub from: String,
+    pub from: &'a str,
     /// A [`Frame`] or [`Reply`], postcard-encoded, readable when `version` matches.
     #[serde(with = "serde_bytes")]
-    pub body: Vec<u8>,
+    pub body: &'a [u8],
 }
 
 /// A request to another node's agent.
@@ -79,11 +80,22 @@ pub fn spoken_version() -> u32 {
     })
 }
 
-/// Encodes `value` inside an envelope from `from`.
+/// Encodes `value` into a vector of exactly its size: a page's answer is written once,
+/// not copied again each time a growing vector doubles.
+pub fn to_bytes<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
+    let size = postcard::experimental::serialized_size(value).unwrap_or_default();
+    postcard::to_extend(value, Vec::with_capacity(size)).unwrap_or_default()
+}
+
+/// Encodes `value` inside an envelope from `from`: the bytes of an [`Envelope`] whose body
+/// is `value`'s encoding, written in place (a byte field is its length, then the bytes)
+/// rather than encoded apart and copied in.
 pub(crate) fn seal<T: Serialize>(from: &str, value: &T) -> Vec<u8> {
-    let body = postcard::to_allocvec(value).unwrap_or_default();
-    postcard::to_allocvec(&Envelope { version: spoken_version(), from: from.to_owned(), body })
-        .unwrap_or_default()
+    let size = postcard::experimental::serialized_size(value).unwrap_or_default();
+    let head = (spoken_version(), from, size as u64);
+    let head_size = postcard::experimental::serialized_size(&head).unwrap_or_default();
+    let sealed = postcard::to_extend(&head, Vec::with_capacity(head_size + size));
+    sealed.and_then(|sealed| postcard::to_extend(value, sealed)).unwrap_or_default()
 }
 
 /// Why an envelope could not be opened.
@@ -104,12 +116,12 @@ pub enum OpenError {
 
 /// Opens an envelope: the sender and its content.
 pub(crate) fn open<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<(String, T), OpenError> {
-    let envelope: Envelope = postcard::from_bytes(bytes).map_err(|_| OpenError::Garbled)?;
+    let envelope: Envelope<'_> = postcard::from_bytes(bytes).map_err(|_| OpenError::Garbled)?;
     if envelope.version != spoken_version() {
-        return Err(OpenError::Version { from: envelope.from, theirs: envelope.version });
+        return Err(OpenError::Version { from: envelope.from.to_owned(), theirs: envelope.version });
     }
-    let value = postcard::from_bytes(&envelope.body).map_err(|_| OpenError::Garbled)?;
-    Ok((envelope.from, value))
+    let value = postcard::from_bytes(envelope.body).map_err(|_| OpenError::Garbled)?;
+    Ok((envelope.from.to_owned(), value))
 }
 
 /// Messages of a node's agent. `Call` and `Cast` cross nodes (as bytes); the others are
@@ -163,10 +175,22 @@ mod tests {
             body: Vec<u8>,
         }
         let body: Vec<u8> = (0..=255).cycle().take(1000).collect();
-        let envelope = Envelope { version: 3, from: "n".into(), body: body.clone() };
+        let envelope = Envelope { version: 3, from: "n", body: &body };
         let as_bytes = postcard::to_allocvec(&envelope).expect("bytes");
         let plain = postcard::to_allocvec(&(3u32, "n", AsSeq { body })).expect("seq");
         assert_eq!(as_bytes, plain);
+    }
+
+    #[test]
+    fn sealing_in_place_writes_the_envelope_of_the_encoded_value() {
+        let reply = Reply::App(Ok(serde_bytes::ByteBuf::from(vec![7u8; 70_000])));
+        let body = postcard::to_allocvec(&reply).expect("body");
+        let envelope = Envelope { version: spoken_version(), from: "n1", body: &body };
+        assert_eq!(seal("n1", &reply), postcard::to_allocvec(&envelope).expect("envelope"));
+        assert_eq!(to_bytes(&reply), body);
+        let (from, opened): (String, Reply) = open(&seal("n1", &reply)).expect("open");
+        assert_eq!(from, "n1");
+        assert!(matches!(opened, Reply::App(Ok(bytes)) if bytes.len() == 70_000));
     }
 
     #[test]
@@ -175,8 +199,8 @@ mod tests {
         let (from, frame): (String, Frame) = open(&sealed).expect("open");
         assert_eq!(from, "a");
         assert!(matches!(frame, Frame::Ping));
-        let future = postcard::to_allocvec(&Envelope { version: 99, from: "z".into(), body: vec![1, 2, 3] })
-            .expect("encode");
+        let future =
+            postcard::to_allocvec(&Envelope { version: 99, from: "z", body: &[1, 2, 3] }).expect("encode");
         assert_eq!(open::<Frame>(&future).unwrap_err(), OpenError::Version { from: "z".into(), theirs: 99 });
         assert_eq!(open::<Frame>(&[0xff, 0xff]).unwrap_err(), OpenError::Garbled);
     }

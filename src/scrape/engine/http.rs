@@ -98,8 +98,9 @@ pub enum FetchError {
     /// The enhanced proxy was asked for but none is configured.
     #[error("no enhanced proxy is configured")]
     NoProxy,
-    /// A redirect chain stopped before its next hop (see [`MAY_CONTINUE`]).
-    #[error("the request was stopped mid-redirect: this node lost touch with its cluster")]
+    /// A request or redirect hop not sent: this node lost touch with its cluster (see
+    /// [`MAY_CONTINUE`] and [`super::pace::Pace::guard`]).
+    #[error("the request was not sent: this node lost touch with its cluster")]
     Interrupted,
 }
 
@@ -395,6 +396,9 @@ fn classify_source(err: &dyn std::error::Error) -> FetchError {
             if payload.downcast_ref::<rustls::Error>().is_some() {
                 return FetchError::Tls(payload.to_string());
             }
+            if payload.is::<super::paced::OutOfTouch>() {
+                return FetchError::Interrupted;
+            }
             inner = payload.downcast_ref::<std::io::Error>().and_then(std::io::Error::get_ref);
         }
         source = cause.source();
@@ -453,7 +457,10 @@ mod tests {
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let mut line = String::new();
-                let _ = BufReader::new(&stream).read_line(&mut line);
+                // Requests are counted, not connections opened without one.
+                if BufReader::new(&stream).read_line(&mut line).unwrap_or(0) == 0 {
+                    continue;
+                }
                 counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let answer = if line.contains("/start") {
                     "HTTP/1.1 301 Moved\r\nLocation: /next\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
@@ -497,6 +504,42 @@ mod tests {
         let stopped = MAY_CONTINUE.scope(never, engine.fetch(&request)).await;
         assert!(matches!(stopped, Err(FetchError::Interrupted)), "{stopped:?}");
         assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 3, "not even the first request went out");
+    }
+
+    #[tokio::test]
+    async fn a_spaced_request_is_not_written_once_the_node_is_out_of_touch() {
+        use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+        let mut settings = Settings::defaults_with_data_dir("x");
+        settings.security.allow_private_targets = true;
+        let engine = HttpEngine::new(&settings).expect("engine");
+        let (base, seen) = redirecting_server();
+        let port = Url::parse(&base).expect("base").port().expect("port");
+        // A host of its own (no other test's pace), with an interval: fetched through the
+        // paced client, whose connections ask the pace's guard as they write.
+        let host = "out-of-touch.localhost";
+        let pace = super::super::pace::Pace::new(host, Duration::from_millis(1), Duration::ZERO);
+        let in_touch = Arc::new(AtomicBool::new(true));
+        pace.guard({
+            let in_touch = Arc::clone(&in_touch);
+            Arc::new(move || in_touch.load(SeqCst))
+        });
+        let url = Url::parse(&format!("http://{host}:{port}/next")).expect("url");
+        let request = FetchRequest {
+            url: &url,
+            headers: &[],
+            mobile: false,
+            languages: &[],
+            verify_tls: false,
+            via_proxy: false,
+        };
+        let fetch = || super::super::pace::PACE.scope(Arc::clone(&pace), engine.fetch(&request));
+        let fetched = fetch().await.expect("fetched while in touch");
+        assert_eq!((fetched.status, seen.load(SeqCst)), (200, 1));
+        // Let go by the fetch (no MAY_CONTINUE here), refused at the socket.
+        in_touch.store(false, SeqCst);
+        let stopped = fetch().await;
+        assert!(matches!(stopped, Err(FetchError::Interrupted)), "{stopped:?}");
+        assert_eq!(seen.load(SeqCst), 1, "the refused request reached the site");
     }
 
     #[test]

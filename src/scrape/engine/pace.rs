@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -42,13 +42,23 @@ tokio::task_local! {
     pub static PACE: Arc<Pace>;
 }
 
+/// Whether a request may still be written (see [`Pace::guard`]).
+pub type WriteGuard = Arc<dyn Fn() -> bool + Send + Sync>;
+
 /// One site's spacing between requests, shared by its actor and the fetches it runs.
-#[derive(Debug)]
 pub struct Pace {
     host: String,
     /// Kept on top of the interval, when there is one.
     margin: Duration,
     state: Mutex<State>,
+    /// Asked at each write turn; a request it refuses is not written.
+    guard: OnceLock<WriteGuard>,
+}
+
+impl std::fmt::Debug for Pace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pace").field("host", &self.host).field("margin", &self.margin).finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]
@@ -69,13 +79,25 @@ impl Pace {
         // may start while the old one's last request is only just out.
         let last = Some(Instant::now());
         let state = Mutex::new(State { interval, last, written: last });
-        let pace = Arc::new(Self { host: host.to_owned(), margin, state });
+        let pace = Arc::new(Self { host: host.to_owned(), margin, state, guard: OnceLock::new() });
         let mut paces = PACES.lock().unwrap_or_else(PoisonError::into_inner);
         paces.insert(host.to_owned(), Arc::downgrade(&pace));
         if paces.len().is_multiple_of(SWEEP_EVERY) {
             paces.retain(|_, pace| pace.strong_count() > 0);
         }
         pace
+    }
+
+    /// Sets what is asked as each request is written: in a cluster, whether this node is
+    /// still in touch with the others. A request let go just before the process was frozen
+    /// would otherwise be written as it wakes, while another node may already fetch the site.
+    pub fn guard(&self, may_write: WriteGuard) {
+        let _ = self.guard.set(may_write);
+    }
+
+    /// Whether a request may be written now (see [`Pace::guard`]).
+    pub fn may_write(&self) -> bool {
+        self.guard.get().is_none_or(|may| may())
     }
 
     /// Whether requests to `url` are spaced by this pace (the site's, with an interval).

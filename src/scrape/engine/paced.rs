@@ -303,17 +303,25 @@ pub struct PacedStream<T> {
 
 impl<T> PacedStream<T> {
     /// Ready when the write may go: at once within a request, else when the site's pace
-    /// gives the turn (taken then).
-    fn turn(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+    /// gives the turn (taken then); an error when the pace's guard refuses the request.
+    fn turn(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if self.starting {
             if let Some(pace) = pace::of_host(&self.host) {
                 ready!(pace.poll_write_turn(cx, &mut self.wait));
+                if !pace.may_write() {
+                    return Poll::Ready(Err(io::Error::other(OutOfTouch)));
+                }
             }
             self.starting = false;
         }
-        Poll::Ready(())
+        Poll::Ready(Ok(()))
     }
 }
+
+/// A request its site's pace refused to write (see [`pace::Pace::guard`]).
+#[derive(Debug, thiserror::Error)]
+#[error("this node lost touch with its cluster; the request was not written")]
+pub struct OutOfTouch;
 
 impl<T: Read + Unpin> Read for PacedStream<T> {
     fn poll_read(
@@ -331,7 +339,7 @@ impl<T: Read + Unpin> Read for PacedStream<T> {
 
 impl<T: Write + Unpin> Write for PacedStream<T> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        ready!(self.turn(cx));
+        ready!(self.turn(cx))?;
         Pin::new(&mut self.inner).poll_write(cx, buf)
     }
 
@@ -340,7 +348,7 @@ impl<T: Write + Unpin> Write for PacedStream<T> {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        ready!(self.turn(cx));
+        ready!(self.turn(cx))?;
         Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }
 
