@@ -24,7 +24,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef};
 use ractor_cluster::NodeServerMessage;
 
 use super::Handler;
-use super::wire::{AgentMsg, Frame, OpenError, Reply, open, seal};
+use super::wire::{AgentMsg, Frame, OpenError, OwnedReply as Reply, open, seal};
 
 /// The process group every node's agent joins.
 pub(crate) const GROUP: &str = "ferrocrawl.agents";
@@ -176,9 +176,20 @@ pub(crate) async fn call(
     frame: &Frame,
     timeout: Duration,
 ) -> Result<(String, Reply), String> {
+    let answer = call_sealed(name, actor, frame, timeout).await?;
+    open::<Reply>(&answer).map_err(|e| e.to_string())
+}
+
+/// Sends `frame` to `actor`; the answer as it came (an envelope holding a reply).
+pub(crate) async fn call_sealed(
+    name: &str,
+    actor: &ActorRef<AgentMsg>,
+    frame: &Frame,
+    timeout: Duration,
+) -> Result<Vec<u8>, String> {
     let sealed = seal(name, frame);
     match actor.call(|port| AgentMsg::Call(sealed, port), Some(timeout)).await {
-        Ok(CallResult::Success(bytes)) => open::<Reply>(&bytes).map_err(|e| e.to_string()),
+        Ok(CallResult::Success(bytes)) => Ok(bytes),
         Ok(CallResult::Timeout) => Err(format!("no answer within {} ms", timeout.as_millis())),
         Ok(CallResult::SenderError) => Err("the node dropped the call".to_owned()),
         Err(e) => Err(format!("the node is unreachable: {e}")),

@@ -87,6 +87,22 @@ fn host_of(address: &str) -> &str {
     address.rsplit_once(':').map_or(address, |(host, _)| host)
 }
 
+/// A node's answer to a call: the bytes its handler returned, read in place from the
+/// message that carried them.
+#[derive(Debug)]
+pub struct Answer {
+    sealed: Vec<u8>,
+    body: std::ops::Range<usize>,
+}
+
+impl std::ops::Deref for Answer {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.sealed[self.body.clone()]
+    }
+}
+
 /// Where what a tagged id names lives (see [`Cluster::holder_of_tag`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Holder {
@@ -308,7 +324,7 @@ impl Cluster {
         channel: Channel,
         request: Vec<u8>,
         timeout: Duration,
-    ) -> Result<Vec<u8>, ClusterError> {
+    ) -> Result<Answer, ClusterError> {
         let actor = {
             let peers = self.shared.peers.read().map_err(|_| ClusterError::Unavailable(node.to_owned()))?;
             match peers.get(node) {
@@ -333,22 +349,26 @@ impl Cluster {
             self.traffic.calls.fetch_add(1, Relaxed);
             self.traffic.bytes_out.fetch_add(request.len() as u64, Relaxed);
         }
-        let answer = agent::call(
+        let sealed = agent::call_sealed(
             self.name(),
             &actor,
             &wire::Frame::App { channel: channel as u8, body: request },
             timeout,
         )
-        .await;
-        match answer {
+        .await
+        .map_err(|reason| ClusterError::Unreachable { node: node.to_owned(), reason })?;
+        // The answer's bytes are read where they lie in the message, not copied out.
+        let body = match wire::open::<wire::Reply<&serde_bytes::Bytes>>(&sealed) {
             Ok((_, wire::Reply::App(Ok(bytes)))) => {
-                self.traffic.bytes_in.fetch_add(bytes.len() as u64, std::sync::atomic::Ordering::Relaxed);
-                Ok(bytes.into_vec())
+                let start = bytes.as_ptr() as usize - sealed.as_ptr() as usize;
+                start..start + bytes.len()
             }
-            Ok((_, wire::Reply::App(Err(reason)))) => Err(failed(reason)),
-            Ok(_) => Err(failed("unexpected answer".into())),
-            Err(reason) => Err(ClusterError::Unreachable { node: node.to_owned(), reason }),
-        }
+            Ok((_, wire::Reply::App(Err(reason)))) => return Err(failed(reason)),
+            Ok(_) => return Err(failed("unexpected answer".into())),
+            Err(e) => return Err(ClusterError::Unreachable { node: node.to_owned(), reason: e.to_string() }),
+        };
+        self.traffic.bytes_in.fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(Answer { sealed, body })
     }
 
     /// Leaves the cluster: the agent and the node server stop.

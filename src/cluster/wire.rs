@@ -54,9 +54,10 @@ pub(crate) enum Frame {
     },
 }
 
-/// An agent's answer.
+/// An agent's answer, its handler's bytes held as `B`: owned when sent ([`OwnedReply`]),
+/// borrowed from the received message when a call's answer is read.
 #[derive(Debug, Serialize, Deserialize)]
-pub(crate) enum Reply {
+pub(crate) enum Reply<B> {
     /// First contact answered.
     Hello {
         /// The answering node's cluster address.
@@ -67,8 +68,11 @@ pub(crate) enum Reply {
     /// Here.
     Pong,
     /// The handler's answer, or why it failed.
-    App(Result<serde_bytes::ByteBuf, String>),
+    App(Result<B, String>),
 }
+
+/// A reply as sent, and as hellos and pings are read.
+pub(crate) type OwnedReply = Reply<serde_bytes::ByteBuf>;
 
 /// The version this process speaks: [`PROTOCOL_VERSION`], or in debug builds the value of
 /// `TEST_FERROCRAWL_PROTOCOL_VERSION`, so a test can start a node of "another build".
@@ -114,8 +118,8 @@ pub enum OpenError {
     },
 }
 
-/// Opens an envelope: the sender and its content.
-pub(crate) fn open<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<(String, T), OpenError> {
+/// Opens an envelope: the sender and its content (which may borrow from `bytes`).
+pub(crate) fn open<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<(String, T), OpenError> {
     let envelope: Envelope<'_> = postcard::from_bytes(bytes).map_err(|_| OpenError::Garbled)?;
     if envelope.version != spoken_version() {
         return Err(OpenError::Version { from: envelope.from.to_owned(), theirs: envelope.version });
@@ -183,14 +187,18 @@ mod tests {
 
     #[test]
     fn sealing_in_place_writes_the_envelope_of_the_encoded_value() {
-        let reply = Reply::App(Ok(serde_bytes::ByteBuf::from(vec![7u8; 70_000])));
+        let reply = OwnedReply::App(Ok(serde_bytes::ByteBuf::from(vec![7u8; 70_000])));
         let body = postcard::to_allocvec(&reply).expect("body");
         let envelope = Envelope { version: spoken_version(), from: "n1", body: &body };
         assert_eq!(seal("n1", &reply), postcard::to_allocvec(&envelope).expect("envelope"));
         assert_eq!(to_bytes(&reply), body);
-        let (from, opened): (String, Reply) = open(&seal("n1", &reply)).expect("open");
+        let sealed = seal("n1", &reply);
+        let (from, opened): (String, Reply<&serde_bytes::Bytes>) = open(&sealed).expect("open");
         assert_eq!(from, "n1");
-        assert!(matches!(opened, Reply::App(Ok(bytes)) if bytes.len() == 70_000));
+        // Read in place: the answer's bytes are a slice of the message.
+        let Reply::App(Ok(bytes)) = opened else { panic!("not an answer: {opened:?}") };
+        assert_eq!(bytes.len(), 70_000);
+        assert!(sealed.as_ptr_range().contains(&bytes.as_ptr()));
     }
 
     #[test]

@@ -473,21 +473,24 @@ mod tests {
         (base, seen)
     }
 
-    #[tokio::test]
-    async fn a_redirect_chain_stops_when_it_may_not_continue() {
+    /// An engine allowed to reach loopback.
+    fn loopback_engine() -> HttpEngine {
         let mut settings = Settings::defaults_with_data_dir("x");
         settings.security.allow_private_targets = true;
-        let engine = HttpEngine::new(&settings).expect("engine");
+        HttpEngine::new(&settings).expect("engine")
+    }
+
+    /// A plain GET of `url`, TLS unverified.
+    fn plain(url: &Url) -> FetchRequest<'_> {
+        FetchRequest { url, headers: &[], mobile: false, languages: &[], verify_tls: false, via_proxy: false }
+    }
+
+    #[tokio::test]
+    async fn a_redirect_chain_stops_when_it_may_not_continue() {
+        let engine = loopback_engine();
         let (base, seen) = redirecting_server();
         let url = Url::parse(&format!("{base}/start")).expect("url");
-        let request = FetchRequest {
-            url: &url,
-            headers: &[],
-            mobile: false,
-            languages: &[],
-            verify_tls: false,
-            via_proxy: false,
-        };
+        let request = plain(&url);
         let followed = engine.fetch(&request).await.expect("followed");
         assert_eq!((followed.status, followed.final_url.path()), (200, "/next"));
         assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 2);
@@ -509,9 +512,7 @@ mod tests {
     #[tokio::test]
     async fn a_spaced_request_is_not_written_once_the_node_is_out_of_touch() {
         use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
-        let mut settings = Settings::defaults_with_data_dir("x");
-        settings.security.allow_private_targets = true;
-        let engine = HttpEngine::new(&settings).expect("engine");
+        let engine = loopback_engine();
         let (base, seen) = redirecting_server();
         let port = Url::parse(&base).expect("base").port().expect("port");
         // A host of its own (no other test's pace), with an interval: fetched through the
@@ -524,14 +525,7 @@ mod tests {
             Arc::new(move || in_touch.load(SeqCst))
         });
         let url = Url::parse(&format!("http://{host}:{port}/next")).expect("url");
-        let request = FetchRequest {
-            url: &url,
-            headers: &[],
-            mobile: false,
-            languages: &[],
-            verify_tls: false,
-            via_proxy: false,
-        };
+        let request = plain(&url);
         let fetch = || super::super::pace::PACE.scope(Arc::clone(&pace), engine.fetch(&request));
         let fetched = fetch().await.expect("fetched while in touch");
         assert_eq!((fetched.status, seen.load(SeqCst)), (200, 1));
