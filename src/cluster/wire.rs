@@ -202,6 +202,47 @@ mod tests {
     }
 
     #[test]
+    fn messages_are_the_bytes_the_previous_release_sent_and_read() {
+        // The envelope and reply as the previous release (protocol 4) defined them: owned.
+        #[derive(Serialize, Deserialize)]
+        struct PreviousEnvelope {
+            version: u32,
+            from: String,
+            #[serde(with = "serde_bytes")]
+            body: Vec<u8>,
+        }
+        #[derive(Serialize, Deserialize)]
+        enum PreviousReply {
+            Hello { address: String, peers: Vec<String> },
+            Pong,
+            App(Result<serde_bytes::ByteBuf, String>),
+        }
+        let page = serde_bytes::ByteBuf::from(b"a page".repeat(5_000));
+        let previous = |reply: &PreviousReply| {
+            let body = postcard::to_allocvec(reply).expect("body");
+            postcard::to_allocvec(&PreviousEnvelope { version: spoken_version(), from: "old".into(), body })
+                .expect("envelope")
+        };
+        // What this build sends, the previous one sent.
+        assert_eq!(
+            seal("old", &OwnedReply::App(Ok(page.clone()))),
+            previous(&PreviousReply::App(Ok(page.clone())))
+        );
+        assert_eq!(seal("old", &OwnedReply::Pong), previous(&PreviousReply::Pong));
+        // What the previous one sent, this build reads, in place.
+        let hello = PreviousReply::Hello { address: "h:1".into(), peers: vec!["p:2".into()] };
+        let (_, opened): (String, OwnedReply) = open(&previous(&hello)).expect("hello");
+        assert!(matches!(opened, Reply::Hello { address, peers } if address == "h:1" && peers == ["p:2"]));
+        let sent = previous(&PreviousReply::App(Ok(page.clone())));
+        let (from, opened): (String, Reply<&serde_bytes::Bytes>) = open(&sent).expect("answer");
+        assert_eq!(from, "old");
+        assert!(matches!(opened, Reply::App(Ok(bytes)) if bytes.as_ref() == page.as_slice()));
+        let envelope: PreviousEnvelope =
+            postcard::from_bytes(&seal("new", &Frame::Ping)).expect("previous reads");
+        assert_eq!(envelope.from, "new");
+    }
+
+    #[test]
     fn envelopes_carry_the_version_first() {
         let sealed = seal("a", &Frame::Ping);
         let (from, frame): (String, Frame) = open(&sealed).expect("open");
