@@ -283,6 +283,7 @@ impl Actor for Domain {
         if let Some(cluster) = &cluster {
             let in_touch = cluster.clone();
             pace.guard(Arc::new(move || in_touch.in_touch()));
+            pace.elsewhere(super::remote::turns_elsewhere(cluster.clone()));
             claim(&myself, cluster, &args.origin);
         }
         Ok(DomainState {

@@ -72,6 +72,9 @@ pub enum Request {
     /// Let a site (its origin) go: the asking node's actor of it is about to start. Answered
     /// once this node's actor of the site has no request running and has stopped.
     Release(String),
+    /// A turn of the pace of a site this node owns, for a request to this URL (a redirect
+    /// hop the asking node sends there). Answered `Done` when the request may go out.
+    Turn(String),
 }
 
 /// The answers.
@@ -261,6 +264,34 @@ pub(crate) async fn claim_site(cluster: &crate::cluster::Cluster, origin: &str) 
         });
     }
     while asks.join_next().await.is_some() {}
+}
+
+/// Longest a redirect hop waits for the turn another node lends (a site with a long
+/// crawl-delay and many requests waiting may take this long).
+const TURN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// How a site actor's redirect hops get their turn at sites other nodes own
+/// (`Pace::elsewhere`): the owner of the hop's site lends one from its actor's pace. A turn
+/// not had (the owner did not answer, or this node is out of touch) stops the hop: the page
+/// goes back to be fetched again, rather than reach a site unspaced.
+pub(crate) fn turns_elsewhere(cluster: crate::cluster::Cluster) -> crate::scrape::engine::pace::Elsewhere {
+    std::sync::Arc::new(move |url: &url::Url| {
+        let site = super::domains::origin_of(url)?;
+        if cluster.owns(site.as_str()) {
+            return None;
+        }
+        let (cluster, owner) = (cluster.clone(), cluster.owner_of(site.as_str()));
+        let request = encode(&Request::Turn(url.to_string()));
+        Some(Box::pin(async move {
+            match cluster.call(&owner, Channel::Jobs, request, TURN_TIMEOUT).await {
+                Ok(_) => true,
+                Err(e) => {
+                    tracing::warn!(node = %owner, error = %e, "no turn for a redirect hop to a site of another node");
+                    false
+                }
+            }
+        }))
+    })
 }
 
 /// Tells every other live node that job `id` was cancelled, so their site actors drop its

@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 /// slots, rates and browser profiles kept by one node each, requests passed on to a
 /// session's node, pages sent in their stored form, and peers named in hello answers (a
 /// version-2 node could not answer them, and a team owned by one would get no slots). 4:
-/// scrape options carry the language-model formats and `onlyCleanContent`.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// scrape options carry the language-model formats and `onlyCleanContent`. 5: a redirect hop
+/// to a site another node owns asks that node for a turn of the site's pace (`Turn`).
+pub const PROTOCOL_VERSION: u32 = 5;
 
 // Byte fields are written as bytes (`serde_bytes`), not as sequences of numbers: the same
 // postcard encoding, without a serializer call per byte of every page that crosses.

@@ -114,7 +114,9 @@ impl Scraper {
         };
         let budget = Duration::from_millis(options.timeout_ms).saturating_sub(DEADLINE_MARGIN);
         let request = self.render_request(&job.url, options, profile.as_ref(), Instant::now() + budget);
-        super::engine::pace::before_request(&job.url).await;
+        if !super::engine::pace::before_request(&job.url).await {
+            return Err(ScrapeError::Fetch(super::engine::http::FetchError::Interrupted));
+        }
         let rendered = self.browser.render(&request).await.map_err(ScrapeError::Browser)?;
         if let (Some(state), Some(p)) = (&rendered.profile, &options.profile) {
             if options.zero_data_retention {

@@ -90,6 +90,15 @@ impl RemoteHandler {
                 jobs.runtime().release_here(&origin).await;
                 Response::Done
             }
+            Request::Turn(url) => {
+                // The site's actor here lends a turn of its pace; with no actor here nothing
+                // else sends the site requests from this node.
+                let url = url::Url::parse(&url).map_err(|e| JobError::Internal(e.to_string()))?;
+                if let Some(pace) = url.host_str().and_then(crate::scrape::engine::pace::of_host) {
+                    pace.lend_turn(&url).await;
+                }
+                Response::Done
+            }
             Request::Page { team: t, id, kind, paging: (skip, limit, max_bytes) } => {
                 let JobPage { job, counts, documents } =
                     jobs.local_page(&team(&t)?, id, kind, Paging { skip, limit, max_bytes }).await?;

@@ -221,6 +221,13 @@ async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
         p if p.starts_with("/go/") => HttpResponse::MovedPermanently()
             .insert_header(("Location", format!("/hub/{}", p.trim_start_matches("/go/"))))
             .finish(),
+        // A redirect to another host of this server: `/away/HOST/PATH` → `http://HOST:PORT/PATH`.
+        p if p.starts_with("/away/") => {
+            let rest = p.trim_start_matches("/away/");
+            let (to, path) = rest.split_once('/').unwrap_or((rest, ""));
+            HttpResponse::Found().insert_header(("Location", format!("http://{to}:{port}/{path}"))).finish()
+        }
+        p if p.starts_with("/p/") => page("Page", "A plain page of a site.", &[]),
         p if p.starts_with("/chain/") => {
             let n: usize = p.trim_start_matches("/chain/").parse().unwrap_or(usize::MAX);
             if n >= CHAIN_LEN {

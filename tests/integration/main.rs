@@ -15,6 +15,7 @@ mod cli;
 mod cluster;
 mod cluster_browser;
 mod cluster_llm;
+mod cluster_spacing;
 mod crawl;
 mod deep_pages;
 mod discovery;

@@ -208,8 +208,8 @@ impl HttpEngine {
         let mut hops = 0;
         loop {
             self.check_target(&url, req.via_proxy).await?;
-            super::pace::before_request(&url).await;
-            if MAY_CONTINUE.try_with(|may| may()).is_ok_and(|may| !may) {
+            let turn = super::pace::before_request(&url).await;
+            if !turn || MAY_CONTINUE.try_with(|may| may()).is_ok_and(|may| !may) {
                 return Err(FetchError::Interrupted);
             }
             let answer = if !req.via_proxy && super::pace::spaces(&url) {

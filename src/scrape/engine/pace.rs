@@ -8,8 +8,10 @@
 //! HTTP engine asks the site's [`Pace`] right before each request it writes to that site,
 //! first or hop, and waits there until the interval since the site's previous request has
 //! passed. The actor sets the pace around its fetches ([`PACE`]); a redirect from its site
-//! to another keeps to the other site's pace when that site's actor is on this node.
-//! Fetches outside a site's actor (a single scrape, a webhook) have none.
+//! to another keeps to the other site's pace when that site's actor is on this node, and in
+//! a cluster, when the other site belongs to another node, to a turn that node lends from
+//! its actor's pace ([`Pace::elsewhere`], [`Pace::lend_turn`]). Fetches outside a site's
+//! actor (a single scrape, a webhook) have none.
 //!
 //! A request let go is not yet written, so a site with an interval is also held to it at
 //! the socket: its requests go through [`super::paced`], whose connections take a second
@@ -23,6 +25,7 @@ use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError, Weak};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::time::{Instant, Sleep};
 use url::Url;
 
@@ -45,6 +48,11 @@ tokio::task_local! {
 /// Whether a request may still be written (see [`Pace::guard`]).
 pub type WriteGuard = Arc<dyn Fn() -> bool + Send + Sync>;
 
+/// Asks the node that holds the site of a URL for a turn of that site's pace (see
+/// [`Pace::elsewhere`]): `None` when no other node holds it; else resolves once the turn is
+/// given (`true`) or could not be had (`false`: the request must not go out).
+pub type Elsewhere = Arc<dyn Fn(&Url) -> Option<BoxFuture<'static, bool>> + Send + Sync>;
+
 /// One site's spacing between requests, shared by its actor and the fetches it runs.
 pub struct Pace {
     host: String,
@@ -53,6 +61,8 @@ pub struct Pace {
     state: Mutex<State>,
     /// Asked at each write turn; a request it refuses is not written.
     guard: OnceLock<WriteGuard>,
+    /// Asked for the turn of a redirect hop to a site another node holds.
+    elsewhere: OnceLock<Elsewhere>,
 }
 
 impl std::fmt::Debug for Pace {
@@ -79,7 +89,13 @@ impl Pace {
         // may start while the old one's last request is only just out.
         let last = Some(Instant::now());
         let state = Mutex::new(State { interval, last, written: last });
-        let pace = Arc::new(Self { host: host.to_owned(), margin, state, guard: OnceLock::new() });
+        let pace = Arc::new(Self {
+            host: host.to_owned(),
+            margin,
+            state,
+            guard: OnceLock::new(),
+            elsewhere: OnceLock::new(),
+        });
         let mut paces = PACES.lock().unwrap_or_else(PoisonError::into_inner);
         paces.insert(host.to_owned(), Arc::downgrade(&pace));
         if paces.len().is_multiple_of(SWEEP_EVERY) {
@@ -93,6 +109,23 @@ impl Pace {
     /// would otherwise be written as it wakes, while another node may already fetch the site.
     pub fn guard(&self, may_write: WriteGuard) {
         let _ = self.guard.set(may_write);
+    }
+
+    /// Sets how a redirect hop from this site to a site held by another node of the cluster
+    /// gets its turn: that node's actor of the site lends one ([`Pace::lend_turn`]), so the
+    /// hop is spaced as that site's own requests are, whichever node sends it.
+    pub fn elsewhere(&self, ask: Elsewhere) {
+        let _ = self.elsewhere.set(ask);
+    }
+
+    /// Gives a request to the site that another node sends (a redirect hop there) its turn,
+    /// as a request of this node takes it: when it is let go, then when it is written. What
+    /// is left between this moment and the other node's write (a message across the
+    /// cluster network) is what `crawl.domain_interval_margin_ms` covers.
+    pub async fn lend_turn(&self, url: &Url) {
+        self.before_request(url).await;
+        let mut wait = None;
+        std::future::poll_fn(|cx| self.poll_write_turn(cx, &mut wait)).await;
     }
 
     /// Whether a request may be written now (see [`Pace::guard`]).
@@ -182,10 +215,19 @@ pub fn spaces(url: &Url) -> bool {
     pace_for(url).is_some_and(|pace| pace.spaces(url))
 }
 
-/// Waits for the pace of `url`'s site before a request to it (see [`pace_for`]).
-pub async fn before_request(url: &Url) {
+/// Waits for the pace of `url`'s site before a request to it (see [`pace_for`]), or, for a
+/// site another node of the cluster holds, for the turn that node lends
+/// ([`Pace::elsewhere`]). `false` when that turn could not be had: the request must not go
+/// out.
+pub async fn before_request(url: &Url) -> bool {
     if let Some(pace) = pace_for(url) {
         pace.before_request(url).await;
+        return true;
+    }
+    let ask = PACE.try_with(|pace| pace.elsewhere.get().and_then(|ask| ask(url))).ok().flatten();
+    match ask {
+        Some(turn) => turn.await,
+        None => true,
     }
 }
 
@@ -228,6 +270,41 @@ mod tests {
         })
         .await;
         drop(to);
+    }
+
+    #[tokio::test]
+    async fn a_hop_to_a_site_another_node_holds_waits_for_the_turn_that_node_lends() {
+        let from = Pace::new("lend-from.test", Duration::ZERO, Duration::ZERO);
+        let local = Pace::new("lend-local.test", Duration::ZERO, Duration::ZERO);
+        // The "other node": the pace of its actor of `lend-remote.test`, held in a site
+        // actor there and reached through `elsewhere` (a call across the cluster in a node).
+        let remote = Pace::new("lend-remote-elsewhere.test", Duration::from_millis(200), Duration::ZERO);
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let (lender, seen) = (Arc::clone(&remote), Arc::clone(&asked));
+        from.elsewhere(Arc::new(move |url: &Url| {
+            let host = url.host_str()?.to_owned();
+            seen.lock().unwrap().push(host.clone());
+            let lender = Arc::clone(&lender);
+            let url = page("lend-remote-elsewhere.test");
+            Some(Box::pin(async move {
+                lender.lend_turn(&url).await;
+                host != "lend-refused.test"
+            }) as BoxFuture<'static, bool>)
+        }));
+        PACE.scope(Arc::clone(&from), async {
+            assert!(before_request(&page("lend-from.test")).await, "its own site");
+            assert!(before_request(&page("lend-local.test")).await, "a site whose actor is here");
+            let start = Instant::now();
+            assert!(before_request(&page("lend-remote.test")).await);
+            assert!(before_request(&page("lend-remote.test")).await);
+            // The remote pace started 200 ms before its first lent turn at the latest, and
+            // the second turn came an interval after the first.
+            assert!(start.elapsed() >= Duration::from_millis(200), "{:?}", start.elapsed());
+            assert!(!before_request(&page("lend-refused.test")).await, "a turn not had stops the request");
+        })
+        .await;
+        assert_eq!(*asked.lock().unwrap(), ["lend-remote.test", "lend-remote.test", "lend-refused.test"]);
+        drop(local);
     }
 
     #[tokio::test]

@@ -1,0 +1,85 @@
+//! A site's spacing holds for requests other nodes send it: a redirect hop from a site one
+//! node owns to a site another node owns waits for the turn the second node's actor of
+//! that site lends, so the site sees its interval between all its requests, whichever
+//! node sent them.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::cluster::{Node, call, owner_of};
+
+/// Interval between two requests to a site, on every node.
+const INTERVAL_MS: u64 = 300;
+
+/// A host `PREFIX{n}.localhost` whose site node `owner` owns among `names`.
+fn host_owned_by(prefix: &str, names: &[&str], owner: &str, port: u16) -> String {
+    (0..)
+        .map(|n| format!("{prefix}{n}.localhost"))
+        .find(|host| owner_of(names, &format!("http://{host}:{port}/")) == owner)
+        .expect("a host")
+}
+
+/// Starts a batch scrape of `urls` through `entry`; returns its status path.
+async fn batch(entry: &str, key: &str, urls: &[String]) -> String {
+    let body = json!({"urls": urls, "formats": ["markdown"]});
+    let (status, started) = call(entry, key, reqwest::Method::POST, "/v2/batch/scrape", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    format!("/v2/batch/scrape/{}", started["id"].as_str().expect("id"))
+}
+
+/// Waits (a minute at most) for the batch at `path` to complete and returns its documents.
+async fn finished(entry: &str, key: &str, path: &str) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, body) = call(entry, key, reqwest::Method::GET, path, None).await;
+        assert_eq!(status, 200, "{body}");
+        if body["status"] == "completed" {
+            return body["data"].as_array().cloned().unwrap_or_default();
+        }
+        assert!(Instant::now() < deadline, "the batch did not finish: {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_hop_to_a_site_of_another_node_keeps_that_sites_interval() {
+    let site = crate::common::CrawlSite::start(0);
+    let names = ["a", "b"];
+    let interval = INTERVAL_MS.to_string();
+    let env = [("FERROCRAWL_CRAWL__DOMAIN_MIN_INTERVAL_MS", interval.as_str())];
+    let a = Node::start("a", None, &env);
+    let b = Node::start("b", Some(&a.cluster_addr), &env);
+    for node in [&a, &b] {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    // Pages of `from` (owned by a) redirect to `to` (owned by b), which b also crawls itself.
+    let from = host_owned_by("from", &names, "a", site.port);
+    let to = host_owned_by("to", &names, "b", site.port);
+    let direct: Vec<String> = (0..8).map(|n| format!("http://{to}:{}/p/{n}", site.port)).collect();
+    let hops: Vec<String> =
+        (0..6).map(|n| format!("http://{from}:{}/away/{to}/p/{}", site.port, 100 + n)).collect();
+    let (entry, key) = (a.base().to_owned(), a.key.clone());
+    let (direct_job, hop_job) = tokio::join!(batch(&entry, &key, &direct), batch(&entry, &key, &hops));
+    let (direct_docs, hop_docs) =
+        tokio::join!(finished(&entry, &key, &direct_job), finished(&entry, &key, &hop_job));
+    assert_eq!(direct_docs.len(), 8);
+    assert_eq!(hop_docs.len(), 6);
+    for doc in &hop_docs {
+        let landed = doc["metadata"]["url"].as_str().unwrap_or_default();
+        assert!(landed.contains(&format!("{to}:")), "the hop landed on the other site: {doc}");
+        assert_eq!(doc["metadata"]["statusCode"], 200, "{doc}");
+    }
+
+    let mut seen = site.requests_to(&to);
+    let hopped = seen.iter().filter(|(path, _)| path.starts_with("/p/10")).count();
+    assert_eq!(hopped, 6, "every hop reached the site: {seen:?}");
+    seen.sort_by_key(|(_, at)| *at);
+    // Received times are read after the request crossed this process's scheduler; a few
+    // milliseconds of that are allowed for.
+    let least = Duration::from_millis(INTERVAL_MS - 20);
+    for pair in seen.windows(2) {
+        let gap = pair[1].1 - pair[0].1;
+        assert!(gap >= least, "{} came {gap:?} after {} (interval {INTERVAL_MS} ms)", pair[1].0, pair[0].0);
+    }
+}
