@@ -192,9 +192,12 @@ impl JobService {
         let services = self.runtime.services();
         // A job that could not be stored is refused, not half-started.
         services.store.space.ensure()?;
-        // Out of credits: refused before any work; fewer credits than the limit: the limit shrinks.
-        services.teams.require(&team, 1).await?;
+        // Out of credits: refused before any work; fewer credits than the limit: the limit
+        // shrinks. One look at the team's use (in a cluster, a question to every node).
         if let Some(remaining) = services.teams.remaining(&team).await? {
+            if remaining == 0 {
+                return Err(crate::teams::CreditError::Insufficient { needed: 1, remaining }.into());
+            }
             options.limit = options.limit.min(remaining);
         }
         if let Some(key) = &idempotency_key

@@ -9,7 +9,8 @@
 //!   holds every [`SYNC`] while it holds or wants any;
 //! - the owner grants only from what no node holds, so the sum never exceeds the limit;
 //!   when several nodes want slots, each is asked to keep at most an equal share (a node
-//!   over its share gives back slots as its pages finish), so no node starves another;
+//!   over its share gives back slots as its pages finish), so no node starves another; the
+//!   shares add up to the limit, the slots an equal division leaves over going round;
 //! - a node judged down holds nothing any more; a new owner (the old one left) learns what
 //!   each node holds from their next reports and grants nothing for [`SETTLE`] after it
 //!   starts keeping the team, so its first grants cannot exceed the limit. A pool nobody
@@ -26,6 +27,8 @@ use tokio::sync::{Notify, Semaphore};
 pub(super) const SYNC: Duration = Duration::from_millis(100);
 /// How long a new pool grants nothing, so every holder has reported first.
 pub(super) const SETTLE: Duration = Duration::from_millis(300);
+/// How long the slots left over by an equal division stay with the same busy nodes.
+const ROTATE: Duration = Duration::from_secs(1);
 
 /// The owner's record of one team's slots.
 #[derive(Debug)]
@@ -71,11 +74,8 @@ impl Pool {
         if live.len() > 1 && self.born.elapsed() < SETTLE {
             return Grant { grant: 0, keep: limit.max(held) };
         }
-        let busy =
-            live.iter().filter(|n| self.held.get(*n).is_some_and(|h| *h > 0) || self.wanted.contains_key(*n));
-        let busy = u32::try_from(busy.count()).unwrap_or(u32::MAX).max(1);
         let others_want = self.wanted.keys().any(|n| n != node);
-        let keep = if others_want { (limit / busy).max(1) } else { limit };
+        let keep = if others_want { self.share(limit, live, node) } else { limit };
         let used: u32 = self.held.values().sum();
         let free = limit.saturating_sub(used);
         let grant = want.min(free).min(keep.saturating_sub(held));
@@ -83,6 +83,24 @@ impl Pool {
             *self.held.entry(node.to_owned()).or_default() += grant;
         }
         Grant { grant, keep }
+    }
+
+    /// Node `node`'s share of `limit` among the nodes that hold or want slots: an equal
+    /// part, and one more for as many of them as the division leaves over. The extra slots
+    /// go round the busy nodes, moving on every [`ROTATE`], so the shares always add up to
+    /// the limit and, with fewer slots than busy nodes, each node has its turn.
+    fn share(&self, limit: u32, live: &[String], node: &str) -> u32 {
+        let mut busy: Vec<&String> = live
+            .iter()
+            .filter(|n| self.held.get(*n).is_some_and(|h| *h > 0) || self.wanted.contains_key(*n))
+            .collect();
+        busy.sort_unstable();
+        let count = u32::try_from(busy.len()).unwrap_or(u32::MAX).max(1);
+        let Some(place) = busy.iter().position(|n| *n == node) else { return limit / count };
+        let place = u32::try_from(place).unwrap_or(0);
+        let turn = u32::try_from(self.born.elapsed().as_millis() / ROTATE.as_millis()).unwrap_or(0) % count;
+        let extra = (place + count - turn) % count < limit % count;
+        limit / count + u32::from(extra)
     }
 }
 
@@ -172,6 +190,33 @@ mod tests {
         assert_eq!(pool.report(4, &members, "b", 0, 3), Grant { grant: 2, keep: 2 });
         // a node judged down holds nothing: its slots are free again.
         assert_eq!(pool.report(4, &live(&["b"]), "b", 2, 3), Grant { grant: 2, keep: 4 });
+    }
+
+    #[test]
+    fn shares_add_up_to_the_limit_and_leftover_slots_go_round() {
+        let mut pool = Pool::new();
+        pool.born -= SETTLE;
+        let members = live(&["a", "b", "c"]);
+        // Every node reports wanting slots, then each one's share is read.
+        let keeps = |pool: &mut Pool, limit| -> Vec<u32> {
+            for n in ["a", "b", "c"] {
+                pool.report(limit, &members, n, 0, 9);
+            }
+            ["a", "b", "c"].iter().map(|n| pool.report(limit, &members, n, 0, 9).keep).collect()
+        };
+        // 5 slots, 3 nodes all waiting: 2 + 2 + 1, not 1 each with 2 slots unused.
+        let five = keeps(&mut pool, 5);
+        assert_eq!(five.iter().sum::<u32>(), 5, "{five:?}");
+        assert!(five.iter().all(|k| (1..=2).contains(k)), "{five:?}");
+        // 2 slots, 3 nodes: each second another node has the turn without one.
+        let mut without = std::collections::BTreeSet::new();
+        for _ in 0..3 {
+            let two = keeps(&mut pool, 2);
+            assert_eq!(two.iter().sum::<u32>(), 2, "{two:?}");
+            without.insert(two.iter().position(|k| *k == 0).expect("one node waits its turn"));
+            pool.born -= ROTATE;
+        }
+        assert_eq!(without.len(), 3, "every node gets its turn");
     }
 
     #[test]
