@@ -29,7 +29,7 @@ use url::Url;
 use super::Services;
 use crate::crawl::robots::RobotsTxt;
 use crate::model::{Document, ErrorCode, JobId, ScrapeOptions, TeamId};
-use crate::scrape::engine::{FetchError, MAY_CONTINUE, PACE, Pace};
+use crate::scrape::engine::{FetchError, PACE, Pace};
 use crate::scrape::{ScrapeError, ScrapeJob};
 
 /// One page to fetch for a job.
@@ -592,7 +592,7 @@ fn load_robots(myself: &ActorRef<DomainMsg>, state: &DomainState) {
     });
 }
 
-/// How long a robots.txt read stopped by [`MAY_CONTINUE`] waits before the actor may try
+/// How long a robots.txt read stopped by the pace's guard ([`Pace::guard`]) waits before the actor may try
 /// again.
 const ROBOTS_AGAIN_AFTER: Duration = Duration::from_millis(200);
 
@@ -604,9 +604,7 @@ fn spawn_for_site(
     pace: &Arc<Pace>,
     work: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> JoinHandle<()> {
-    let may_write = Arc::clone(pace);
-    let may: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(move || may_write.may_write());
-    tokio::spawn(MAY_CONTINUE.scope(may, PACE.scope(Arc::clone(pace), work)))
+    tokio::spawn(PACE.scope(Arc::clone(pace), work))
 }
 
 /// Exponential pause when a 429/503 came without Retry-After: 1 s, 2 s, 4 s … 60 s.

@@ -114,7 +114,8 @@ impl Scraper {
         };
         let budget = Duration::from_millis(options.timeout_ms).saturating_sub(DEADLINE_MARGIN);
         let request = self.render_request(&job.url, options, profile.as_ref(), Instant::now() + budget);
-        if !super::engine::pace::before_request(&job.url).await {
+        // Like an HTTP fetch: the site's turn, and (in a cluster) still in touch.
+        if !super::engine::pace::before_request(&job.url).await || !super::engine::pace::may_continue() {
             return Err(ScrapeError::Fetch(super::engine::http::FetchError::Interrupted));
         }
         let rendered = self.browser.render(&request).await.map_err(ScrapeError::Browser)?;

@@ -49,15 +49,6 @@ pub struct Fetched {
     pub retry_after: Option<Duration>,
 }
 
-tokio::task_local! {
-    /// Whether a request may still go out. A site's actor in a cluster sets it around its
-    /// fetches: once the node is out of touch with the other members (the process was
-    /// frozen), another node may be fetching the site, so a fetch stops with
-    /// [`FetchError::Interrupted`] instead of sending its request or its next redirect hop.
-    /// Checked as each request leaves, after the site's pace.
-    pub static MAY_CONTINUE: Arc<dyn Fn() -> bool + Send + Sync>;
-}
-
 /// Why a fetch failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -99,7 +90,8 @@ pub enum FetchError {
     #[error("no enhanced proxy is configured")]
     NoProxy,
     /// A request or redirect hop not sent: this node lost touch with its cluster (see
-    /// [`MAY_CONTINUE`] and [`super::pace::Pace::guard`]).
+    /// [`super::pace::Pace::guard`]), or the turn of a site another node owns could not
+    /// be had.
     #[error("the request was not sent: this node lost touch with its cluster")]
     Interrupted,
 }
@@ -209,7 +201,7 @@ impl HttpEngine {
         loop {
             self.check_target(&url, req.via_proxy).await?;
             let turn = super::pace::before_request(&url).await;
-            if !turn || MAY_CONTINUE.try_with(|may| may()).is_ok_and(|may| !may) {
+            if !turn || !super::pace::may_continue() {
                 return Err(FetchError::Interrupted);
             }
             let answer = if !req.via_proxy && super::pace::spaces(&url) {
@@ -489,22 +481,31 @@ mod tests {
     async fn a_redirect_chain_stops_when_it_may_not_continue() {
         let engine = loopback_engine();
         let (base, seen) = redirecting_server();
+        let port = Url::parse(&base).expect("base").port().expect("port");
         let url = Url::parse(&format!("{base}/start")).expect("url");
-        let request = plain(&url);
-        let followed = engine.fetch(&request).await.expect("followed");
+        let followed = engine.fetch(&plain(&url)).await.expect("followed");
         assert_eq!((followed.status, followed.final_url.path()), (200, "/next"));
         assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 2);
-        // In touch for the first request, out of touch by the time of the hop.
+        // In touch for the first request, out of touch by the time of the hop: the guard of
+        // the site's pace (a host of its own, no interval) says so.
+        let url = Url::parse(&format!("http://redirect-guard.localhost:{port}/start")).expect("url");
+        let request = plain(&url);
+        let guarded = |may: Arc<dyn Fn() -> bool + Send + Sync>| {
+            let pace =
+                super::super::pace::Pace::new("redirect-guard.localhost", Duration::ZERO, Duration::ZERO);
+            pace.guard(may);
+            pace
+        };
         let asked = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let first_only: Arc<dyn Fn() -> bool + Send + Sync> = {
+        let first_only = guarded({
             let asked = Arc::clone(&asked);
             Arc::new(move || asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0)
-        };
-        let stopped = MAY_CONTINUE.scope(first_only, engine.fetch(&request)).await;
+        });
+        let stopped = super::super::pace::PACE.scope(first_only, engine.fetch(&request)).await;
         assert!(matches!(stopped, Err(FetchError::Interrupted)), "{stopped:?}");
         assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 3, "the next hop was never sent");
-        let never: Arc<dyn Fn() -> bool + Send + Sync> = Arc::new(|| false);
-        let stopped = MAY_CONTINUE.scope(never, engine.fetch(&request)).await;
+        let never = guarded(Arc::new(|| false));
+        let stopped = super::super::pace::PACE.scope(never, engine.fetch(&request)).await;
         assert!(matches!(stopped, Err(FetchError::Interrupted)), "{stopped:?}");
         assert_eq!(seen.load(std::sync::atomic::Ordering::SeqCst), 3, "not even the first request went out");
     }
@@ -529,7 +530,8 @@ mod tests {
         let fetch = || super::super::pace::PACE.scope(Arc::clone(&pace), engine.fetch(&request));
         let fetched = fetch().await.expect("fetched while in touch");
         assert_eq!((fetched.status, seen.load(SeqCst)), (200, 1));
-        // Let go by the fetch (no MAY_CONTINUE here), refused at the socket.
+        // Let go by the fetch (its guard asked as the request leaves answered in touch),
+        // refused at the socket.
         in_touch.store(false, SeqCst);
         let stopped = fetch().await;
         assert!(matches!(stopped, Err(FetchError::Interrupted)), "{stopped:?}");

@@ -10,5 +10,5 @@ pub mod pace;
 pub mod paced;
 
 pub use guard::AddressPolicy;
-pub use http::{FetchError, FetchRequest, Fetched, HttpEngine, MAY_CONTINUE};
+pub use http::{FetchError, FetchRequest, Fetched, HttpEngine};
 pub use pace::{PACE, Pace};

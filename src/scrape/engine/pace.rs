@@ -215,6 +215,14 @@ pub fn spaces(url: &Url) -> bool {
     pace_for(url).is_some_and(|pace| pace.spaces(url))
 }
 
+/// Whether a request of the running fetch may go out now: its site's pace's guard (in a
+/// cluster, whether this node is still in touch with the others; see [`Pace::guard`]).
+/// Asked as each request, first or redirect hop, leaves; a fetch outside a site's actor
+/// always may.
+pub fn may_continue() -> bool {
+    PACE.try_with(|pace| pace.may_write()).unwrap_or(true)
+}
+
 /// Waits for the pace of `url`'s site before a request to it (see [`pace_for`]), or, for a
 /// site another node of the cluster holds, for the turn that node lends
 /// ([`Pace::elsewhere`]). `false` when that turn could not be had: the request must not go
