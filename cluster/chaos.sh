@@ -13,7 +13,10 @@
 # PAGES pages (default 300) each, on 127.0.0.2.. port 8090, answering after LATENCY_MS (20).
 # Env: NODE_BIN (target/release/ferrocrawl), DOMAIN_CONCURRENCY (2), INTERVAL_MS (10), FAULTS
 # (1; 0 runs the rounds without faults, as a reference), NODES (3; the faults need 3),
-# MARGIN_MS (the server's crawl.domain_interval_margin_ms, 3, when unset).
+# MARGIN_MS (the server's crawl.domain_interval_margin_ms, 3, when unset), HOPS (10): each
+# site also answers /away/1../away/HOPS with a redirect to a page of the next site, and the
+# batch asks for them, so every site also gets requests sent by the node of another site
+# (a redirect hop), which must keep to its spacing like its own.
 # NGINX_CPUS / NODE_CPUS (taskset lists, e.g. 1 and 0) pin the sites and the nodes to
 # cores of their own, so a site's clock is not held up by the nodes sharing its core.
 # CAPTURE (1 when tcpdump can run here, i.e. as root with tcpdump installed; 0 turns it off)
@@ -53,6 +56,15 @@ trap cleanup EXIT
 
 for s in $(seq 2 $((sites + 1))); do
   python3 "$bench/site/gen_site.py" "$work/site$s" -n "$pages" --base-url "http://127.0.0.$s:8090" >/dev/null
+done
+# Redirects from each site to distinct pages of the next one (HOPS of them).
+hops=${HOPS:-10}
+for s in $(seq 2 $((sites + 1))); do
+  t=$(( s == sites + 1 ? 2 : s + 1 ))
+  awk -v t="$t" -v hops="$hops" '{ sub(/;$/, "", $2) }
+    $2 ~ /^\// && $2 != "/" && $2 !~ /^\/go\// && !seen[$2]++ && n < hops { printf "/away/%d http://127.0.0.%d:8090%s;\n", ++n, t, $2 }' \
+    "$work/site$t/redirects.map" >"$work/away$s.map"
+  cat "$work/away$s.map" >>"$work/site$s/redirects.map"
 done
 
 api="http://127.0.0.1:$API_PORT"
@@ -119,7 +131,8 @@ for round in $(seq 1 "$rounds"); do
   for s in $(seq 2 $((sites + 1))); do
     jobs+=("crawl $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/started$s.json")")
   done
-  urls=$(python3 -c "import json; print(json.dumps(['http://127.0.0.%d:8090/' % s for s in range(2, $sites + 2)]))")
+  urls=$(python3 -c "import json; print(json.dumps(['http://127.0.0.%d:8090/' % s for s in range(2, $sites + 2)]
+    + ['http://127.0.0.%d:8090/away/%d' % (s, k) for s in range(2, $sites + 2) for k in range(1, $hops + 1)]))")
   id=$(curl -sf "${auth[@]}" -H 'content-type: application/json' -d "{\"urls\":$urls}" \
     "$(node_api 1)/v2/batch/scrape" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
   jobs+=("batch/scrape $id")
@@ -144,10 +157,10 @@ for round in $(seq 1 "$rounds"); do
   fi
 
   # Every job finishes; each page once.
-  result=$(python3 - "$key" "$API_PORT" "$sent" "$work" "$sites" "$conc" "$interval" "${jobs[@]}" <<'PY'
+  result=$(python3 - "$key" "$API_PORT" "$sent" "$work" "$sites" "$conc" "$interval" "$hops" "${jobs[@]}" <<'PY'
 import json, sys, time, urllib.request
-key, port, started, work, sites, conc, interval, *jobs = sys.argv[1:]
-sites, conc, interval = int(sites), int(conc), int(interval)
+key, port, started, work, sites, conc, interval, hops, *jobs = sys.argv[1:]
+sites, conc, interval, hops = int(sites), int(conc), int(interval), int(hops)
 def get(url):
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
     return json.load(urllib.request.urlopen(req, timeout=30))
@@ -172,6 +185,12 @@ for job in jobs:
     landed = [d["metadata"]["url"] for d in docs]
     dup += len(landed) - len(set(landed))
     pages += len(landed)
+    if kind == "batch/scrape":
+        # Every URL of the batch lands once (a home page, or a redirect's page of the next site).
+        missing = sites * (hops + 1) - len(set(landed))
+        if missing > 0:
+            lost += missing
+            print(f"batch {jid}: {missing} pages missing; errors: {get(f'http://127.0.0.1:{port}/v2/batch/scrape/{jid}/errors')}", file=sys.stderr)
     if kind == "crawl":
         site = status.get("data", [{}])[0].get("metadata", {}).get("sourceURL", "") if docs else ""
         s = site.split("127.0.0.")[1].split(":")[0] if "127.0.0." in site else None

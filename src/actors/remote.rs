@@ -272,24 +272,43 @@ const TURN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// How a site actor's redirect hops get their turn at sites other nodes own
 /// (`Pace::elsewhere`): the owner of the hop's site lends one from its actor's pace. A turn
-/// not had (the owner did not answer, or this node is out of touch) stops the hop: the page
-/// goes back to be fetched again, rather than reach a site unspaced.
+/// not had stops the hop (the page goes back to be fetched again rather than reach a site
+/// unspaced): the owner did not answer, refused (it was out of touch), or stopped being the
+/// site's owner before the turn came (it left the members, frozen or gone: the site has
+/// another owner by then, whose pace the lent turn knows nothing of).
 pub(crate) fn turns_elsewhere(cluster: crate::cluster::Cluster) -> crate::scrape::engine::pace::Elsewhere {
     std::sync::Arc::new(move |url: &url::Url| {
-        let site = super::domains::origin_of(url)?;
-        if cluster.owns(site.as_str()) {
+        let site = super::domains::origin_of(url)?.to_string();
+        if cluster.owns(&site) {
             return None;
         }
-        let (cluster, owner) = (cluster.clone(), cluster.owner_of(site.as_str()));
+        let (cluster, owner) = (cluster.clone(), cluster.owner_of(&site));
         let request = encode(&Request::Turn(url.to_string()));
         Some(Box::pin(async move {
-            match cluster.call(&owner, Channel::Jobs, request, TURN_TIMEOUT).await {
-                Ok(_) => true,
-                Err(e) => {
-                    tracing::warn!(node = %owner, error = %e, "no turn for a redirect hop to a site of another node");
-                    false
+            let mut members = cluster.watch();
+            let moved = async {
+                loop {
+                    if crate::cluster::place::owner(&members.borrow_and_update(), &site)
+                        != Some(owner.as_str())
+                    {
+                        return;
+                    }
+                    if members.changed().await.is_err() {
+                        return;
+                    }
                 }
-            }
+            };
+            let lent = tokio::select! {
+                answer = cluster.call(&owner, Channel::Jobs, request, TURN_TIMEOUT) => match answer {
+                    Ok(bytes) => matches!(decode::<Response>(&bytes), Ok(Response::Done)),
+                    Err(e) => {
+                        tracing::warn!(node = %owner, error = %e, "no turn for a redirect hop to a site of another node");
+                        false
+                    }
+                },
+                () = moved => false,
+            };
+            lent && cluster.owner_of(&site) == owner && cluster.in_touch()
         }))
     })
 }

@@ -61,6 +61,53 @@ pub(crate) struct Shared {
     pub heard_of: RwLock<std::collections::BTreeSet<String>>,
     /// Live members (this node included), sorted; changes are announced.
     pub live: tokio::sync::watch::Sender<Arc<Vec<String>>>,
+    /// When this process last ran its heartbeat, and when it last woke from a pause.
+    pub wake: std::sync::Mutex<Wake>,
+}
+
+/// Pauses of this process seen from its heartbeat. A heartbeat that comes more than
+/// `down_after` late means the process did not run meanwhile (SIGSTOP, a starved or
+/// suspended machine): its peers' silence over that time is its own, not theirs. So a
+/// woken node does not judge its peers down for it (each gets `down_after` from the wake to
+/// answer), and it is out of touch for a while ([`super::Cluster::in_touch`]).
+#[derive(Debug)]
+pub(crate) struct Wake {
+    /// The latest heartbeat (or judgement) this process ran.
+    last_run: Instant,
+    /// When it last found it had been paused.
+    woke_at: Option<Instant>,
+}
+
+impl Wake {
+    pub(crate) fn new() -> Self {
+        Self { last_run: Instant::now(), woke_at: None }
+    }
+
+    /// Notes that the process runs at `now`: the pause before it, when it was one (longer
+    /// than `down_after`), and when the process last woke.
+    fn note(&mut self, now: Instant, down_after: Duration) -> (Option<Duration>, Option<Instant>) {
+        let paused = now.saturating_duration_since(self.last_run);
+        let pause = (paused > down_after).then_some(paused);
+        if pause.is_some() {
+            self.woke_at = Some(now);
+        }
+        self.last_run = self.last_run.max(now);
+        (pause, self.woke_at)
+    }
+}
+
+/// Notes that the process runs at `now`, and returns when it last woke from a pause
+/// (`now` itself when it has just found one).
+pub(crate) fn woke_at(shared: &Shared, now: Instant) -> Option<Instant> {
+    let mut wake = shared.wake.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let (pause, woke) = wake.note(now, shared.down_after);
+    if let Some(paused) = pause {
+        tracing::warn!(
+            paused_ms = paused.as_millis() as u64,
+            "this process did not run for longer than down_after_ms (frozen or starved): out of touch until the members answer again"
+        );
+    }
+    woke
 }
 
 impl std::fmt::Debug for dyn Handler {
@@ -198,6 +245,7 @@ pub(crate) async fn call_sealed(
 
 async fn tick(myself: &ActorRef<AgentMsg>, state: &mut AgentState) {
     state.ticks += 1;
+    woke_at(&state.shared, Instant::now());
     let shared = Arc::clone(&state.shared);
     let known: HashSet<ActorId> =
         shared.peers.read().map(|p| p.values().map(|peer| peer.actor.get_id()).collect()).unwrap_or_default();
@@ -285,11 +333,14 @@ async fn heard_from(state: &mut AgentState, heard: Heard) {
 /// Updates who is up and announces the live members when they change.
 async fn judge(shared: &Arc<Shared>) {
     let now = Instant::now();
+    // Silence during this process's own pause is not held against a peer.
+    let woke = woke_at(shared, now);
     let mut went_down = Vec::new();
     let live = {
         let Ok(mut peers) = shared.peers.write() else { return };
         for (name, peer) in peers.iter_mut() {
-            let up = now.duration_since(peer.last_heard) <= shared.down_after;
+            let heard = woke.map_or(peer.last_heard, |at| peer.last_heard.max(at));
+            let up = now.duration_since(heard) <= shared.down_after;
             if up != peer.up {
                 if up {
                     tracing::info!(node = %name, "node is a live member");
@@ -362,5 +413,25 @@ async fn redial(shared: &Arc<Shared>) {
                 tracing::debug!(peer = %target, error = %e, "could not reach a cluster peer yet");
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_late_run_is_a_pause_and_marks_the_wake() {
+        let down_after = Duration::from_secs(2);
+        let start = Instant::now();
+        let mut wake = Wake { last_run: start, woke_at: None };
+        assert_eq!(wake.note(start + Duration::from_millis(500), down_after), (None, None));
+        // Five seconds without running: a pause, woken now.
+        let woke = start + Duration::from_millis(5_500);
+        assert_eq!(wake.note(woke, down_after), (Some(Duration::from_secs(5)), Some(woke)));
+        // Running on: the wake is remembered, no new pause.
+        assert_eq!(wake.note(woke + Duration::from_millis(200), down_after), (None, Some(woke)));
+        // A run noted late by another task (an earlier instant) moves nothing back.
+        assert_eq!(wake.note(woke, down_after), (None, Some(woke)));
     }
 }

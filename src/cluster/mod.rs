@@ -194,6 +194,7 @@ impl Cluster {
             dialer: dialer.clone(),
             heard_of: RwLock::default(),
             live: live_tx,
+            wake: std::sync::Mutex::new(agent::Wake::new()),
         });
         let (agent, _) = Actor::spawn(None, agent::Agent, Arc::clone(&shared))
             .await
@@ -239,10 +240,22 @@ impl Cluster {
     /// `down_after_ms`). Not so for a moment after this process was frozen or starved:
     /// its view of the members is then out of date (the others may have judged it down
     /// and taken its sites) until the next pings are answered.
+    ///
+    /// After such a pause (see `agent::Wake`) the node stays out of touch for `down_after_ms`
+    /// and until every member it counts as live has answered since: by then the others,
+    /// which judged it down meanwhile, have heard from it again and count it as a member,
+    /// so its sites are not fetched by two nodes that each think them theirs.
     pub fn in_touch(&self) -> bool {
-        let Ok(peers) = self.shared.peers.read() else { return false };
         let now = Instant::now();
-        peers.values().filter(|p| p.up).all(|p| now.duration_since(p.last_heard) <= self.shared.down_after)
+        let woke = agent::woke_at(&self.shared, now);
+        if woke.is_some_and(|at| now.duration_since(at) < self.shared.down_after) {
+            return false;
+        }
+        let Ok(peers) = self.shared.peers.read() else { return false };
+        peers.values().filter(|p| p.up).all(|p| {
+            now.duration_since(p.last_heard) <= self.shared.down_after
+                && woke.is_none_or(|at| p.last_heard >= at)
+        })
     }
 
     /// Resolves once this node has been up for `down_after_ms`: by then it has met every

@@ -91,11 +91,15 @@ impl RemoteHandler {
                 Response::Done
             }
             Request::Turn(url) => {
-                // The site's actor here lends a turn of its pace; with no actor here nothing
-                // else sends the site requests from this node.
+                // The site's actor here lends a turn of its pace (none while this node is out
+                // of touch: the site may be another node's by now); with no actor here,
+                // nothing else sends the site requests from this node.
                 let url = url::Url::parse(&url).map_err(|e| JobError::Internal(e.to_string()))?;
                 if let Some(pace) = url.host_str().and_then(crate::scrape::engine::pace::of_host) {
                     pace.lend_turn(&url).await;
+                    if !pace.may_write() {
+                        return Err(JobError::Internal("out of touch with the cluster: no turn lent".into()));
+                    }
                 }
                 Response::Done
             }

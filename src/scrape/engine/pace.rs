@@ -29,6 +29,10 @@ use futures::future::BoxFuture;
 use tokio::time::{Instant, Sleep};
 use url::Url;
 
+/// How long after a turn is lent to another node the request may reach the site: the
+/// answer's way back across the cluster network and the other node's write, on busy nodes.
+pub const LENT_ALLOWANCE: Duration = Duration::from_millis(10);
+
 /// Every live pace by host: the latest one made for a host is the one its writes keep to.
 static PACES: LazyLock<Mutex<HashMap<String, Weak<Pace>>>> = LazyLock::new(Mutex::default);
 
@@ -119,13 +123,19 @@ impl Pace {
     }
 
     /// Gives a request to the site that another node sends (a redirect hop there) its turn,
-    /// as a request of this node takes it: when it is let go, then when it is written. What
-    /// is left between this moment and the other node's write (a message across the
-    /// cluster network) is what `crawl.domain_interval_margin_ms` covers.
+    /// as a request of this node takes it: when it is let go, then when it is written. The
+    /// other node writes it later, once the answer has crossed the cluster network, so the
+    /// turn counts as taken [`LENT_ALLOWANCE`] from now: this site's next request waits
+    /// that much longer.
     pub async fn lend_turn(&self, url: &Url) {
         self.before_request(url).await;
         let mut wait = None;
         std::future::poll_fn(|cx| self.poll_write_turn(cx, &mut wait)).await;
+        if !self.interval().is_zero() {
+            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+            let at = Instant::now() + LENT_ALLOWANCE;
+            (state.last, state.written) = (Some(at), Some(at));
+        }
     }
 
     /// Whether a request may be written now (see [`Pace::guard`]).
