@@ -1,5 +1,6 @@
-//! `GET /v2/cluster`: the operator's view of the cluster: this node, every member it
-//! knows with its state, and how many sites, jobs and interact sessions each holds. Keys of
+//! `GET /v2/cluster`: the operator's view of the cluster: this node (and whether it is in
+//! touch with the others), every member it knows with its state, and how many sites, jobs
+//! and interact sessions each holds. Keys of
 //! teams with `admin = true` only (the `default` team's by default).
 
 use std::time::Duration;
@@ -68,6 +69,9 @@ async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<Http
         "clustered": true,
         "node": cluster.name(),
         "protocolVersion": crate::cluster::spoken_version(),
+        // False while this node sends no request to any site: a member it counts as live has
+        // not answered lately, or it woke from a pause and waits for the members' answers.
+        "inTouch": cluster.in_touch(),
         "live": *cluster.live(),
         "traffic": cluster.traffic(),
         "members": members,

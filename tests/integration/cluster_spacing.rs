@@ -1,13 +1,14 @@
-//! A site's spacing holds for requests other nodes send it: a redirect hop from a site one
-//! node owns to a site another node owns waits for the turn the second node's actor of
-//! that site lends, so the site sees its interval between all its requests, whichever
-//! node sent them.
+//! A site's politeness holds across nodes: its concurrency limit while it moves to a node
+//! that joins, and its spacing for requests other nodes send it (a redirect hop from a
+//! site one node owns to a site another node owns waits for the turn the second node's
+//! actor of that site lends, so the site sees its interval between all its requests,
+//! whichever node sent them).
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cluster::{Node, call, owner_of};
+use crate::cluster::{Node, call, crawl_under_way, finished_crawl, owner_of};
 
 /// Interval between two requests to a site, on every node.
 const INTERVAL_MS: u64 = 300;
@@ -82,4 +83,44 @@ async fn a_redirect_hop_to_a_site_of_another_node_keeps_that_sites_interval() {
         let gap = pair[1].1 - pair[0].1;
         assert!(gap >= least, "{} came {gap:?} after {} (interval {INTERVAL_MS} ms)", pair[1].0, pair[0].0);
     }
+}
+
+/// When a node joins and takes over a site mid-crawl, the site's old actor lets it go
+/// before the new one starts a request: the site never sees more requests at once than
+/// `crawl.domain_concurrency`, and the crawl still returns every page exactly once.
+#[tokio::test]
+async fn a_site_that_moves_to_a_joining_node_keeps_its_concurrency_limit() {
+    use crate::common::crawlsite::HUB_LEN;
+    let site = crate::common::CrawlSite::start(300);
+    let origin = format!("http://site.localhost:{}/", site.port);
+    // A name for the joining node under which it owns the site.
+    let joiner =
+        (0..).map(|n| format!("j{n}")).find(|name| owner_of(&["a", name], &origin) == *name).expect("a name");
+    let env = [("FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY", "2")];
+    let a = Node::start("a", None, &env);
+    a.wait_live(&["a"], Duration::from_secs(20)).await;
+    let (entry, key) = (a.base().to_owned(), a.key.clone());
+    let path = crawl_under_way(&entry, &key, &site, 8, 4).await;
+
+    // The joining node owns the site once it is a member: the site moves mid-crawl.
+    let b = Node::start(&joiner, Some(&a.cluster_addr), &env);
+    let mut members = ["a", joiner.as_str()];
+    members.sort_unstable();
+    b.wait_live(&members, Duration::from_secs(20)).await;
+    let landed = finished_crawl(&entry, &key, &path).await;
+    let expected: std::collections::BTreeSet<String> =
+        (0..HUB_LEN).map(|n| site.url(&format!("/hub/{n}"))).collect();
+    assert_eq!(landed, expected, "every page exactly once");
+    assert!(
+        site.max_in_flight() <= 2,
+        "the site saw {} requests at once across the move (limit 2)",
+        site.max_in_flight()
+    );
+    let view = b.view().await;
+    let served_by_joiner = view["members"]
+        .as_array()
+        .expect("members")
+        .iter()
+        .any(|m| m["name"] == joiner.as_str() && m["domains"].as_u64() == Some(1));
+    assert!(served_by_joiner, "the joining node took the site: {view}");
 }
