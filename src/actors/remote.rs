@@ -266,6 +266,9 @@ pub(crate) async fn claim_site(cluster: &crate::cluster::Cluster, origin: &str) 
     while asks.join_next().await.is_some() {}
 }
 
+/// The protocol version that brought [`Request::Turn`].
+const TURNS_SINCE: u32 = 5;
+
 /// Longest a redirect hop waits for the turn another node lends (a site with a long
 /// crawl-delay and many requests waiting may take this long).
 const TURN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
@@ -283,6 +286,11 @@ pub(crate) fn turns_elsewhere(cluster: crate::cluster::Cluster) -> crate::scrape
             return None;
         }
         let (cluster, owner) = (cluster.clone(), cluster.owner_of(&site));
+        // A node of an older protocol version (mid-upgrade) lends no turns: the hop goes as
+        // it did between nodes of that version, unspaced by the other site's pace.
+        if cluster.version_of(&owner).is_none_or(|v| v < TURNS_SINCE) {
+            return None;
+        }
         let request = encode(&Request::Turn(url.to_string()));
         Some(Box::pin(async move {
             let mut members = cluster.watch();

@@ -58,6 +58,7 @@ async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<Http
                 "address": m.address,
                 "state": m.state,
                 "lastHeardMs": m.last_heard_ms,
+                "protocolVersion": m.protocol_version,
                 "domains": counts.map(|c| c.domains),
                 "jobs": counts.map(|c| c.jobs),
                 "sessions": counts.map(|c| c.sessions),

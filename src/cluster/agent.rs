@@ -24,7 +24,9 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef};
 use ractor_cluster::NodeServerMessage;
 
 use super::Handler;
-use super::wire::{AgentMsg, Frame, OpenError, OwnedReply as Reply, open, seal};
+use super::wire::{
+    AgentMsg, Frame, OpenError, OwnedReply as Reply, open_versioned, seal, seal_as, speaks, spoken_version,
+};
 
 /// The process group every node's agent joins.
 pub(crate) const GROUP: &str = "ferrocrawl.agents";
@@ -42,6 +44,8 @@ pub(crate) struct Peer {
     pub last_heard: Instant,
     /// Whether it is a live member.
     pub up: bool,
+    /// The protocol version it and this node speak to each other: the older of theirs.
+    pub version: u32,
 }
 
 /// What the agent and the [`super::Cluster`] handle share.
@@ -119,9 +123,9 @@ impl std::fmt::Debug for dyn Handler {
 /// What a greeting or a ping found out.
 #[derive(Debug)]
 pub(crate) enum Heard {
-    /// A newly seen agent answered its hello (or not): its name, address and the addresses
-    /// of its live peers.
-    Hello { actor: ActorRef<AgentMsg>, answer: Result<(String, String, Vec<String>), String> },
+    /// A newly seen agent answered its hello (or not): its name, address, the addresses of
+    /// its live peers, and the version it answered in.
+    Hello { actor: ActorRef<AgentMsg>, answer: Result<(String, String, Vec<String>, u32), String> },
     /// A known peer answered its ping (or not).
     Pong { name: String, ok: bool },
 }
@@ -183,7 +187,8 @@ impl Actor for Agent {
 
 /// Answers a call from another node.
 fn answer(shared: &Arc<Shared>, bytes: Vec<u8>, reply: ractor::RpcReplyPort<Vec<u8>>) {
-    let (from, frame) = match open::<Frame>(&bytes) {
+    // Answered in the version the call came in (the older node's, between two versions).
+    let (from, frame, version) = match open_versioned::<Frame>(&bytes) {
         Ok(opened) => opened,
         Err(e) => {
             if let OpenError::Version { .. } = e {
@@ -197,10 +202,11 @@ fn answer(shared: &Arc<Shared>, bytes: Vec<u8>, reply: ractor::RpcReplyPort<Vec<
     match frame {
         Frame::Hello { .. } => {
             let peers = live_addresses(shared).into_iter().collect();
-            let _ = reply.send(seal(&shared.name, &Reply::Hello { address: shared.address.clone(), peers }));
+            let hello = Reply::Hello { address: shared.address.clone(), peers };
+            let _ = reply.send(seal_as(version, &shared.name, &hello));
         }
         Frame::Ping => {
-            let _ = reply.send(seal(&shared.name, &Reply::Pong));
+            let _ = reply.send(seal_as(version, &shared.name, &Reply::Pong));
         }
         Frame::App { channel, body } => {
             let shared = Arc::clone(shared);
@@ -210,31 +216,36 @@ fn answer(shared: &Arc<Shared>, bytes: Vec<u8>, reply: ractor::RpcReplyPort<Vec<
                     Some(handler) => handler.handle(from, body).await,
                     None => Err(format!("nothing serves channel {channel} on this node yet")),
                 };
-                let _ = reply.send(seal(&shared.name, &Reply::App(result.map(serde_bytes::ByteBuf::from))));
+                let answer = Reply::App(result.map(serde_bytes::ByteBuf::from));
+                let _ = reply.send(seal_as(version, &shared.name, &answer));
             });
         }
     }
 }
 
-/// Sends `frame` to `actor` and opens the answer.
+/// Sends `frame` to `actor` in protocol version `version` and opens the answer: the
+/// sender, the version it answered in, and the reply.
 pub(crate) async fn call(
     name: &str,
+    version: u32,
     actor: &ActorRef<AgentMsg>,
     frame: &Frame,
     timeout: Duration,
-) -> Result<(String, Reply), String> {
-    let answer = call_sealed(name, actor, frame, timeout).await?;
-    open::<Reply>(&answer).map_err(|e| e.to_string())
+) -> Result<(String, u32, Reply), String> {
+    let answer = call_sealed(name, version, actor, frame, timeout).await?;
+    open_versioned::<Reply>(&answer).map(|(from, reply, v)| (from, v, reply)).map_err(|e| e.to_string())
 }
 
-/// Sends `frame` to `actor`; the answer as it came (an envelope holding a reply).
+/// Sends `frame` to `actor` in protocol version `version`; the answer as it came (an
+/// envelope holding a reply).
 pub(crate) async fn call_sealed(
     name: &str,
+    version: u32,
     actor: &ActorRef<AgentMsg>,
     frame: &Frame,
     timeout: Duration,
 ) -> Result<Vec<u8>, String> {
-    let sealed = seal(name, frame);
+    let sealed = seal_as(version, name, frame);
     match actor.call(|port| AgentMsg::Call(sealed, port), Some(timeout)).await {
         Ok(CallResult::Success(bytes)) => Ok(bytes),
         Ok(CallResult::Timeout) => Err(format!("no answer within {} ms", timeout.as_millis())),
@@ -258,28 +269,34 @@ async fn tick(myself: &ActorRef<AgentMsg>, state: &mut AgentState) {
         let (shared, me) = (Arc::clone(&shared), myself.clone());
         tokio::spawn(async move {
             let frame = Frame::Hello { address: shared.address.clone() };
-            let answer = match call(&shared.name, &actor, &frame, shared.down_after).await {
-                Ok((name, Reply::Hello { address, peers })) => Ok((name, address, peers)),
-                Ok(_) => Err("unexpected answer to hello".to_owned()),
-                Err(e) => Err(e),
+            let mut version = spoken_version();
+            let answer = loop {
+                match call(&shared.name, version, &actor, &frame, shared.down_after).await {
+                    Ok((name, v, Reply::Hello { address, peers })) => break Ok((name, address, peers, v)),
+                    // A node of an older version refuses a hello it cannot read, answering in
+                    // its own version: greet it again in that one when this node speaks it.
+                    Ok((_, v, Reply::Pong)) if v < version && speaks(v) => version = v,
+                    Ok(_) => break Err("unexpected answer to hello".to_owned()),
+                    Err(e) => break Err(e),
+                }
             };
             let _ = me.cast(AgentMsg::Heard(Heard::Hello { actor, answer }));
         });
     }
-    let peers: Vec<(String, ActorRef<AgentMsg>)> = shared
+    let peers: Vec<(String, ActorRef<AgentMsg>, u32)> = shared
         .peers
         .read()
-        .map(|p| p.iter().map(|(n, peer)| (n.clone(), peer.actor.clone())).collect())
+        .map(|p| p.iter().map(|(n, peer)| (n.clone(), peer.actor.clone(), peer.version)).collect())
         .unwrap_or_default();
-    for (name, actor) in peers {
+    for (name, actor, version) in peers {
         if !state.pinging.insert(name.clone()) {
             continue;
         }
         let (shared, me) = (Arc::clone(&shared), myself.clone());
         tokio::spawn(async move {
             let ok = matches!(
-                call(&shared.name, &actor, &Frame::Ping, shared.down_after).await,
-                Ok((_, Reply::Pong))
+                call(&shared.name, version, &actor, &Frame::Ping, shared.down_after).await,
+                Ok((_, _, Reply::Pong))
             );
             let _ = me.cast(AgentMsg::Heard(Heard::Pong { name, ok }));
         });
@@ -296,13 +313,14 @@ async fn heard_from(state: &mut AgentState, heard: Heard) {
         Heard::Hello { actor, answer } => {
             state.greeting.remove(&actor.get_id());
             match answer {
-                Ok((name, address, known)) if name != shared.name => {
-                    tracing::info!(node = %name, %address, "met a node of the cluster");
+                Ok((name, address, known, version)) if name != shared.name => {
+                    tracing::info!(node = %name, %address, protocol = version, "met a node of the cluster");
                     if let Ok(mut heard_of) = shared.heard_of.write() {
                         heard_of.extend(known.into_iter().filter(|a| *a != shared.address));
                     }
                     if let Ok(mut peers) = shared.peers.write() {
-                        peers.insert(name, Peer { address, actor, last_heard: Instant::now(), up: false });
+                        let peer = Peer { address, actor, last_heard: Instant::now(), up: false, version };
+                        peers.insert(name, peer);
                     }
                     judge(&shared).await;
                 }

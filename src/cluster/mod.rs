@@ -27,7 +27,9 @@ use ractor_cluster::node::NodeConnectionMode;
 use ractor_cluster::{NodeServer, NodeServerMessage};
 
 use crate::config::ClusterSettings;
-pub use wire::{OpenError, PROTOCOL_VERSION, spoken_version, to_bytes};
+pub use wire::{
+    OLDEST_PROTOCOL_VERSION, OpenError, PROTOCOL_VERSION, oldest_version, speaks, spoken_version, to_bytes,
+};
 
 /// Most calls in flight from this node to one peer.
 const MAX_CALLS_PER_PEER: usize = 1024;
@@ -125,6 +127,8 @@ pub struct MemberView {
     pub state: &'static str,
     /// Milliseconds since it last answered (0 for this node).
     pub last_heard_ms: u64,
+    /// The protocol version it and this node speak to each other (this node's own for it).
+    pub protocol_version: u32,
 }
 
 /// Handle on this node's place in the cluster.
@@ -307,6 +311,7 @@ impl Cluster {
             address: self.shared.address.clone(),
             state: "self",
             last_heard_ms: 0,
+            protocol_version: spoken_version(),
         }];
         if let Ok(peers) = self.shared.peers.read() {
             out.extend(peers.iter().map(|(name, p)| MemberView {
@@ -314,10 +319,21 @@ impl Cluster {
                 address: p.address.clone(),
                 state: if p.up { "up" } else { "down" },
                 last_heard_ms: now.duration_since(p.last_heard).as_millis() as u64,
+                protocol_version: p.version,
             }));
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out
+    }
+
+    /// The protocol version this node and live member `node` speak to each other (the
+    /// older of their two), when it is one.
+    pub fn version_of(&self, node: &str) -> Option<u32> {
+        if node == self.name() {
+            return Some(spoken_version());
+        }
+        let peers = self.shared.peers.read().ok()?;
+        peers.get(node).filter(|p| p.up).map(|p| p.version)
     }
 
     /// What this node sent to other nodes and received back since it started.
@@ -338,10 +354,10 @@ impl Cluster {
         request: Vec<u8>,
         timeout: Duration,
     ) -> Result<Answer, ClusterError> {
-        let actor = {
+        let (actor, version) = {
             let peers = self.shared.peers.read().map_err(|_| ClusterError::Unavailable(node.to_owned()))?;
             match peers.get(node) {
-                Some(peer) if peer.up => peer.actor.clone(),
+                Some(peer) if peer.up => (peer.actor.clone(), peer.version),
                 _ => return Err(ClusterError::Unavailable(node.to_owned())),
             }
         };
@@ -364,6 +380,7 @@ impl Cluster {
         }
         let sealed = agent::call_sealed(
             self.name(),
+            version,
             &actor,
             &wire::Frame::App { channel: channel as u8, body: request },
             timeout,

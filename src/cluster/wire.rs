@@ -9,8 +9,9 @@ use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use ractor::{Message, RpcReplyPort};
 use serde::{Deserialize, Serialize};
 
-/// Version of the node-to-node protocol this build speaks. Nodes of another version are
-/// refused when they meet (both log the two versions). 2: site handover (`Release`
+/// Version of the node-to-node protocol this build speaks (the newest; see also
+/// [`OLDEST_PROTOCOL_VERSION`]). Nodes whose versions do not overlap this build's are
+/// refused when they meet (both log the other's version). 2: site handover (`Release`
 /// requests, pages answered `Moved`), which a node of version 1 could not read. 3: team
 /// slots, rates and browser profiles kept by one node each, requests passed on to a
 /// session's node, pages sent in their stored form, and peers named in hello answers (a
@@ -18,6 +19,12 @@ use serde::{Deserialize, Serialize};
 /// scrape options carry the language-model formats and `onlyCleanContent`. 5: a redirect hop
 /// to a site another node owns asks that node for a turn of the site's pace (`Turn`).
 pub const PROTOCOL_VERSION: u32 = 5;
+
+/// The oldest version this build still speaks, so a cluster is upgraded one node at a
+/// time: to a node of an older version it writes in that version (and sends it nothing
+/// that version lacks: no `Turn` to a node of version 4). Versions 4 and 5 differ only by
+/// a request a node of version 4 is never sent.
+pub const OLDEST_PROTOCOL_VERSION: u32 = 4;
 
 // Byte fields are written as bytes (`serde_bytes`), not as sequences of numbers: the same
 // postcard encoding, without a serializer call per byte of every page that crosses.
@@ -85,6 +92,23 @@ pub fn spoken_version() -> u32 {
     })
 }
 
+/// The oldest version this process speaks: [`OLDEST_PROTOCOL_VERSION`], or in debug builds
+/// the value of `TEST_FERROCRAWL_OLDEST_PROTOCOL_VERSION` (a test's node of a build that no
+/// longer speaks this one); never above [`spoken_version`].
+pub fn oldest_version() -> u32 {
+    static VERSION: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    let oldest = *VERSION.get_or_init(|| {
+        let test = std::env::var("TEST_FERROCRAWL_OLDEST_PROTOCOL_VERSION").ok().and_then(|v| v.parse().ok());
+        test.filter(|_| cfg!(debug_assertions)).unwrap_or(OLDEST_PROTOCOL_VERSION)
+    });
+    oldest.min(spoken_version())
+}
+
+/// Whether this process reads and writes messages of `version`.
+pub fn speaks(version: u32) -> bool {
+    (oldest_version()..=spoken_version()).contains(&version)
+}
+
 /// Encodes `value` into a vector of exactly its size: a page's answer is written once,
 /// not copied again each time a growing vector doubles.
 pub fn to_bytes<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
@@ -96,8 +120,14 @@ pub fn to_bytes<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
 /// is `value`'s encoding, written in place (a byte field is its length, then the bytes)
 /// rather than encoded apart and copied in.
 pub(crate) fn seal<T: Serialize>(from: &str, value: &T) -> Vec<u8> {
+    seal_as(spoken_version(), from, value)
+}
+
+/// [`seal`] in protocol version `version` (one this process speaks: the version of the
+/// node it writes to).
+pub(crate) fn seal_as<T: Serialize>(version: u32, from: &str, value: &T) -> Vec<u8> {
     let size = postcard::experimental::serialized_size(value).unwrap_or_default();
-    let head = (spoken_version(), from, size as u64);
+    let head = (version, from, size as u64);
     let head_size = postcard::experimental::serialized_size(&head).unwrap_or_default();
     let sealed = postcard::to_extend(&head, Vec::with_capacity(head_size + size));
     sealed.and_then(|sealed| postcard::to_extend(value, sealed)).unwrap_or_default()
@@ -110,7 +140,11 @@ pub enum OpenError {
     #[error("unreadable message from another node")]
     Garbled,
     /// From a node of another protocol version.
-    #[error("node `{from}` speaks protocol version {theirs}; this node speaks {}", spoken_version())]
+    #[error(
+        "node `{from}` speaks protocol version {theirs}; this node speaks {} to {}",
+        oldest_version(),
+        spoken_version()
+    )]
     Version {
         /// The sender.
         from: String,
@@ -121,12 +155,17 @@ pub enum OpenError {
 
 /// Opens an envelope: the sender and its content (which may borrow from `bytes`).
 pub(crate) fn open<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<(String, T), OpenError> {
+    open_versioned(bytes).map(|(from, value, _)| (from, value))
+}
+
+/// [`open`], with the version the envelope was written in (one this process speaks).
+pub(crate) fn open_versioned<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<(String, T, u32), OpenError> {
     let envelope: Envelope<'_> = postcard::from_bytes(bytes).map_err(|_| OpenError::Garbled)?;
-    if envelope.version != spoken_version() {
+    if !speaks(envelope.version) {
         return Err(OpenError::Version { from: envelope.from.to_owned(), theirs: envelope.version });
     }
     let value = postcard::from_bytes(envelope.body).map_err(|_| OpenError::Garbled)?;
-    Ok((envelope.from.to_owned(), value))
+    Ok((envelope.from.to_owned(), value, envelope.version))
 }
 
 /// Messages of a node's agent. `Call` and `Cast` cross nodes (as bytes); the others are
@@ -241,6 +280,24 @@ mod tests {
         let envelope: PreviousEnvelope =
             postcard::from_bytes(&seal("new", &Frame::Ping)).expect("previous reads");
         assert_eq!(envelope.from, "new");
+    }
+
+    #[test]
+    fn a_node_of_the_oldest_version_spoken_is_read_and_written_to_in_its_version() {
+        let old = OLDEST_PROTOCOL_VERSION;
+        let sealed = seal_as(old, "old", &Frame::Ping);
+        let (from, frame, version): (String, Frame, u32) = open_versioned(&sealed).expect("open");
+        assert_eq!((from.as_str(), version), ("old", old));
+        assert!(matches!(frame, Frame::Ping));
+        // Written in that version: the envelope an old node checks starts with it.
+        let envelope: Envelope<'_> = postcard::from_bytes(&sealed).expect("envelope");
+        assert_eq!(envelope.version, old);
+        // Older than that is refused.
+        let older = seal_as(old - 1, "older", &Frame::Ping);
+        assert_eq!(
+            open::<Frame>(&older).unwrap_err(),
+            OpenError::Version { from: "older".into(), theirs: old - 1 }
+        );
     }
 
     #[test]

@@ -216,17 +216,22 @@ async fn a_node_with_another_secret_never_joins() {
     }
 }
 
-/// A node of another protocol version (a build that cannot talk to this one: the previous
-/// release, or a newer one) is refused at join; each side's log names both versions.
+/// A node of a protocol version this build no longer speaks (older than its oldest), or of
+/// a newer build that no longer speaks this one, is refused at join; each side's log names
+/// the other's version.
 #[tokio::test]
 async fn a_node_of_another_protocol_version_is_refused() {
     let ours = ferrocrawl::cluster::PROTOCOL_VERSION;
+    let too_old = ferrocrawl::cluster::OLDEST_PROTOCOL_VERSION - 1;
     let a = Node::start("a", None, &[]);
-    let outsiders: Vec<(u32, Node)> = [(ours - 1, "p"), (ours + 1, "n")]
+    let outsiders: Vec<(u32, Node)> = [(too_old, too_old, "p"), (ours + 1, ours + 1, "n")]
         .into_iter()
-        .map(|(theirs, name)| {
-            let version = theirs.to_string();
-            let env = [("TEST_FERROCRAWL_PROTOCOL_VERSION", version.as_str())];
+        .map(|(theirs, oldest, name)| {
+            let (version, oldest) = (theirs.to_string(), oldest.to_string());
+            let env = [
+                ("TEST_FERROCRAWL_PROTOCOL_VERSION", version.as_str()),
+                ("TEST_FERROCRAWL_OLDEST_PROTOCOL_VERSION", oldest.as_str()),
+            ];
             (theirs, Node::start(name, Some(&a.cluster_addr), &env))
         })
         .collect();
@@ -235,12 +240,9 @@ async fn a_node_of_another_protocol_version_is_refused() {
         loop {
             let a_log = a.process.as_ref().expect("a").stderr();
             let o_log = outsider.process.as_ref().expect("outsider").stderr();
-            let names_both = |log: &str| {
-                log.contains(&format!("protocol version {theirs}")) && log.contains(&format!("speaks {ours}"))
-                    || log.contains(&format!("protocol version {ours}"))
-                        && log.contains(&format!("speaks {theirs}"))
-            };
-            if names_both(&a_log) && names_both(&o_log) {
+            if a_log.contains(&format!("protocol version {theirs};"))
+                && o_log.contains(&format!("protocol version {ours};"))
+            {
                 break;
             }
             assert!(Instant::now() < deadline, "no refusal naming both versions:\n{a_log}\n---\n{o_log}");

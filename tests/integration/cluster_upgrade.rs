@@ -1,0 +1,58 @@
+//! A cluster upgraded one node at a time: a node of the oldest protocol version this build
+//! still speaks joins nodes of this version, and the two write to each other in the older
+//! one, so jobs cross between them as before the upgrade.
+
+use std::time::Duration;
+
+use crate::cluster::{Node, crawl_under_way, finished_crawl, owner_of};
+
+#[tokio::test]
+async fn a_node_of_the_previous_protocol_version_works_beside_this_one() {
+    use crate::common::crawlsite::HUB_LEN;
+    let oldest = ferrocrawl::cluster::OLDEST_PROTOCOL_VERSION;
+    let ours = ferrocrawl::cluster::PROTOCOL_VERSION;
+    assert!(oldest < ours, "this build speaks one version only");
+    let site = crate::common::CrawlSite::start(20);
+    let origin = format!("http://site.localhost:{}/", site.port);
+    // A name for the old node under which it owns the site: the crawl's pages cross.
+    let old_name = (0..)
+        .map(|n| format!("old{n}"))
+        .find(|name| owner_of(&["a", name], &origin) == *name)
+        .expect("a name");
+    let mut names = ["a", old_name.as_str()];
+    names.sort_unstable();
+    let a = Node::start("a", None, &[]);
+    let version = oldest.to_string();
+    let old = Node::start(
+        &old_name,
+        Some(&a.cluster_addr),
+        &[("TEST_FERROCRAWL_PROTOCOL_VERSION", version.as_str())],
+    );
+    for node in [&a, &old] {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    // Each side says which version it speaks to the other: the older one.
+    let view = a.view().await;
+    let member = |view: &serde_json::Value, name: &str| {
+        view["members"]
+            .as_array()
+            .expect("members")
+            .iter()
+            .find(|m| m["name"] == name)
+            .cloned()
+            .expect("member")
+    };
+    assert_eq!(member(&view, &old_name)["protocolVersion"], oldest, "{view}");
+    assert_eq!(member(&view, "a")["protocolVersion"], ours, "{view}");
+    assert_eq!(member(&old.view().await, "a")["protocolVersion"], oldest);
+
+    // A crawl taken by the new node, its site fetched by the old one.
+    let (entry, key) = (a.base().to_owned(), a.key.clone());
+    let path = crawl_under_way(&entry, &key, &site, 4, 2).await;
+    let landed = finished_crawl(&entry, &key, &path).await;
+    let expected: std::collections::BTreeSet<String> =
+        (0..HUB_LEN).map(|n| site.url(&format!("/hub/{n}"))).collect();
+    assert_eq!(landed, expected, "every page exactly once");
+    let served = member(&old.view().await, &old_name)["domains"].as_u64();
+    assert_eq!(served, Some(1), "the old node ran the site's actor");
+}
