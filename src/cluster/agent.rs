@@ -69,11 +69,14 @@ pub(crate) struct Shared {
     pub wake: std::sync::Mutex<Wake>,
 }
 
-/// Pauses of this process seen from its heartbeat. A heartbeat that comes more than
-/// `down_after` late means the process did not run meanwhile (SIGSTOP, a starved or
+/// Pauses of this process seen from its heartbeat. A run more than half of `down_after`
+/// after the one before means the process did not run meanwhile (SIGSTOP, a starved or
 /// suspended machine): its peers' silence over that time is its own, not theirs. So a
 /// woken node does not judge its peers down for it (each gets `down_after` from the wake to
-/// answer), and it is out of touch for a while ([`super::Cluster::in_touch`]).
+/// answer), and it is out of touch for a while ([`super::Cluster::in_touch`]). Half, not
+/// all of it: the peers count their silence from this node's last answer, which may come
+/// a ping interval or more before its last run, so a pause a little shorter than
+/// `down_after` can already have them judge it down.
 #[derive(Debug)]
 pub(crate) struct Wake {
     /// The latest heartbeat (or judgement) this process ran.
@@ -88,10 +91,10 @@ impl Wake {
     }
 
     /// Notes that the process runs at `now`: the pause before it, when it was one (longer
-    /// than `down_after`), and when the process last woke.
+    /// than half of `down_after`), and when the process last woke.
     fn note(&mut self, now: Instant, down_after: Duration) -> (Option<Duration>, Option<Instant>) {
         let paused = now.saturating_duration_since(self.last_run);
-        let pause = (paused > down_after).then_some(paused);
+        let pause = (paused > down_after / 2).then_some(paused);
         if pause.is_some() {
             self.woke_at = Some(now);
         }
@@ -108,7 +111,7 @@ pub(crate) fn woke_at(shared: &Shared, now: Instant) -> Option<Instant> {
     if let Some(paused) = pause {
         tracing::warn!(
             paused_ms = paused.as_millis() as u64,
-            "this process did not run for longer than down_after_ms (frozen or starved): out of touch until the members answer again"
+            "this process did not run for over half of down_after_ms (frozen or starved): out of touch until the members answer again"
         );
     }
     woke
@@ -444,6 +447,10 @@ mod tests {
         let start = Instant::now();
         let mut wake = Wake { last_run: start, woke_at: None };
         assert_eq!(wake.note(start + Duration::from_millis(500), down_after), (None, None));
+        // Over half of down_after: the peers may already count this node as down.
+        let early = start + Duration::from_millis(1_700);
+        assert_eq!(wake.note(early, down_after), (Some(Duration::from_millis(1_200)), Some(early)));
+        let mut wake = Wake { last_run: start + Duration::from_millis(500), woke_at: None };
         // Five seconds without running: a pause, woken now.
         let woke = start + Duration::from_millis(5_500);
         assert_eq!(wake.note(woke, down_after), (Some(Duration::from_secs(5)), Some(woke)));
