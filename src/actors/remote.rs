@@ -245,14 +245,7 @@ pub(crate) async fn claim_site(cluster: &crate::cluster::Cluster, origin: &str) 
         let (cluster, node, request) = (cluster.clone(), node.clone(), request.clone());
         asks.spawn(async move {
             // A node judged down meanwhile (killed, frozen) is not waited for any longer.
-            let mut members = cluster.watch();
-            let gone = async {
-                while members.borrow_and_update().contains(&node) {
-                    if members.changed().await.is_err() {
-                        break;
-                    }
-                }
-            };
+            let gone = cluster.until_not(|live| live.contains(&node));
             tokio::select! {
                 answer = cluster.call(&node, Channel::Jobs, request, RELEASE_TIMEOUT) => {
                     if let Err(e) = answer {
@@ -293,19 +286,8 @@ pub(crate) fn turns_elsewhere(cluster: crate::cluster::Cluster) -> crate::scrape
         }
         let request = encode(&Request::Turn(url.to_string()));
         Some(Box::pin(async move {
-            let mut members = cluster.watch();
-            let moved = async {
-                loop {
-                    if crate::cluster::place::owner(&members.borrow_and_update(), &site)
-                        != Some(owner.as_str())
-                    {
-                        return;
-                    }
-                    if members.changed().await.is_err() {
-                        return;
-                    }
-                }
-            };
+            let moved =
+                cluster.until_not(|live| crate::cluster::place::owner(live, &site) == Some(owner.as_str()));
             let lent = tokio::select! {
                 answer = cluster.call(&owner, Channel::Jobs, request, TURN_TIMEOUT) => match answer {
                     Ok(bytes) => matches!(decode::<Response>(&bytes), Ok(Response::Done)),

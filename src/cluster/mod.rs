@@ -230,6 +230,16 @@ impl Cluster {
         Arc::clone(&self.live.borrow())
     }
 
+    /// Resolves once `holds` is false of the live members (at once when it is now).
+    pub async fn until_not(&self, holds: impl Fn(&[String]) -> bool) {
+        let mut members = self.live.clone();
+        while holds(&members.borrow_and_update()) {
+            if members.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
     /// Resolves when the live members change.
     pub async fn changed(&mut self) {
         let _ = self.live.changed().await;

@@ -133,8 +133,9 @@ impl Pace {
         std::future::poll_fn(|cx| self.poll_write_turn(cx, &mut wait)).await;
         if !self.interval().is_zero() {
             let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            let at = Instant::now() + LENT_ALLOWANCE;
-            (state.last, state.written) = (Some(at), Some(at));
+            // Never earlier than a turn another request took meanwhile.
+            let at = Some(Instant::now() + LENT_ALLOWANCE);
+            (state.last, state.written) = (state.last.max(at), state.written.max(at));
         }
     }
 
