@@ -112,6 +112,12 @@ impl Node {
         view["live"].as_array().expect("live").iter().map(|v| v.as_str().expect("name").to_owned()).collect()
     }
 
+    /// The warnings and errors this node logged, to explain a failed check.
+    pub(crate) fn warnings(&self) -> String {
+        let log = self.process.as_ref().map(Binary::stderr).unwrap_or_default();
+        log.lines().filter(|l| l.contains("WARN") || l.contains("ERROR")).collect::<Vec<_>>().join("\n")
+    }
+
     /// Waits until this node sees exactly `members` live.
     pub(crate) async fn wait_live(&self, members: &[&str], limit: Duration) -> Duration {
         let started = Instant::now();
@@ -121,7 +127,12 @@ impl Node {
             if live == want {
                 return started.elapsed();
             }
-            assert!(started.elapsed() < limit, "{} sees {live:?}, not {want:?}", self.name);
+            assert!(
+                started.elapsed() < limit,
+                "{} sees {live:?}, not {want:?}; its warnings:\n{}",
+                self.name,
+                self.warnings()
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -720,20 +731,27 @@ impl TlsFiles {
 async fn nodes_with_tls_meet_and_refuse_nodes_without_the_clusters_certificate() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (ours, theirs) = (TlsFiles::make(dir.path(), "cluster"), TlsFiles::make(dir.path(), "other"));
-    let a = Node::start("a", None, &ours.env());
-    let b = Node::start("b", Some(&a.cluster_addr), &ours.env());
+    // Who may join is checked here, not how fast a silent node is noticed: a longer
+    // `down_after` keeps a node starved by a busy machine for a moment a member.
+    let patient = ("FERROCRAWL_CLUSTER__DOWN_AFTER_MS", "5000");
+    fn with_tls<'a>(files: &'a TlsFiles, patient: (&'a str, &'a str)) -> Vec<(&'a str, &'a str)> {
+        [files.env().as_slice(), &[patient]].concat()
+    }
+    let a = Node::start("a", None, &with_tls(&ours, patient));
+    let b = Node::start("b", Some(&a.cluster_addr), &with_tls(&ours, patient));
     b.wait_live(&["a", "b"], Duration::from_secs(20)).await;
-    let c = Node::start("c", Some(&b.cluster_addr), &ours.env());
+    let c = Node::start("c", Some(&b.cluster_addr), &with_tls(&ours, patient));
     for node in [&a, &b, &c] {
         node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
     }
-    let plain = Node::start("p", Some(&a.cluster_addr), &[]);
-    let stranger = Node::start("s", Some(&a.cluster_addr), &theirs.env());
+    let plain = Node::start("p", Some(&a.cluster_addr), &[patient]);
+    let stranger = Node::start("s", Some(&a.cluster_addr), &with_tls(&theirs, patient));
     let deadline = Instant::now() + Duration::from_secs(3);
     while Instant::now() < deadline {
-        assert_eq!(a.live().await, ["a", "b", "c"]);
-        assert_eq!(plain.live().await, ["p"]);
-        assert_eq!(stranger.live().await, ["s"]);
+        for (node, alone) in [(&a, vec!["a", "b", "c"]), (&plain, vec!["p"]), (&stranger, vec!["s"])] {
+            let live = node.live().await;
+            assert_eq!(live, alone, "{} sees {live:?}; its warnings:\n{}", node.name, node.warnings());
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
