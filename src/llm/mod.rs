@@ -14,6 +14,7 @@ pub mod gate;
 pub mod openai;
 pub mod pretokenize;
 pub mod prompts;
+mod ranks;
 pub mod structured;
 pub mod tokens;
 
@@ -205,6 +206,7 @@ impl Llm {
             return Ok(None);
         }
         let client = openai::OpenAi::new(settings)?;
+        tokens::warm_in_background();
         Ok(Some(Self::with_model(settings, Arc::new(client), store)))
     }
 

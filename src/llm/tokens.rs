@@ -6,15 +6,17 @@
 //!
 //! The text is cut into pieces by our own scan (`pretokenize`, the same pieces as the
 //! tokenizer's regular expression); most pieces of a page are words that are one token
-//! each, found in a set of the vocabulary's byte strings, and the rest are encoded once and
-//! remembered, so the words pages share are not encoded again.
+//! each, found in the vocabulary's table of ranks (`ranks`). A short piece of more than
+//! one token is counted there by byte-pair merges, which costs less than remembering it;
+//! a long one (rare: runs of symbols or spaces) is encoded by `bpe` once and remembered.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{LazyLock, PoisonError, RwLock};
 
 use foldhash::fast::RandomState;
 
 use super::pretokenize::pieces;
+use super::ranks;
 use super::{ChatRequest, Usage};
 
 /// Tokens every message adds beyond its text (role and separators), as OpenAI counts them.
@@ -24,27 +26,23 @@ fn tokenizer() -> &'static bpe_openai::Tokenizer {
     bpe_openai::cl100k_base()
 }
 
-/// Every token's bytes: a piece that is one of them encodes as that one token (checked
-/// over the whole vocabulary by a test).
-static WHOLE_TOKENS: LazyLock<HashSet<&'static [u8], RandomState>> = LazyLock::new(|| {
-    let bpe = &tokenizer().bpe;
-    (0..bpe.num_tokens() as u32).map(|id| bpe.token_bytes(id)).collect()
-});
-
-/// Pieces of more than one token remembered with their counts (for every thread) before
+/// Long pieces remembered with their counts (for every thread) before
 /// the memory is cleared.
 const REMEMBERED: usize = 64 * 1024;
 
-/// Pieces of more than one token with their counts.
+/// Long pieces of more than one token with their counts.
 type Encoded = HashMap<Box<[u8]>, u32, RandomState>;
 
 static ENCODED: LazyLock<RwLock<Encoded>> = LazyLock::new(RwLock::default);
 
 /// Tokens of one piece of pre-tokenized text: one when the piece is a token of the
-/// vocabulary, else encoded once and remembered.
+/// vocabulary, else counted by merges when short, else encoded once and remembered.
 fn piece_tokens(piece: &[u8]) -> usize {
-    if piece.len() == 1 || WHOLE_TOKENS.contains(piece) {
+    if piece.len() == 1 || ranks::rank(piece).is_some() {
         return 1;
+    }
+    if piece.len() <= ranks::SHORT {
+        return ranks::count_short(piece);
     }
     let remembered = ENCODED.read().unwrap_or_else(PoisonError::into_inner).get(piece).copied();
     if let Some(n) = remembered {
@@ -57,6 +55,15 @@ fn piece_tokens(piece: &[u8]) -> usize {
     }
     encoded.insert(piece.into(), n as u32);
     n
+}
+
+/// Builds the tokenizer's tables (a moment of one core) on a thread of
+/// their own, so the first page a server prepares for a model does not wait for them.
+pub fn warm_in_background() {
+    let built = std::thread::Builder::new().name("token-tables".into()).spawn(|| count("tables built"));
+    if let Err(e) = built {
+        tracing::warn!(error = %e, "could not build the token tables ahead; the first count builds them");
+    }
 }
 
 /// Forgets the remembered encodings, as at start (for measurements of a cold start).
