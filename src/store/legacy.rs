@@ -236,3 +236,24 @@ pub(super) mod v3 {
         pub generation: u64,
     }
 }
+
+/// Version 1 of a browser session's record: whether an agent prompt ran in the session was
+/// not kept.
+pub(super) mod session_v1 {
+    #![allow(dead_code, missing_docs, missing_debug_implementations, unreachable_pub)]
+
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Serialize, Deserialize)]
+    pub struct SessionRecord {
+        pub team: String,
+        pub created_ms: u64,
+        pub last_activity_ms: u64,
+        pub stream_web_view: bool,
+        pub view_token: String,
+        pub control_token: String,
+        pub ended_ms: Option<u64>,
+        pub duration_ms: u64,
+        pub credits: u64,
+    }
+}

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::common::crawlsite::CHAIN_LEN;
+use crate::common::openai::{Behaviour, FakeModel};
 use crate::common::process::{Binary, run};
 use crate::common::{CrawlSite, assert_error, decode, wait_for};
 
@@ -332,28 +333,41 @@ async fn credits_used(api: &Api) -> u64 {
     usage["periods"].as_array().expect("periods").iter().filter_map(|p| p["creditsUsed"].as_u64()).sum()
 }
 
+/// Sessions live when the server is killed are ended and billed at its next start, once:
+/// a plain one the least a session costs, one an agent prompt ran in at the agent's rate.
 #[tokio::test]
-async fn a_browser_session_cut_short_by_a_kill_is_billed_at_the_next_start() {
+async fn browser_sessions_cut_short_by_a_kill_are_billed_at_the_next_start() {
+    let site = crate::common::FixtureSite::start();
+    let model = FakeModel::start(Behaviour::default());
+    let url = model.url();
+    let env = [("FERROCRAWL_LLM__BASE_URL", url.as_str()), ("FERROCRAWL_LLM__MODEL", "test-model")];
     let dir = tempfile::tempdir().expect("tempdir");
-    let server = Binary::serve(dir.path(), &[]);
+    let server = Binary::serve(dir.path(), &env);
     let api = Api::of(&server, dir.path());
     let (status, made) = api.post("/v2/browser", json!({})).await;
     assert_eq!(status, 200, "{made}");
     let id = made["id"].as_str().expect("id").to_owned();
+    let (status, page) =
+        api.post("/v2/scrape", json!({"url": site.url("/js/interactive"), "formats": ["markdown"]})).await;
+    assert_eq!(status, 200, "{page}");
+    let scrape = page["data"]["metadata"]["scrapeId"].as_str().expect("scrapeId").to_owned();
+    let prompt = json!({"prompt": "Search the page for quokka and tell me what it says", "timeout": 60});
+    let (status, done) = api.post(&format!("/v2/scrape/{scrape}/interact"), prompt).await;
+    assert_eq!((status, &done["output"]), (200, &json!("Searched for quokka")), "{done}");
     let before = credits_used(&api).await;
     server.kill9();
 
-    // Nothing ended the session; the next start does, and bills its team the least a
-    // session costs (it was used for under a minute).
-    let server = Binary::serve(dir.path(), &[]);
+    // Nothing ended the sessions; the next start does, and bills each for under a minute:
+    // 2 for the plain one, 7 for the one the agent worked in.
+    let server = Binary::serve(dir.path(), &env);
     let api = Api::of(&server, dir.path());
     let (status, gone) = api.post(&format!("/v2/browser/{id}/execute"), json!({"code": "1"})).await;
     assert_eq!(status, 410, "{gone}");
-    assert_eq!(credits_used(&api).await, before + 2, "the killed session's minimum charge");
-    // Billed once: a later start finds it ended.
+    assert_eq!(credits_used(&api).await, before + 2 + 7, "the killed sessions' minimum charges");
+    // Billed once: a later start finds them ended.
     server.terminate();
-    let server = Binary::serve(dir.path(), &[]);
+    let server = Binary::serve(dir.path(), &env);
     let api = Api::of(&server, dir.path());
-    assert_eq!(credits_used(&api).await, before + 2, "billed once");
+    assert_eq!(credits_used(&api).await, before + 2 + 7, "billed once");
     server.terminate();
 }

@@ -149,6 +149,7 @@ impl Entry {
             ended_ms: None,
             duration_ms,
             credits,
+            prompted: self.prompted,
         }
     }
 
@@ -264,10 +265,10 @@ impl BrowserState {
 }
 
 /// Sessions that were live when the server stopped without ending them (killed, crashed)
-/// are destroyed now and billed for the time the store saw them used, at the plain
-/// session rate: whether an agent prompt ran in one is not recorded.
+/// are destroyed now and billed for the time the store saw them used, at the agent's rate
+/// when a prompt ran in one.
 fn settle_sessions(services: &Services, now: u64, forget_before: u64) {
-    let bill = |record: &SessionRecord| registry::credits_for(record.duration_ms, false);
+    let bill = |record: &SessionRecord| registry::credits_for(record.duration_ms, record.prompted);
     let marked = match services.store.browser_sessions.settle(now, forget_before, bill) {
         Ok(marked) => marked,
         Err(e) => return tracing::error!(error = %e, "reading the browser sessions failed"),
@@ -398,8 +399,18 @@ impl Actor for BrowserSupervisor {
                 }
             }
             BrowserMsg::Prompted(session) => {
-                if let Some(entry) = state.sessions.get_mut(&session) {
+                if let Some(entry) = state.sessions.get_mut(&session).filter(|e| !e.prompted) {
                     entry.prompted = true;
+                    // Flushed at once (the prompt's model calls take far longer): a crash
+                    // during the prompt still bills the session at the agent's rate at the
+                    // next start.
+                    let record = entry.record();
+                    if entry.ended.is_none()
+                        && let Err(e) =
+                            state.services.store.browser_sessions.put_durable(&session, &record).await
+                    {
+                        tracing::warn!(error = %e, session, "recording a browser session's prompt failed");
+                    }
                 }
             }
             BrowserMsg::Tick => {
