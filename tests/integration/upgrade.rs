@@ -21,6 +21,8 @@ const V2: &[u8] = include_bytes!("../fixtures/datadir/v2.tar.gz");
 const V2_FACTS: &str = include_str!("../fixtures/datadir/v2.json");
 const V3: &[u8] = include_bytes!("../fixtures/datadir/v3.tar.gz");
 const V3_FACTS: &str = include_str!("../fixtures/datadir/v3.json");
+const V4: &[u8] = include_bytes!("../fixtures/datadir/v4.tar.gz");
+const V4_FACTS: &str = include_str!("../fixtures/datadir/v4.json");
 
 /// The fixture site's pages (as `tests/fixtures/datadir/site.py` serves them).
 async fn fixture_page(req: HttpRequest) -> HttpResponse {
@@ -114,6 +116,11 @@ async fn a_data_directory_of_format_2_opens_finishes_its_jobs_and_keeps_its_cach
 #[tokio::test]
 async fn a_data_directory_of_format_3_keeps_its_compressed_cached_pages() {
     opens_and_finishes_its_jobs(V3, V3_FACTS).await;
+}
+
+#[tokio::test]
+async fn a_data_directory_of_format_4_keeps_its_model_jobs_tokens_and_browser_sessions() {
+    opens_and_finishes_its_jobs(V4, V4_FACTS).await;
 }
 
 /// Opens a copy of `archive`, a frozen data directory that `facts` describes, and checks
@@ -221,6 +228,39 @@ async fn opens_and_finishes_its_jobs(archive: &[u8], facts: &str) {
             (answer["data"]["web"][0]["url"] == cached["url"]).then_some(())
         })
         .await;
+    }
+    // From format 4 on: an extract job, the tokens it used, and browser sessions (ended,
+    // one of them by this start: it was live when the fixture's server stopped).
+    if let Some(extract) = facts.get("extract") {
+        let (status, job) =
+            get(&base, &key, &format!("/v2/extract/{}", extract["id"].as_str().expect("id"))).await;
+        assert_eq!((status, &job["status"]), (200, &Value::from("completed")), "{job}");
+        assert_eq!(job["data"], extract["data"], "{job}");
+        let (_, usage) = get(&base, &key, "/v2/team/token-usage/historical").await;
+        let used: u64 = usage["periods"]
+            .as_array()
+            .expect("periods")
+            .iter()
+            .filter_map(|p| p["tokensUsed"].as_u64())
+            .sum();
+        assert_eq!(Some(used), facts["tokens_used"].as_u64(), "{usage}");
+        let (_, listed) = get(&base, &key, "/v2/browser?status=destroyed").await;
+        let sessions = &facts["browser_sessions"];
+        for which in ["deleted", "live_at_stop"] {
+            let id = sessions[which].as_str().expect("session id");
+            assert!(
+                listed.to_string().contains(id),
+                "the {which} session {id} is listed as destroyed: {listed}"
+            );
+            let resp = client
+                .post(format!("{base}/v2/browser/{id}/execute"))
+                .bearer_auth(&key)
+                .json(&serde_json::json!({"code": "1"}))
+                .send()
+                .await
+                .expect("execute");
+            assert_eq!(decode(resp).await.0, 410, "the {which} session is gone");
+        }
     }
     server.terminate();
 
