@@ -71,6 +71,12 @@ async fn get(base: &str, key: &str, path: &str) -> (u16, Value) {
     decode(client.get(format!("{base}{path}")).bearer_auth(key).send().await.expect("get")).await
 }
 
+async fn post(base: &str, key: &str, path: &str, body: Value) -> (u16, Value) {
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    decode(client.post(format!("{base}{path}")).bearer_auth(key).json(&body).send().await.expect("post"))
+        .await
+}
+
 /// Every document of a job, following `next`.
 async fn documents(base: &str, key: &str, path: &str) -> (Value, Vec<Value>) {
     let (status, first) = get(base, key, path).await;
@@ -201,14 +207,9 @@ async fn opens_and_finishes_its_jobs(archive: &[u8], facts: &str) {
 
     // A page cached whole (from format 2 on, a large body is kept in parts) is read back whole.
     if let Some(cached) = facts.get("cached_page") {
-        let resp = client
-            .post(format!("{base}/v2/scrape"))
-            .bearer_auth(&key)
-            .json(&serde_json::json!({"url": cached["url"], "formats": ["markdown"], "maxAge": 315_360_000_000u64}))
-            .send()
-            .await
-            .expect("scrape");
-        let (status, body) = decode(resp).await;
+        let asked =
+            serde_json::json!({"url": cached["url"], "formats": ["markdown"], "maxAge": 315_360_000_000u64});
+        let (status, body) = post(&base, &key, "/v2/scrape", asked).await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["data"]["metadata"]["cacheState"], "hit", "{}", body["data"]["metadata"]);
         let markdown = body["data"]["markdown"].as_str().expect("markdown");
@@ -216,14 +217,8 @@ async fn opens_and_finishes_its_jobs(archive: &[u8], facts: &str) {
         assert!(markdown.contains("Paragraph 2499 of the big page"), "the last part is there");
         // Cached before this build had a search index: the server indexes it by itself.
         wait_for("the cached page in the search index", Duration::from_secs(30), || async {
-            let resp = client
-                .post(format!("{base}/v2/search"))
-                .bearer_auth(&key)
-                .json(&serde_json::json!({"query": "\"Paragraph 2499 of the big page\""}))
-                .send()
-                .await
-                .expect("search");
-            let (status, answer) = decode(resp).await;
+            let query = serde_json::json!({"query": "\"Paragraph 2499 of the big page\""});
+            let (status, answer) = post(&base, &key, "/v2/search", query).await;
             assert_eq!(status, 200, "{answer}");
             (answer["data"]["web"][0]["url"] == cached["url"]).then_some(())
         })
@@ -252,14 +247,10 @@ async fn opens_and_finishes_its_jobs(archive: &[u8], facts: &str) {
                 listed.to_string().contains(id),
                 "the {which} session {id} is listed as destroyed: {listed}"
             );
-            let resp = client
-                .post(format!("{base}/v2/browser/{id}/execute"))
-                .bearer_auth(&key)
-                .json(&serde_json::json!({"code": "1"}))
-                .send()
-                .await
-                .expect("execute");
-            assert_eq!(decode(resp).await.0, 410, "the {which} session is gone");
+            let (status, _) =
+                post(&base, &key, &format!("/v2/browser/{id}/execute"), serde_json::json!({"code": "1"}))
+                    .await;
+            assert_eq!(status, 410, "the {which} session is gone");
         }
     }
     server.terminate();
