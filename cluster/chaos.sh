@@ -11,7 +11,8 @@
 # Needs nginx (Debian's nginx-light), python3 and the crawl benchmark's site generator
 # (../shared/bench/crawl). Everything listens on 127.0.0.x; SITES sites (default 6) of
 # PAGES pages (default 300) each, on 127.0.0.2.. port 8090, answering after LATENCY_MS (20).
-# Env: NODE_BIN (target/release/ferrocrawl), DOMAIN_CONCURRENCY (2), INTERVAL_MS (10), FAULTS
+# Env: NODE_BIN (target/release/ferrocrawl), NODE_BINS (a binary per node, e.g. the previous
+# release for n2 only: "new old new"; see local.sh), DOMAIN_CONCURRENCY (2), INTERVAL_MS (10), FAULTS
 # (1; 0 runs the rounds without faults, as a reference), NODES (3; the faults need 3),
 # MARGIN_MS (the server's crawl.domain_interval_margin_ms, 3, when unset), HOPS (10): each
 # site also answers /away/1../away/HOPS with a redirect to a page of the next site, and the

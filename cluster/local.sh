@@ -5,7 +5,9 @@
 #   cluster/local.sh 3            # nodes n1..n3: API on 3101.., cluster port on 4701..
 #   cluster/local.sh stop         # stop the nodes a previous run left in the background
 #
-# Environment: NODE_BIN (default target/release/ferrocrawl, built when missing),
+# Environment: NODE_BIN (default target/release/ferrocrawl, built when missing), NODE_BINS
+# (a binary per node, space-separated, e.g. "new old new" for a cluster being upgraded one
+# node at a time; nodes beyond the list use NODE_BIN),
 # CLUSTER_DIR (default ./cluster-data), CLUSTER_SECRET (default: generated and kept in
 # CLUSTER_DIR/secret), API_PORT (3101), CLUSTER_PORT (4701), DETACH=1 (return at once and
 # leave the nodes running; stop them with `local.sh stop`).
@@ -14,6 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${CLUSTER_DIR:-cluster-data}
 bin=${NODE_BIN:-target/release/ferrocrawl}
+read -r -a bins <<<"${NODE_BINS:-}"
 
 stop_all() {
   for pidfile in "$dir"/n*/pid; do
@@ -48,10 +51,11 @@ for i in $(seq 1 "$n"); do
   node="$dir/n$i"
   mkdir -p "$node"
   [[ -f $node/pid ]] && kill -0 "$(cat "$node/pid")" 2>/dev/null && { echo "n$i is already running" >&2; continue; }
-  "$bin" keys create --team default --key "$key" --data "$node/data" >/dev/null 2>&1 || true
+  node_bin=${bins[$((i - 1))]:-$bin}
+  "$node_bin" keys create --team default --key "$key" --data "$node/data" >/dev/null 2>&1 || true
   join=(); [[ $i -gt 1 ]] && join=(--join "$seed")
   FERROCRAWL_CLUSTER__NODE_NAME="n$i" FERROCRAWL_CLUSTER__SECRET_FILE="$secret_file" \
-    "$bin" serve --port $((api + i - 1)) --data "$node/data" \
+    "$node_bin" serve --port $((api + i - 1)) --data "$node/data" \
       --cluster-listen "127.0.0.1:$((port + i - 1))" "${join[@]}" >"$node/log" 2>&1 &
   echo $! >"$node/pid"
   echo "n$i: API http://127.0.0.1:$((api + i - 1)), cluster 127.0.0.1:$((port + i - 1)), log $node/log"
