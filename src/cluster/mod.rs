@@ -176,15 +176,31 @@ impl Cluster {
         let address = settings.reachable_at();
         let host = host_of(&address).to_owned();
         let name = settings.name();
-        let (incoming, dialer) = tls::load(settings)?;
+        let (acceptor, dialer) = tls::load(settings)?;
         // ractor_cluster's own transitive dialling is plain TCP: with TLS, this node's agent
         // meets the peers it hears of instead (see `agent`).
         let mode = if settings.tls() { NodeConnectionMode::Isolated } else { NodeConnectionMode::Transitive };
-        let server = NodeServer::new(listen.port(), cookie, name.clone(), host, incoming, Some(mode))
-            .with_listen_addr(listen.ip())
+        // With TLS this node accepts on the cluster port itself (`tls::accept`: handshakes
+        // bounded in time); the node server's own listener, still TLS, is left on a port of
+        // the loopback interface that nothing dials.
+        let (tls_listener, port, ip, incoming) = match &acceptor {
+            Some(acceptor) => {
+                let listener = tokio::net::TcpListener::bind(listen)
+                    .await
+                    .map_err(|e| ClusterError::Start(format!("cluster.listen {listen}: {e}")))?;
+                let incoming = ractor_cluster::IncomingEncryptionMode::Tls(acceptor.clone());
+                (Some(listener), 0, std::net::IpAddr::from([127, 0, 0, 1]), Some(incoming))
+            }
+            None => (None, listen.port(), listen.ip(), None),
+        };
+        let server = NodeServer::new(port, cookie, name.clone(), host, incoming, Some(mode))
+            .with_listen_addr(ip)
             .with_max_inbound_frame_size(settings.max_message_bytes);
         let (server, _) =
             Actor::spawn(None, server, ()).await.map_err(|e| ClusterError::Start(e.to_string()))?;
+        if let (Some(listener), Some(acceptor)) = (tls_listener, acceptor) {
+            tls::accept(listener, acceptor, server.clone());
+        }
         let (live_tx, live) = tokio::sync::watch::channel(Arc::new(vec![name.clone()]));
         let shared = Arc::new(agent::Shared {
             name: name.clone(),

@@ -4,13 +4,22 @@
 //! certificate chains to `tls_ca` (mutual TLS), and checks the certificate of the node it
 //! dials against the address it dials (an IP address or DNS name among the certificate's
 //! subject alternative names). The shared secret is still checked inside the TLS session.
+//!
+//! Inbound TLS is accepted here ([`accept`]), not by ractor_cluster's listener: that one
+//! makes each handshake in turn with no time limit, so one connection that never speaks
+//! would keep every other node out. Here each handshake runs on its own task, has
+//! [`HANDSHAKE_TIMEOUT`] to finish, and at most [`HANDSHAKES`] run at once; a finished
+//! session is handed to the node server as its own listener would.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ractor::ActorRef;
-use ractor_cluster::{IncomingEncryptionMode, NodeServerMessage};
+use ractor_cluster::{NetworkStream, NodeServerMessage};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use tokio::net::TcpListener;
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use super::ClusterError;
@@ -35,22 +44,31 @@ impl std::fmt::Debug for Dialer {
 }
 
 impl Dialer {
-    /// Opens a session with the node at `address` (`host:port`).
+    /// Opens a session with the node at `address` (`host:port`), giving up after
+    /// [`HANDSHAKE_TIMEOUT`] (a peer that accepts but never answers holds no dial, nor
+    /// this node's start, for longer).
     pub(crate) async fn dial(
         &self,
         server: &ActorRef<NodeServerMessage>,
         address: &str,
     ) -> Result<(), String> {
-        match self {
-            Self::Plain => ractor_cluster::client_connect(server, address).await.map_err(|e| e.to_string()),
-            Self::Tls(connector) => {
-                let host = super::host_of(address).trim_start_matches('[').trim_end_matches(']');
-                let name = ServerName::try_from(host.to_owned()).map_err(|e| format!("`{host}`: {e}"))?;
-                ractor_cluster::client_connect_enc(server, address, connector.clone(), name)
-                    .await
-                    .map_err(|e| e.to_string())
+        let opened = async {
+            match self {
+                Self::Plain => {
+                    ractor_cluster::client_connect(server, address).await.map_err(|e| e.to_string())
+                }
+                Self::Tls(connector) => {
+                    let host = super::host_of(address).trim_start_matches('[').trim_end_matches(']');
+                    let name = ServerName::try_from(host.to_owned()).map_err(|e| format!("`{host}`: {e}"))?;
+                    ractor_cluster::client_connect_enc(server, address, connector.clone(), name)
+                        .await
+                        .map_err(|e| e.to_string())
+                }
             }
-        }
+        };
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, opened)
+            .await
+            .unwrap_or_else(|_| Err(format!("no answer within {} s", HANDSHAKE_TIMEOUT.as_secs())))
     }
 }
 
@@ -58,11 +76,15 @@ fn invalid(key: &str, e: impl std::fmt::Display) -> ClusterError {
     ClusterError::Settings(format!("{key}: {e}"))
 }
 
-/// The node server's mode for incoming connections and this node's dialer, from the
-/// settings: plain TCP when no certificate is configured.
-pub(crate) fn load(
-    settings: &ClusterSettings,
-) -> Result<(Option<IncomingEncryptionMode>, Dialer), ClusterError> {
+/// How long a peer may take to finish its TLS handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Handshakes under way at most; a connection beyond them is closed at once.
+const HANDSHAKES: usize = 64;
+
+/// The acceptor for incoming connections and this node's dialer, from the settings: plain
+/// TCP (no acceptor) when no certificate is configured.
+pub(crate) fn load(settings: &ClusterSettings) -> Result<(Option<TlsAcceptor>, Dialer), ClusterError> {
     if !settings.tls() {
         return Ok((None, Dialer::Plain));
     }
@@ -96,8 +118,48 @@ pub(crate) fn load(
         .with_root_certificates(roots)
         .with_client_auth_cert(certs, key)
         .map_err(|e| invalid("cluster.tls_cert", e))?;
-    Ok((
-        Some(IncomingEncryptionMode::Tls(TlsAcceptor::from(Arc::new(server)))),
-        Dialer::Tls(TlsConnector::from(Arc::new(client))),
-    ))
+    Ok((Some(TlsAcceptor::from(Arc::new(server))), Dialer::Tls(TlsConnector::from(Arc::new(client)))))
+}
+
+/// Accepts the cluster's TLS connections on `listener` for `server` until the node server
+/// stops: each handshake on a task of its own, bounded in time and number.
+pub(crate) fn accept(listener: TcpListener, acceptor: TlsAcceptor, server: ActorRef<NodeServerMessage>) {
+    let room = Arc::new(tokio::sync::Semaphore::new(HANDSHAKES));
+    tokio::spawn(async move {
+        loop {
+            let (stream, peer_addr) = match listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accepting a cluster connection failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            if server.get_status() != ractor::ActorStatus::Running {
+                return;
+            }
+            let Ok(permit) = Arc::clone(&room).try_acquire_owned() else {
+                tracing::warn!(peer = %peer_addr, "too many cluster handshakes under way; closing a connection");
+                continue;
+            };
+            let (acceptor, server) = (acceptor.clone(), server.clone());
+            tokio::spawn(async move {
+                let _permit = permit;
+                let local_addr = stream.local_addr().unwrap_or(SocketAddr::from(([0, 0, 0, 0], 0)));
+                let _ = stream.set_nodelay(true);
+                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+                    Ok(Ok(stream)) => {
+                        let stream = Box::new(NetworkStream::TlsServer { peer_addr, local_addr, stream });
+                        let _ = server.cast(NodeServerMessage::ConnectionOpened { stream, is_server: true });
+                    }
+                    Ok(Err(e)) => {
+                        tracing::warn!(peer = %peer_addr, error = %e, "a cluster TLS handshake failed")
+                    }
+                    Err(_) => {
+                        tracing::warn!(peer = %peer_addr, "a cluster connection did not finish its TLS handshake in time; closed")
+                    }
+                }
+            });
+        }
+    });
 }

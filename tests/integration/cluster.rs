@@ -698,64 +698,6 @@ async fn a_teams_concurrency_and_rate_hold_for_the_whole_cluster() {
     assert_eq!(answers, [200, 200, 200, 429, 429], "one rate for the team across three nodes");
 }
 
-/// A node's TLS files, made for a test: a self-signed certificate for 127.0.0.1 that is
-/// also the CA file (so only nodes holding this certificate are accepted).
-struct TlsFiles {
-    cert: String,
-    key: String,
-}
-
-impl TlsFiles {
-    fn make(dir: &std::path::Path, name: &str) -> Self {
-        let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).expect("certificate");
-        let (cert, key) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
-        std::fs::write(&cert, made.cert.pem()).expect("write cert");
-        std::fs::write(&key, made.signing_key.serialize_pem()).expect("write key");
-        let path = |p: std::path::PathBuf| p.to_str().expect("utf8").to_owned();
-        Self { cert: path(cert), key: path(key) }
-    }
-
-    fn env(&self) -> [(&str, &str); 3] {
-        [
-            ("FERROCRAWL_CLUSTER__TLS_CERT", self.cert.as_str()),
-            ("FERROCRAWL_CLUSTER__TLS_KEY", self.key.as_str()),
-            ("FERROCRAWL_CLUSTER__TLS_CA", self.cert.as_str()),
-        ]
-    }
-}
-
-/// Nodes with TLS settings talk over TLS: three meet although the third knows only the
-/// second (it dials the nodes its peers name), and neither a node without TLS nor one
-/// whose certificate the cluster's CA did not sign can join.
-#[tokio::test]
-async fn nodes_with_tls_meet_and_refuse_nodes_without_the_clusters_certificate() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (ours, theirs) = (TlsFiles::make(dir.path(), "cluster"), TlsFiles::make(dir.path(), "other"));
-    // Who may join is checked here, not how fast a silent node is noticed: a longer
-    // `down_after` keeps a node starved by a busy machine for a moment a member.
-    let patient = ("FERROCRAWL_CLUSTER__DOWN_AFTER_MS", "5000");
-    fn with_tls<'a>(files: &'a TlsFiles, patient: (&'a str, &'a str)) -> Vec<(&'a str, &'a str)> {
-        [files.env().as_slice(), &[patient]].concat()
-    }
-    let a = Node::start("a", None, &with_tls(&ours, patient));
-    let b = Node::start("b", Some(&a.cluster_addr), &with_tls(&ours, patient));
-    b.wait_live(&["a", "b"], Duration::from_secs(20)).await;
-    let c = Node::start("c", Some(&b.cluster_addr), &with_tls(&ours, patient));
-    for node in [&a, &b, &c] {
-        node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
-    }
-    let plain = Node::start("p", Some(&a.cluster_addr), &[patient]);
-    let stranger = Node::start("s", Some(&a.cluster_addr), &with_tls(&theirs, patient));
-    let deadline = Instant::now() + Duration::from_secs(3);
-    while Instant::now() < deadline {
-        for (node, alone) in [(&a, vec!["a", "b", "c"]), (&plain, vec!["p"]), (&stranger, vec!["s"])] {
-            let live = node.live().await;
-            assert_eq!(live, alone, "{} sees {live:?}; its warnings:\n{}", node.name, node.warnings());
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 /// A browser profile is kept by one node of the cluster: saved through one node, it is the
 /// one a scrape through any other node starts from.
 #[tokio::test]

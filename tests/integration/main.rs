@@ -16,6 +16,7 @@ mod cluster;
 mod cluster_browser;
 mod cluster_llm;
 mod cluster_spacing;
+mod cluster_tls;
 mod cluster_upgrade;
 mod crawl;
 mod deep_pages;
