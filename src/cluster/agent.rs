@@ -15,13 +15,14 @@
 //! Requests of the layers above arrive as `Frame::App` and run on their own task, so a slow
 //! request never holds up pings.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use ractor::rpc::CallResult;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef};
-use ractor_cluster::NodeServerMessage;
+use ractor_cluster::node::{NodeEventSubscription, NodeServerSessionInformation};
+use ractor_cluster::{NodeServerMessage, NodeSessionMessage};
 
 use super::Handler;
 use super::wire::{
@@ -32,6 +33,43 @@ use super::wire::{
 pub(crate) const GROUP: &str = "ferrocrawl.agents";
 /// Redial disconnected peers and seeds every this many heartbeats.
 const REDIAL_EVERY: u64 = 4;
+/// A connection not authenticated this long after it opened is closed (ractor_cluster has
+/// no time limit on authentication: a connection that never speaks, or stops half-way,
+/// would keep its session and socket for good).
+const UNAUTHENTICATED_FOR: Duration = Duration::from_secs(10);
+
+/// Sessions opened and not authenticated yet, by node id: their actor and when they
+/// opened. Kept up to date by [`Opening`], the node server's event subscription.
+pub(crate) type Unauthenticated = std::sync::Mutex<HashMap<u64, (ActorRef<NodeSessionMessage>, Instant)>>;
+
+/// Tells [`Unauthenticated`] of the sessions the node server opens, authenticates and ends.
+pub(crate) struct Opening(pub Arc<Unauthenticated>);
+
+impl Opening {
+    fn update(&self, change: impl FnOnce(&mut HashMap<u64, (ActorRef<NodeSessionMessage>, Instant)>)) {
+        change(&mut self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    }
+}
+
+impl NodeEventSubscription for Opening {
+    fn node_session_opened(&self, ses: NodeServerSessionInformation) {
+        self.update(|open| {
+            open.insert(ses.node_id, (ses.actor, Instant::now()));
+        });
+    }
+
+    fn node_session_disconnected(&self, ses: NodeServerSessionInformation) {
+        self.update(|open| {
+            open.remove(&ses.node_id);
+        });
+    }
+
+    fn node_session_authenticated(&self, ses: NodeServerSessionInformation) {
+        self.update(|open| {
+            open.remove(&ses.node_id);
+        });
+    }
+}
 
 /// A peer as this node knows it.
 #[derive(Debug, Clone)]
@@ -57,7 +95,7 @@ pub(crate) struct Shared {
     pub heartbeat: Duration,
     pub down_after: Duration,
     pub peers: RwLock<BTreeMap<String, Peer>>,
-    pub handlers: RwLock<std::collections::HashMap<u8, Arc<dyn Handler>>>,
+    pub handlers: RwLock<HashMap<u8, Arc<dyn Handler>>>,
     pub node_server: ActorRef<NodeServerMessage>,
     /// How this node opens connections (plain or TLS).
     pub dialer: super::tls::Dialer,
@@ -67,6 +105,8 @@ pub(crate) struct Shared {
     pub live: tokio::sync::watch::Sender<Arc<Vec<String>>>,
     /// When this process last ran its heartbeat, and when it last woke from a pause.
     pub wake: std::sync::Mutex<Wake>,
+    /// Sessions opened and not authenticated yet.
+    pub unauthenticated: Arc<Unauthenticated>,
 }
 
 /// Pauses of this process seen from its heartbeat. A run more than half of `down_after`
@@ -307,6 +347,7 @@ async fn tick(myself: &ActorRef<AgentMsg>, state: &mut AgentState) {
     judge(&shared).await;
     if state.ticks % REDIAL_EVERY == 1 {
         redial(&shared).await;
+        close_unauthenticated(&shared);
     }
 }
 
@@ -398,6 +439,27 @@ async fn disconnect(shared: &Shared, node_id: u64) {
         && let Some(session) = sessions.get(&node_id)
     {
         session.actor.stop(Some("peer stopped answering".into()));
+    }
+}
+
+/// Closes the sessions not authenticated within [`UNAUTHENTICATED_FOR`] of opening.
+fn close_unauthenticated(shared: &Shared) {
+    let now = Instant::now();
+    let late: Vec<ActorRef<NodeSessionMessage>> = {
+        let mut open = shared.unauthenticated.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let late: Vec<u64> = open
+            .iter()
+            .filter(|(_, (_, since))| now.duration_since(*since) >= UNAUTHENTICATED_FOR)
+            .map(|(id, _)| *id)
+            .collect();
+        late.iter().filter_map(|id| open.remove(id)).map(|(actor, _)| actor).collect()
+    };
+    for actor in late {
+        tracing::warn!(
+            session = %actor.get_id(),
+            "a cluster connection did not authenticate within 10 s of opening; closing it"
+        );
+        actor.stop(Some("not authenticated in time".into()));
     }
 }
 

@@ -201,6 +201,12 @@ impl Cluster {
         if let (Some(listener), Some(acceptor)) = (tls_listener, acceptor) {
             tls::accept(listener, acceptor, server.clone());
         }
+        let unauthenticated = Arc::new(agent::Unauthenticated::default());
+        let opening = Box::new(agent::Opening(Arc::clone(&unauthenticated)));
+        let _ = server.cast(NodeServerMessage::SubscribeToEvents {
+            id: "ferrocrawl.opening".into(),
+            subscription: opening,
+        });
         let (live_tx, live) = tokio::sync::watch::channel(Arc::new(vec![name.clone()]));
         let shared = Arc::new(agent::Shared {
             name: name.clone(),
@@ -215,6 +221,7 @@ impl Cluster {
             heard_of: RwLock::default(),
             live: live_tx,
             wake: std::sync::Mutex::new(agent::Wake::new()),
+            unauthenticated,
         });
         let (agent, _) = Actor::spawn(None, agent::Agent, Arc::clone(&shared))
             .await

@@ -1,6 +1,8 @@
-//! Nodes that talk over TLS: they meet, nodes without the cluster's certificate are kept
-//! out, and a connection that never finishes its handshake keeps no node out.
+//! Connections to the cluster port: nodes that talk over TLS meet, nodes without the
+//! cluster's certificate are kept out, a connection that never finishes its handshake keeps
+//! no node out, and one that does not authenticate is closed.
 
+use std::io::Read;
 use std::time::{Duration, Instant};
 
 use crate::cluster::Node;
@@ -83,4 +85,22 @@ async fn a_connection_that_never_greets_keeps_no_node_out() {
     let mute_addr = mute.local_addr().expect("addr").to_string();
     let alone = Node::start("c", Some(&mute_addr), &files.env());
     assert_eq!(alone.live().await, ["c"]);
+}
+
+/// A connection to a node's cluster port that never authenticates (plain TCP here, silent)
+/// is closed after some seconds: such connections do not pile up on a node.
+#[tokio::test]
+async fn a_connection_that_does_not_authenticate_is_closed() {
+    let a = Node::start("a", None, &[]);
+    let mut silent = std::net::TcpStream::connect(&a.cluster_addr).expect("connect");
+    silent.set_read_timeout(Some(Duration::from_secs(30))).expect("read timeout");
+    let mut buffer = [0u8; 512];
+    loop {
+        match silent.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(_) => continue,
+            Err(e) => panic!("the node kept a connection that never spoke open for 30 s: {e}"),
+        }
+    }
+    assert!(a.warnings().contains("did not authenticate"), "{}", a.warnings());
 }
