@@ -38,15 +38,17 @@ const REDIAL_EVERY: u64 = 4;
 /// would keep its session and socket for good).
 const UNAUTHENTICATED_FOR: Duration = Duration::from_secs(10);
 
-/// Sessions opened and not authenticated yet, by node id: their actor and when they
-/// opened. Kept up to date by [`Opening`], the node server's event subscription.
-pub(crate) type Unauthenticated = std::sync::Mutex<HashMap<u64, (ActorRef<NodeSessionMessage>, Instant)>>;
+/// Sessions opened and not authenticated yet, by node id: their actor and when they opened.
+type Opened = HashMap<u64, (ActorRef<NodeSessionMessage>, Instant)>;
+
+/// [`Opened`], kept up to date by [`Opening`], the node server's event subscription.
+pub(crate) type Unauthenticated = std::sync::Mutex<Opened>;
 
 /// Tells [`Unauthenticated`] of the sessions the node server opens, authenticates and ends.
 pub(crate) struct Opening(pub Arc<Unauthenticated>);
 
 impl Opening {
-    fn update(&self, change: impl FnOnce(&mut HashMap<u64, (ActorRef<NodeSessionMessage>, Instant)>)) {
+    fn update(&self, change: impl FnOnce(&mut Opened)) {
         change(&mut self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
     }
 }
@@ -457,7 +459,8 @@ fn close_unauthenticated(shared: &Shared) {
     for actor in late {
         tracing::warn!(
             session = %actor.get_id(),
-            "a cluster connection did not authenticate within 10 s of opening; closing it"
+            within_s = UNAUTHENTICATED_FOR.as_secs(),
+            "a cluster connection did not authenticate in time after opening; closing it"
         );
         actor.stop(Some("not authenticated in time".into()));
     }

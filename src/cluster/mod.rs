@@ -198,15 +198,16 @@ impl Cluster {
             .with_max_inbound_frame_size(settings.max_message_bytes);
         let (server, _) =
             Actor::spawn(None, server, ()).await.map_err(|e| ClusterError::Start(e.to_string()))?;
-        if let (Some(listener), Some(acceptor)) = (tls_listener, acceptor) {
-            tls::accept(listener, acceptor, server.clone());
-        }
+        // Subscribed before this node accepts on its own (with TLS), so no session is missed.
         let unauthenticated = Arc::new(agent::Unauthenticated::default());
         let opening = Box::new(agent::Opening(Arc::clone(&unauthenticated)));
         let _ = server.cast(NodeServerMessage::SubscribeToEvents {
             id: "ferrocrawl.opening".into(),
             subscription: opening,
         });
+        if let (Some(listener), Some(acceptor)) = (tls_listener, acceptor) {
+            tls::accept(listener, acceptor, server.clone());
+        }
         let (live_tx, live) = tokio::sync::watch::channel(Arc::new(vec![name.clone()]));
         let shared = Arc::new(agent::Shared {
             name: name.clone(),

@@ -25,7 +25,7 @@ struct Ranks {
     /// Every pair of bytes, indexed by the pair as a big-endian number: its rank, or
     /// `u32::MAX` (a piece's first merges all look here; 256 KiB, read in place).
     pairs: Box<[u32]>,
-    /// Tokens of at most [`PACKED`] bytes, by [`pack`]ed key.
+    /// Other tokens of at most [`PACKED`] bytes, by [`pack`]ed key.
     short: HashMap<u128, u32, RandomState>,
     /// Longer tokens, by their bytes.
     long: HashMap<&'static [u8], u32, RandomState>,
@@ -46,9 +46,8 @@ static RANKS: LazyLock<Ranks> = LazyLock::new(|| {
     for id in 0..bpe.num_tokens() as u32 {
         let bytes = bpe.token_bytes(id);
         if let [a, b] = bytes {
-            ranks.pairs[usize::from(*a) << 8 | usize::from(*b)] = id;
-        }
-        if bytes.len() <= PACKED {
+            ranks.pairs[pair_index(*a, *b)] = id;
+        } else if bytes.len() <= PACKED {
             ranks.short.insert(pack(bytes), id);
         } else {
             ranks.long.insert(bytes, id);
@@ -57,8 +56,17 @@ static RANKS: LazyLock<Ranks> = LazyLock::new(|| {
     ranks
 });
 
+/// Where the pair of bytes `a`, `b` is in [`Ranks::pairs`].
+fn pair_index(a: u8, b: u8) -> usize {
+    usize::from(a) << 8 | usize::from(b)
+}
+
 /// The rank of `bytes` when they are a token of the vocabulary.
 pub(crate) fn rank(bytes: &[u8]) -> Option<u32> {
+    if let [a, b] = bytes {
+        let rank = RANKS.pairs[pair_index(*a, *b)];
+        return (rank != u32::MAX).then_some(rank);
+    }
     if bytes.len() <= PACKED {
         RANKS.short.get(&pack(bytes)).copied()
     } else {
@@ -80,20 +88,15 @@ pub(crate) fn count_short(piece: &[u8]) -> usize {
     for (i, start) in starts.iter_mut().enumerate().take(n + 1) {
         *start = i as u8;
     }
-    let pairs = &RANKS.pairs;
     for (i, rank_of) in pair.iter_mut().enumerate().take(n - 1) {
-        *rank_of = pairs[usize::from(piece[i]) << 8 | usize::from(piece[i + 1])];
+        *rank_of = rank(&piece[i..i + 2]).unwrap_or(u32::MAX);
     }
     let mut len = n;
     let joined = |starts: &[u8], i: usize, len: usize| {
         if i + 2 > len {
             return u32::MAX;
         }
-        let (from, to) = (starts[i] as usize, starts[i + 2] as usize);
-        if to - from == 2 {
-            return pairs[usize::from(piece[from]) << 8 | usize::from(piece[from + 1])];
-        }
-        rank(&piece[from..to]).unwrap_or(u32::MAX)
+        rank(&piece[starts[i] as usize..starts[i + 2] as usize]).unwrap_or(u32::MAX)
     };
     loop {
         let (mut best, mut at) = (u32::MAX, 0);

@@ -404,10 +404,9 @@ impl Actor for BrowserSupervisor {
                     // Flushed at once (the prompt's model calls take far longer): a crash
                     // during the prompt still bills the session at the agent's rate at the
                     // next start.
-                    let record = entry.record();
                     if entry.ended.is_none()
                         && let Err(e) =
-                            state.services.store.browser_sessions.put_durable(&session, &record).await
+                            state.services.store.browser_sessions.put_durable(&session, &entry.record()).await
                     {
                         tracing::warn!(error = %e, session, "recording a browser session's prompt failed");
                     }
