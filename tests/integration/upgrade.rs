@@ -56,10 +56,20 @@ async fn fixture_page(req: HttpRequest) -> HttpResponse {
     ))
 }
 
-/// Binds one of the fixtures' fixed addresses; fails clearly when something else has it.
+/// Binds one of the fixtures' fixed addresses; fails clearly when something else keeps it.
+/// The ports lie in the kernel's range for outgoing connections, so another test's
+/// connection may hold one for a while: the bind is tried again for up to 30 s.
 fn bind_fixed(addr: &str) -> TcpListener {
-    TcpListener::bind(addr)
-        .unwrap_or_else(|e| panic!("the upgrade tests need {addr} (the fixtures' address): {e}"))
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match TcpListener::bind(addr) {
+            Ok(listener) => return listener,
+            Err(e) if std::time::Instant::now() >= deadline => {
+                panic!("the upgrade tests need {addr} (the fixtures' address): {e}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
 }
 
 fn unpack(archive: &[u8], into: &Path) {
