@@ -129,6 +129,7 @@ async fn metrics_text(
         metrics::gauge!("cluster_members_live").set(cluster.live().len() as f64);
         let traffic = cluster.traffic();
         metrics::counter!("cluster_calls_total").absolute(traffic.calls);
+        metrics::counter!("cluster_messages_total").absolute(traffic.messages);
         metrics::counter!("cluster_bytes_total", "direction" => "out").absolute(traffic.bytes_out);
         metrics::counter!("cluster_bytes_total", "direction" => "in").absolute(traffic.bytes_in);
     }

@@ -25,6 +25,7 @@ use ractor_cluster::node::{NodeEventSubscription, NodeServerSessionInformation};
 use ractor_cluster::{NodeServerMessage, NodeSessionMessage};
 
 use super::Handler;
+use super::batch::Batches;
 use super::wire::{
     AgentMsg, Frame, OpenError, OwnedReply as Reply, open_versioned, seal, seal_as, speaks, spoken_version,
 };
@@ -44,8 +45,9 @@ type Opened = HashMap<u64, (ActorRef<NodeSessionMessage>, Instant)>;
 /// [`Opened`], kept up to date by [`Opening`], the node server's event subscription.
 pub(crate) type Unauthenticated = std::sync::Mutex<Opened>;
 
-/// Tells [`Unauthenticated`] of the sessions the node server opens, authenticates and ends.
-pub(crate) struct Opening(pub Arc<Unauthenticated>);
+/// Tells [`Unauthenticated`] of the sessions the node server opens, authenticates and ends,
+/// and the [`Batches`] of the sessions that end (the calls that went through them are lost).
+pub(crate) struct Opening(pub Arc<Unauthenticated>, pub Arc<Batches>);
 
 impl Opening {
     fn update(&self, change: impl FnOnce(&mut Opened)) {
@@ -64,6 +66,7 @@ impl NodeEventSubscription for Opening {
         self.update(|open| {
             open.remove(&ses.node_id);
         });
+        self.1.session_ended(ses.node_id);
     }
 
     fn node_session_authenticated(&self, ses: NodeServerSessionInformation) {
@@ -109,6 +112,8 @@ pub(crate) struct Shared {
     pub wake: std::sync::Mutex<Wake>,
     /// Sessions opened and not authenticated yet.
     pub unauthenticated: Arc<Unauthenticated>,
+    /// Calls to peers and answers to theirs, many to a message.
+    pub batches: Arc<Batches>,
 }
 
 /// Pauses of this process seen from its heartbeat. A run more than half of `down_after`
@@ -223,6 +228,13 @@ impl Actor for Agent {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             AgentMsg::Call(bytes, reply) => answer(&state.shared, bytes, reply),
+            AgentMsg::Cast(bytes) => match open_versioned::<Frame>(&bytes) {
+                Ok((from, Frame::Requests(items), _)) => {
+                    state.shared.batches.requests(&state.shared, from, items);
+                }
+                Ok(_) => tracing::debug!("a message between nodes that is not a batch came as a cast"),
+                Err(e) => tracing::warn!(error = %e, "unreadable message from another node"),
+            },
             AgentMsg::Tick => tick(&myself, state).await,
             AgentMsg::Heard(heard) => heard_from(state, heard).await,
         }
@@ -251,6 +263,12 @@ fn answer(shared: &Arc<Shared>, bytes: Vec<u8>, reply: ractor::RpcReplyPort<Vec<
             let _ = reply.send(seal_as(version, &shared.name, &hello));
         }
         Frame::Ping => {
+            let _ = reply.send(seal_as(version, &shared.name, &Reply::Pong));
+        }
+        Frame::Collect => shared.batches.collected(&shared.name, &from, version, reply),
+        Frame::Requests(items) => {
+            // Sent as a cast by this build; as a call, acknowledged at once all the same.
+            shared.batches.requests(shared, from, items);
             let _ = reply.send(seal_as(version, &shared.name, &Reply::Pong));
         }
         Frame::App { channel, body } => {
@@ -303,6 +321,7 @@ async fn tick(myself: &ActorRef<AgentMsg>, state: &mut AgentState) {
     state.ticks += 1;
     woke_at(&state.shared, Instant::now());
     let shared = Arc::clone(&state.shared);
+    shared.batches.tick(&shared.name, shared.heartbeat, 2 * shared.down_after + shared.heartbeat);
     let known: HashSet<ActorId> =
         shared.peers.read().map(|p| p.values().map(|peer| peer.actor.get_id()).collect()).unwrap_or_default();
     for cell in ractor::pg::get_members(&GROUP.to_owned()) {

@@ -13,6 +13,7 @@
 //! The layers above decide what the requests mean ([`Handler`]); this module knows bytes.
 
 mod agent;
+mod batch;
 pub mod place;
 mod tls;
 mod wire;
@@ -93,7 +94,7 @@ fn host_of(address: &str) -> &str {
 /// message that carried them.
 #[derive(Debug)]
 pub struct Answer {
-    sealed: Vec<u8>,
+    sealed: Arc<Vec<u8>>,
     body: std::ops::Range<usize>,
 }
 
@@ -148,6 +149,9 @@ pub struct Cluster {
 #[derive(Debug, Default)]
 struct Traffic {
     calls: std::sync::atomic::AtomicU64,
+    /// Calls sent one to a message (to nodes older than batches, and hellos and pings are
+    /// not counted here: see `agent`).
+    single: std::sync::atomic::AtomicU64,
     bytes_out: std::sync::atomic::AtomicU64,
     bytes_in: std::sync::atomic::AtomicU64,
 }
@@ -158,6 +162,9 @@ struct Traffic {
 pub struct TrafficView {
     /// Requests sent.
     pub calls: u64,
+    /// Messages that carried them: request batches and collections of answers (each with
+    /// its reply), or a call of its own each (to a node of protocol version 5 or older).
+    pub messages: u64,
     /// Bytes of the requests.
     pub bytes_out: u64,
     /// Bytes of the answers.
@@ -200,7 +207,8 @@ impl Cluster {
             Actor::spawn(None, server, ()).await.map_err(|e| ClusterError::Start(e.to_string()))?;
         // Subscribed before this node accepts on its own (with TLS), so no session is missed.
         let unauthenticated = Arc::new(agent::Unauthenticated::default());
-        let opening = Box::new(agent::Opening(Arc::clone(&unauthenticated)));
+        let batches = Arc::new(batch::Batches::new(settings.max_message_bytes as usize / 4));
+        let opening = Box::new(agent::Opening(Arc::clone(&unauthenticated), Arc::clone(&batches)));
         let _ = server.cast(NodeServerMessage::SubscribeToEvents {
             id: "ferrocrawl.opening".into(),
             subscription: opening,
@@ -223,6 +231,7 @@ impl Cluster {
             live: live_tx,
             wake: std::sync::Mutex::new(agent::Wake::new()),
             unauthenticated,
+            batches,
         });
         let (agent, _) = Actor::spawn(None, agent::Agent, Arc::clone(&shared))
             .await
@@ -375,6 +384,7 @@ impl Cluster {
         use std::sync::atomic::Ordering::Relaxed;
         TrafficView {
             calls: self.traffic.calls.load(Relaxed),
+            messages: self.traffic.single.load(Relaxed) + self.shared.batches.messages.load(Relaxed),
             bytes_out: self.traffic.bytes_out.load(Relaxed),
             bytes_in: self.traffic.bytes_in.load(Relaxed),
         }
@@ -412,27 +422,59 @@ impl Cluster {
             self.traffic.calls.fetch_add(1, Relaxed);
             self.traffic.bytes_out.fetch_add(request.len() as u64, Relaxed);
         }
-        let sealed = agent::call_sealed(
-            self.name(),
-            version,
-            &actor,
-            &wire::Frame::App { channel: channel as u8, body: request },
-            timeout,
-        )
-        .await
-        .map_err(|reason| ClusterError::Unreachable { node: node.to_owned(), reason })?;
-        // The answer's bytes are read where they lie in the message, not copied out.
-        let body = match wire::open::<wire::Reply<&serde_bytes::Bytes>>(&sealed) {
-            Ok((_, wire::Reply::App(Ok(bytes)))) => {
-                let start = bytes.as_ptr() as usize - sealed.as_ptr() as usize;
-                start..start + bytes.len()
-            }
-            Ok((_, wire::Reply::App(Err(reason)))) => return Err(failed(reason)),
-            Ok(_) => return Err(failed("unexpected answer".into())),
-            Err(e) => return Err(ClusterError::Unreachable { node: node.to_owned(), reason: e.to_string() }),
+        let answer = if version >= batch::BATCHES_SINCE {
+            self.call_batched(node, &actor, version, channel, request, timeout).await?
+        } else {
+            self.traffic.single.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let frame = wire::Frame::App { channel: channel as u8, body: request };
+            let sealed = agent::call_sealed(self.name(), version, &actor, &frame, timeout)
+                .await
+                .map_err(|reason| ClusterError::Unreachable { node: node.to_owned(), reason })?;
+            // The answer's bytes are read where they lie in the message, not copied out.
+            let body = match wire::open::<wire::Reply<&serde_bytes::Bytes>>(&sealed) {
+                Ok((_, wire::Reply::App(Ok(bytes)))) => {
+                    let start = bytes.as_ptr() as usize - sealed.as_ptr() as usize;
+                    start..start + bytes.len()
+                }
+                Ok((_, wire::Reply::App(Err(reason)))) => return Err(failed(reason)),
+                Ok(_) => return Err(failed("unexpected answer".into())),
+                Err(e) => {
+                    return Err(ClusterError::Unreachable { node: node.to_owned(), reason: e.to_string() });
+                }
+            };
+            Answer { sealed: Arc::new(sealed), body }
         };
-        self.traffic.bytes_in.fetch_add(body.len() as u64, std::sync::atomic::Ordering::Relaxed);
-        Ok(Answer { sealed, body })
+        self.traffic.bytes_in.fetch_add(answer.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(answer)
+    }
+
+    /// [`Self::call`] to a node that takes calls in batches (see `batch`).
+    async fn call_batched(
+        &self,
+        node: &str,
+        actor: &ActorRef<wire::AgentMsg>,
+        version: u32,
+        channel: Channel,
+        request: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Answer, ClusterError> {
+        let batches = &self.shared.batches;
+        let (id, answer) = batches.call(&self.shared, node, actor, version, channel as u8, request);
+        match tokio::time::timeout(timeout, answer).await {
+            Ok(Ok(Ok((sealed, body)))) => Ok(Answer { sealed, body }),
+            Ok(Ok(Err(reason))) => Err(ClusterError::Call { node: node.to_owned(), reason }),
+            Ok(Err(_)) => Err(ClusterError::Unreachable {
+                node: node.to_owned(),
+                reason: "the node dropped the call (its session ended or it did not answer)".into(),
+            }),
+            Err(_) => {
+                batches.forget(node, id);
+                Err(ClusterError::Unreachable {
+                    node: node.to_owned(),
+                    reason: format!("no answer within {} ms", timeout.as_millis()),
+                })
+            }
+        }
     }
 
     /// Leaves the cluster: the agent and the node server stop.

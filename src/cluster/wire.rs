@@ -17,13 +17,14 @@ use serde::{Deserialize, Serialize};
 /// session's node, pages sent in their stored form, and peers named in hello answers (a
 /// version-2 node could not answer them, and a team owned by one would get no slots). 4:
 /// scrape options carry the language-model formats and `onlyCleanContent`. 5: a redirect hop
-/// to a site another node owns asks that node for a turn of the site's pace (`Turn`).
-pub const PROTOCOL_VERSION: u32 = 5;
+/// to a site another node owns asks that node for a turn of the site's pace (`Turn`). 6:
+/// calls carried many to a message (`Frame::Requests`, `Frame::Collect`; see `batch`).
+pub const PROTOCOL_VERSION: u32 = 6;
 
 /// The oldest version this build still speaks, so a cluster is upgraded one node at a
 /// time: to a node of an older version it writes in that version (and sends it nothing
-/// that version lacks: no `Turn` to a node of version 4). Versions 4 and 5 differ only by
-/// a request a node of version 4 is never sent.
+/// that version lacks: no `Turn` to a node of version 4, no batch to one older than 6).
+/// Versions 4 to 6 differ only by messages a node of an older version is never sent.
 pub const OLDEST_PROTOCOL_VERSION: u32 = 4;
 
 // Byte fields are written as bytes (`serde_bytes`), not as sequences of numbers: the same
@@ -60,6 +61,22 @@ pub(crate) enum Frame {
         #[serde(with = "serde_bytes")]
         body: Vec<u8>,
     },
+    /// Requests of the layers above, many to a message (a cast: answered by collections).
+    Requests(Vec<Item>),
+    /// The answers ready for the caller; held until one is (up to a heartbeat or two).
+    Collect,
+}
+
+/// One request of a [`Frame::Requests`] batch.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Item {
+    /// The caller's id of the call, given back with its answer.
+    pub id: u64,
+    /// Which handler.
+    pub channel: u8,
+    /// The request.
+    #[serde(with = "serde_bytes")]
+    pub body: Vec<u8>,
 }
 
 /// An agent's answer, its handler's bytes held as `B`: owned when sent ([`OwnedReply`]),
@@ -77,6 +94,8 @@ pub(crate) enum Reply<B> {
     Pong,
     /// The handler's answer, or why it failed.
     App(Result<B, String>),
+    /// Answers to a caller's batched requests, by call id (see [`Frame::Collect`]).
+    Answers(Vec<(u64, Result<B, String>)>),
 }
 
 /// A reply as sent, and as hellos and pings are read.
@@ -175,6 +194,8 @@ pub(crate) enum AgentMsg {
     /// A request expecting an answer: an envelope holding a [`Frame`]; the answer is an
     /// envelope holding a [`Reply`].
     Call(Vec<u8>, RpcReplyPort<Vec<u8>>),
+    /// A message expecting no answer: an envelope holding a [`Frame`] (a batch of requests).
+    Cast(Vec<u8>),
     /// Time to check on the peers.
     Tick,
     /// A peer answered a hello or ping (or failed to).
@@ -191,6 +212,7 @@ impl Message for AgentMsg {
             Self::Call(args, reply) => {
                 Ok(SerializedMessage::Call { variant: "call".into(), args, reply, metadata: None })
             }
+            Self::Cast(args) => Ok(SerializedMessage::Cast { variant: "cast".into(), args, metadata: None }),
             // Local messages never leave the process.
             Self::Tick | Self::Heard(_) => Err(BoxedDowncastErr),
         }
@@ -201,6 +223,7 @@ impl Message for AgentMsg {
             SerializedMessage::Call { variant, args, reply, .. } if variant == "call" => {
                 Ok(Self::Call(args, reply))
             }
+            SerializedMessage::Cast { variant, args, .. } if variant == "cast" => Ok(Self::Cast(args)),
             _ => Err(BoxedDowncastErr),
         }
     }

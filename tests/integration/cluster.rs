@@ -422,6 +422,9 @@ async fn a_crawl_is_fetched_by_its_sites_node_and_survives_losing_it() {
     // The pages crossed the cluster, as the crawl's node counts.
     let calls = metric(&entry, "cluster_calls_total").await;
     assert!(calls >= 6.0, "{calls} calls between nodes");
+    // And the messages that carried them (batches and collections of answers).
+    let messages = metric(&entry, "cluster_messages_total").await;
+    assert!(messages >= 1.0, "{calls} calls in {messages} messages");
 
     // Kill the site's node mid-crawl.
     nodes[owner_index].process.take().expect("owner").kill9();

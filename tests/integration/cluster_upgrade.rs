@@ -55,4 +55,8 @@ async fn a_node_of_the_previous_protocol_version_works_beside_this_one() {
     assert_eq!(landed, expected, "every page exactly once");
     let served = member(&old.view().await, &old_name)["domains"].as_u64();
     assert_eq!(served, Some(1), "the old node ran the site's actor");
+    // A node of an older version cannot read a batch: each call to it went on its own.
+    let traffic = &a.view().await["traffic"];
+    assert!(traffic["calls"].as_u64() >= Some(HUB_LEN as u64), "{traffic}");
+    assert_eq!(traffic["messages"], traffic["calls"], "{traffic}");
 }

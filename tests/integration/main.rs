@@ -13,6 +13,7 @@ mod cache;
 mod change;
 mod cli;
 mod cluster;
+mod cluster_batches;
 mod cluster_browser;
 mod cluster_llm;
 mod cluster_spacing;
