@@ -6,6 +6,8 @@
 //! cluster's versioned envelope; errors cross as their HTTP status, code and message. The
 //! job service answers them (`service::remote`).
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::cluster::Channel;
@@ -13,6 +15,7 @@ use crate::cluster::Channel;
 use super::NodeCounts;
 use super::domain::{FetchOutcome, FetchTask};
 use crate::model::{JobId, JobKind};
+use crate::scrape::engine::pace::Slot;
 use crate::store::jobs::{Counters, ErrorEntry, JobRecord};
 
 /// What one node asks another.
@@ -75,6 +78,12 @@ pub enum Request {
     /// A turn of the pace of a site this node owns, for a request to this URL (a redirect
     /// hop the asking node sends there). Answered `Done` when the request may go out.
     Turn(String),
+    /// [`Request::Turn`] with a place among the site's requests in flight, held for the
+    /// asking node until it sends [`Request::Return`] (protocol version 6). Answered
+    /// `Lent(id)`, or `Done` when this node has no actor of the site.
+    TurnHeld(String),
+    /// The hop that lent place `id` has its answer: the place is free again.
+    Return(u64),
 }
 
 /// The answers.
@@ -121,6 +130,8 @@ pub enum Response {
     /// See [`Request::Fetch`], when the outcome is a page: its document in the stored form,
     /// which the job's node stores as it is.
     Stored(Box<StoredPage>),
+    /// See [`Request::TurnHeld`]: the turn is had, and the place lent is `id`.
+    Lent(u64),
 }
 
 /// A page fetched on the node of its site, as the job's node needs it: the document
@@ -261,6 +272,77 @@ pub(crate) async fn claim_site(cluster: &crate::cluster::Cluster, origin: &str) 
 
 /// The protocol version that brought [`Request::Turn`].
 const TURNS_SINCE: u32 = 5;
+/// The protocol version that brought [`Request::TurnHeld`] (places lent with turns).
+const PLACES_SINCE: u32 = 6;
+
+/// A lent turn is used when its answer came within this long of asking: the lender holds
+/// its site's own requests for the hop at most [`crate::scrape::engine::pace::LENT_HOLD`],
+/// and the other half is left for the write. A later one is given back and asked for
+/// again, up to [`TURN_ASKS`] times.
+const TURN_ANSWERED_WITHIN: std::time::Duration =
+    std::time::Duration::from_millis(crate::scrape::engine::pace::LENT_HOLD.as_millis() as u64 / 2);
+/// Times a redirect hop asks for a turn before its page is sent back to be fetched again.
+const TURN_ASKS: usize = 5;
+
+/// Longest a place lent to another node's hop is held without its return (the node may
+/// have gone): the site has one place fewer until then.
+const LENT_FOR_AT_MOST: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Places of this node's sites lent to other nodes' redirect hops: the last id given, and
+/// each place by id.
+#[derive(Default)]
+struct Lent {
+    last_id: u64,
+    places: HashMap<u64, Slot>,
+}
+
+static LENT: std::sync::LazyLock<std::sync::Mutex<Lent>> = std::sync::LazyLock::new(Default::default);
+
+/// Keeps `slot`, lent to another node's hop, until it is returned ([`give_back`]) or
+/// [`LENT_FOR_AT_MOST`] passes; its id.
+pub(crate) fn keep_lent(slot: Slot) -> u64 {
+    let id = {
+        let mut lent = LENT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        lent.last_id += 1;
+        let id = lent.last_id;
+        lent.places.insert(id, slot);
+        id
+    };
+    // Given back by then in any case (the other node may have gone).
+    tokio::spawn(async move {
+        tokio::time::sleep(LENT_FOR_AT_MOST).await;
+        give_back(id);
+    });
+    id
+}
+
+/// The hop that held lent place `id` has its answer.
+pub(crate) fn give_back(id: u64) {
+    let slot = LENT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).places.remove(&id);
+    drop(slot);
+}
+
+/// A place another node lent this node's hop: returned when dropped.
+struct Borrowed {
+    cluster: crate::cluster::Cluster,
+    node: String,
+    id: u64,
+}
+
+impl Drop for Borrowed {
+    fn drop(&mut self) {
+        let (cluster, node, request) =
+            (self.cluster.clone(), self.node.clone(), encode(&Request::Return(self.id)));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let timeout = std::time::Duration::from_secs(5);
+                if let Err(e) = cluster.call_alone(&node, Channel::Jobs, request, timeout).await {
+                    tracing::debug!(node = %node, error = %e, "a lent place was not given back (it frees itself)");
+                }
+            });
+        }
+    }
+}
 
 /// Longest a redirect hop waits for the turn another node lends (a site with a long
 /// crawl-delay and many requests waiting may take this long).
@@ -284,21 +366,41 @@ pub(crate) fn turns_elsewhere(cluster: crate::cluster::Cluster) -> crate::scrape
         if cluster.version_of(&owner).is_none_or(|v| v < TURNS_SINCE) {
             return None;
         }
-        let request = encode(&Request::Turn(url.to_string()));
+        // A node of version 5 lends the turn only (no place among the site's requests).
+        let held = cluster.version_of(&owner).is_some_and(|v| v >= PLACES_SINCE);
+        let request =
+            encode(&if held { Request::TurnHeld(url.to_string()) } else { Request::Turn(url.to_string()) });
         Some(Box::pin(async move {
-            let moved =
-                cluster.until_not(|live| crate::cluster::place::owner(live, &site) == Some(owner.as_str()));
-            let lent = tokio::select! {
-                answer = cluster.call(&owner, Channel::Jobs, request, TURN_TIMEOUT) => match answer {
-                    Ok(bytes) => matches!(decode::<Response>(&bytes), Ok(Response::Done)),
-                    Err(e) => {
-                        tracing::warn!(node = %owner, error = %e, "no turn for a redirect hop to a site of another node");
-                        false
-                    }
-                },
-                () = moved => false,
-            };
-            lent && cluster.owner_of(&site) == owner && cluster.in_touch()
+            for _ in 0..TURN_ASKS {
+                let asked = std::time::Instant::now();
+                let moved = cluster
+                    .until_not(|live| crate::cluster::place::owner(live, &site) == Some(owner.as_str()));
+                let lent = tokio::select! {
+                    answer = cluster.call_alone(&owner, Channel::Jobs, request.clone(), TURN_TIMEOUT) => match answer {
+                        Ok(bytes) => match decode::<Response>(&bytes) {
+                            Ok(Response::Done) => Some(Slot::free()),
+                            Ok(Response::Lent(id)) => {
+                                Some(Slot::holding(Borrowed { cluster: cluster.clone(), node: owner.clone(), id }))
+                            }
+                            _ => None,
+                        },
+                        Err(e) => {
+                            tracing::warn!(node = %owner, error = %e, "no turn for a redirect hop to a site of another node");
+                            None
+                        }
+                    },
+                    () = moved => None,
+                };
+                let lent = lent.filter(|_| cluster.owner_of(&site) == owner && cluster.in_touch())?;
+                // The turn counts from when it was lent: an answer that took too long to
+                // come leaves too little of it for the write (the lender's next request
+                // may be close behind). It is given back, and asked for again.
+                if asked.elapsed() <= TURN_ANSWERED_WITHIN {
+                    return Some(lent);
+                }
+                tracing::debug!(node = %owner, "a lent turn came too late to use; asking again");
+            }
+            None
         }))
     })
 }

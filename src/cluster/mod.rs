@@ -390,13 +390,38 @@ impl Cluster {
         }
     }
 
-    /// Sends `request` to node `node`'s handler and waits up to `timeout` for the answer.
+    /// Sends `request` to node `node`'s handler and waits up to `timeout` for the answer
+    /// (with other calls in a message, see `batch`, when the node takes batches).
     pub async fn call(
         &self,
         node: &str,
         channel: Channel,
         request: Vec<u8>,
         timeout: Duration,
+    ) -> Result<Answer, ClusterError> {
+        self.call_as(node, channel, request, timeout, true).await
+    }
+
+    /// [`Self::call`] in a message of its own, for a request whose answer is needed at once:
+    /// a turn of a site's pace lent by another node counts from when it is lent, so its
+    /// answer does not wait for a batch's spacing.
+    pub async fn call_alone(
+        &self,
+        node: &str,
+        channel: Channel,
+        request: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Answer, ClusterError> {
+        self.call_as(node, channel, request, timeout, false).await
+    }
+
+    async fn call_as(
+        &self,
+        node: &str,
+        channel: Channel,
+        request: Vec<u8>,
+        timeout: Duration,
+        batched: bool,
     ) -> Result<Answer, ClusterError> {
         let (actor, version) = {
             let peers = self.shared.peers.read().map_err(|_| ClusterError::Unavailable(node.to_owned()))?;
@@ -422,7 +447,7 @@ impl Cluster {
             self.traffic.calls.fetch_add(1, Relaxed);
             self.traffic.bytes_out.fetch_add(request.len() as u64, Relaxed);
         }
-        let answer = if version >= batch::BATCHES_SINCE {
+        let answer = if batched && version >= batch::BATCHES_SINCE {
             self.call_batched(node, &actor, version, channel, request, timeout).await?
         } else {
             self.traffic.single.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -18,7 +18,9 @@ use serde::{Deserialize, Serialize};
 /// version-2 node could not answer them, and a team owned by one would get no slots). 4:
 /// scrape options carry the language-model formats and `onlyCleanContent`. 5: a redirect hop
 /// to a site another node owns asks that node for a turn of the site's pace (`Turn`). 6:
-/// calls carried many to a message (`Frame::Requests`, `Frame::Collect`; see `batch`).
+/// calls carried many to a message (`Frame::Requests`, `Frame::Collect`; see `batch`), and
+/// redirect hops lent a place among a site's requests in flight with its turn (`TurnHeld`,
+/// `Return`).
 pub const PROTOCOL_VERSION: u32 = 6;
 
 /// The oldest version this build still speaks, so a cluster is upgraded one node at a

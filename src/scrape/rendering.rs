@@ -115,10 +115,14 @@ impl Scraper {
         let budget = Duration::from_millis(options.timeout_ms).saturating_sub(DEADLINE_MARGIN);
         let request = self.render_request(&job.url, options, profile.as_ref(), Instant::now() + budget);
         // Like an HTTP fetch: the site's turn, and (in a cluster) still in touch.
-        if !super::engine::pace::before_request(&job.url).await || !super::engine::pace::may_continue() {
+        // The site's place is held while the page loads.
+        let slot = super::engine::pace::before_request(&job.url).await;
+        if slot.is_none() || !super::engine::pace::may_continue() {
             return Err(ScrapeError::Fetch(super::engine::http::FetchError::Interrupted));
         }
-        let rendered = self.browser.render(&request).await.map_err(ScrapeError::Browser)?;
+        let rendered = self.browser.render(&request).await.map_err(ScrapeError::Browser);
+        drop(slot);
+        let rendered = rendered?;
         if let (Some(state), Some(p)) = (&rendered.profile, &options.profile) {
             if options.zero_data_retention {
                 warnings.push("Profiles are not saved for zero-data-retention requests.".to_owned());

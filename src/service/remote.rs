@@ -67,6 +67,7 @@ impl RemoteHandler {
     async fn answer(&self, request: Request) -> Result<Response, JobError> {
         let team = |name: &str| TeamId::parse(name).map_err(|_| JobError::NotFound);
         let jobs = &self.jobs;
+        let held = matches!(request, Request::TurnHeld(_));
         Ok(match request {
             Request::Counts => Response::Counts(jobs.runtime().counts().await),
             Request::Fetch(task) => {
@@ -90,17 +91,31 @@ impl RemoteHandler {
                 jobs.runtime().release_here(&origin).await;
                 Response::Done
             }
-            Request::Turn(url) => {
+            Request::Turn(url) | Request::TurnHeld(url) => {
                 // The site's actor here lends a turn of its pace (none while this node is out
-                // of touch: the site may be another node's by now); with no actor here,
-                // nothing else sends the site requests from this node.
+                // of touch: the site may be another node's by now), and with `TurnHeld` a
+                // place among its requests in flight, kept until the hop's answer is in; with
+                // no actor here, nothing else sends the site requests from this node.
                 let url = url::Url::parse(&url).map_err(|e| JobError::Internal(e.to_string()))?;
-                if let Some(pace) = url.host_str().and_then(crate::scrape::engine::pace::of_host) {
-                    pace.lend_turn(&url).await;
-                    if !pace.may_write() {
-                        return Err(JobError::Internal("out of touch with the cluster: no turn lent".into()));
+                match url.host_str().and_then(crate::scrape::engine::pace::of_host) {
+                    Some(pace) => {
+                        let slot = pace.lend_turn(&url, held).await;
+                        if !pace.may_write() {
+                            return Err(JobError::Internal(
+                                "out of touch with the cluster: no turn lent".into(),
+                            ));
+                        }
+                        if held {
+                            Response::Lent(crate::actors::remote::keep_lent(slot))
+                        } else {
+                            Response::Done
+                        }
                     }
+                    None => Response::Done,
                 }
+            }
+            Request::Return(id) => {
+                crate::actors::remote::give_back(id);
                 Response::Done
             }
             Request::Page { team: t, id, kind, paging: (skip, limit, max_bytes) } => {

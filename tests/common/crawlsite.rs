@@ -31,6 +31,8 @@ struct State {
     requests: Mutex<Vec<(String, String, std::time::Instant)>>,
     in_flight: AtomicUsize,
     max_in_flight: AtomicUsize,
+    /// Requests being served and the most at once, by host.
+    hosts: Mutex<std::collections::HashMap<String, (usize, usize)>>,
     delay_ms: AtomicU64,
     b_unlinked: std::sync::atomic::AtomicBool,
 }
@@ -105,6 +107,11 @@ impl CrawlSite {
     pub fn max_in_flight(&self) -> usize {
         self.state.max_in_flight.load(Ordering::SeqCst)
     }
+
+    /// The most requests to `host` served at the same time.
+    pub fn max_in_flight_at(&self, host: &str) -> usize {
+        self.state.hosts.lock().expect("lock").get(host).map_or(0, |(_, most)| *most)
+    }
 }
 
 fn page(title: &str, body: &str, links: &[&str]) -> HttpResponse {
@@ -114,11 +121,14 @@ fn page(title: &str, body: &str, links: &[&str]) -> HttpResponse {
     ))
 }
 
-struct InFlight<'a>(&'a State);
+struct InFlight<'a>(&'a State, String);
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if let Some((now, _)) = self.0.hosts.lock().expect("lock").get_mut(&self.1) {
+            *now -= 1;
+        }
     }
 }
 
@@ -131,7 +141,13 @@ async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
     state.requests.lock().expect("lock").push((host.clone(), path.clone(), std::time::Instant::now()));
     let now = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
     state.max_in_flight.fetch_max(now, Ordering::SeqCst);
-    let _guard = InFlight(&state);
+    {
+        let mut hosts = state.hosts.lock().expect("lock");
+        let (now, most) = hosts.entry(host.clone()).or_default();
+        *now += 1;
+        *most = (*most).max(*now);
+    }
+    let _guard = InFlight(&state, host.clone());
     let delay = state.delay_ms.load(Ordering::SeqCst);
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;

@@ -2,7 +2,8 @@
 //! that joins, and its spacing for requests other nodes send it (a redirect hop from a
 //! site one node owns to a site another node owns waits for the turn the second node's
 //! actor of that site lends, so the site sees its interval between all its requests,
-//! whichever node sent them).
+//! whichever node sent them). Redirect hops into a site take one of its places among the
+//! requests in flight, on its own node or lent by it.
 
 use std::time::{Duration, Instant};
 
@@ -82,6 +83,37 @@ async fn a_redirect_hop_to_a_site_of_another_node_keeps_that_sites_interval() {
     for pair in seen.windows(2) {
         let gap = pair[1].1 - pair[0].1;
         assert!(gap >= least, "{} came {gap:?} after {} (interval {INTERVAL_MS} ms)", pair[1].0, pair[0].0);
+    }
+}
+
+/// Pages of one site that redirect to another site, which is crawled meanwhile: the hops
+/// and the other site's own requests together keep to its `crawl.domain_concurrency`, with
+/// the other site's actor on the same node as the hops' and on another node.
+#[tokio::test]
+async fn redirect_hops_into_a_site_keep_to_its_concurrency_limit() {
+    let site = crate::common::CrawlSite::start(250);
+    let names = ["a", "b"];
+    let env = [("FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY", "1")];
+    let a = Node::start("a", None, &env);
+    let b = Node::start("b", Some(&a.cluster_addr), &env);
+    for node in [&a, &b] {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    let from = host_owned_by("cfrom", &names, "a", site.port);
+    let (entry, key) = (a.base().to_owned(), a.key.clone());
+    // The target site held by a itself (hops from a's own site), then by b.
+    for owner in ["a", "b"] {
+        let to = host_owned_by(&format!("cto{owner}"), &names, owner, site.port);
+        let direct: Vec<String> = (0..6).map(|n| format!("http://{to}:{}/p/{n}", site.port)).collect();
+        let hops: Vec<String> =
+            (0..6).map(|n| format!("http://{from}:{}/away/{to}/p/{}", site.port, 100 + n)).collect();
+        let (direct_job, hop_job) = tokio::join!(batch(&entry, &key, &direct), batch(&entry, &key, &hops));
+        let (direct_docs, hop_docs) =
+            tokio::join!(finished(&entry, &key, &direct_job), finished(&entry, &key, &hop_job));
+        assert_eq!((direct_docs.len(), hop_docs.len()), (6, 6));
+        let hopped = site.requests_to(&to).iter().filter(|(path, _)| path.starts_with("/p/10")).count();
+        assert_eq!(hopped, 6, "every hop reached the site");
+        assert_eq!(site.max_in_flight_at(&to), 1, "requests at once at a site held by {owner} (limit 1)");
     }
 }
 

@@ -200,8 +200,9 @@ impl HttpEngine {
         let mut hops = 0;
         loop {
             self.check_target(&url, req.via_proxy).await?;
-            let turn = super::pace::before_request(&url).await;
-            if !turn || !super::pace::may_continue() {
+            // The site's place for this request, held until its answer is read.
+            let slot = super::pace::before_request(&url).await;
+            if slot.is_none() || !super::pace::may_continue() {
                 return Err(FetchError::Interrupted);
             }
             let answer = if !req.via_proxy && super::pace::spaces(&url) {
@@ -209,6 +210,7 @@ impl HttpEngine {
             } else {
                 get(client, &url, &headers, self.max_body).await?
             };
+            drop(slot);
             if let Some(location) = redirect_of(answer.status, &answer.headers) {
                 hops += 1;
                 if hops > self.max_redirects {

@@ -13,6 +13,12 @@
 //! its actor's pace ([`Pace::elsewhere`], [`Pace::lend_turn`]). Fetches outside a site's
 //! actor (a single scrape, a webhook) have none.
 //!
+//! The pace also keeps the site's `crawl.domain_concurrency` for every request from this
+//! node, the actor's own and the redirect hops other sites' fetches send there (which the
+//! actor does not dispatch): each takes a [`Slot`] before it goes and holds it until its
+//! answer is read. A hop to a site another node holds takes a slot there: the node lends it
+//! with the turn, and gets it back when the hop's answer is in.
+//!
 //! A request let go is not yet written, so a site with an interval is also held to it at
 //! the socket: its requests go through [`super::paced`], whose connections take a second
 //! turn from the site's pace ([`Pace::poll_write_turn`], found by host with [`of_host`])
@@ -29,9 +35,15 @@ use futures::future::BoxFuture;
 use tokio::time::{Instant, Sleep};
 use url::Url;
 
-/// How long after a turn is lent to another node the request may reach the site: the
-/// answer's way back across the cluster network and the other node's write, on busy nodes.
+/// How long after a turn is lent to a node of protocol version 5 the request may reach the
+/// site: the answer's way back across the cluster network and the other node's write.
 pub const LENT_ALLOWANCE: Duration = Duration::from_millis(10);
+
+/// Longest the site's own requests wait for a turn lent with its place (to a node of
+/// version 6) to come back: the hop's request is written before its answer, so counting
+/// the turn as taken when it comes back keeps the interval whatever the hop's way took.
+/// A node that never gives it back (it went down) holds the site up this long at most.
+pub const LENT_HOLD: Duration = Duration::from_secs(2);
 
 /// Every live pace by host: the latest one made for a host is the one its writes keep to.
 static PACES: LazyLock<Mutex<HashMap<String, Weak<Pace>>>> = LazyLock::new(Mutex::default);
@@ -55,7 +67,33 @@ pub type WriteGuard = Arc<dyn Fn() -> bool + Send + Sync>;
 /// Asks the node that holds the site of a URL for a turn of that site's pace (see
 /// [`Pace::elsewhere`]): `None` when no other node holds it; else resolves once the turn is
 /// given (`true`) or could not be had (`false`: the request must not go out).
-pub type Elsewhere = Arc<dyn Fn(&Url) -> Option<BoxFuture<'static, bool>> + Send + Sync>;
+pub type Elsewhere = Arc<dyn Fn(&Url) -> Option<BoxFuture<'static, Option<Slot>>> + Send + Sync>;
+
+/// A request's place among a site's requests in flight (its `domain_concurrency`), held
+/// until the request's answer is read. Dropping it gives the place back (to another node,
+/// for a place it lent).
+#[must_use = "the place is given back when this is dropped"]
+pub struct Slot {
+    _held: Option<Box<dyn Send + Sync>>,
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slot").field("held", &self._held.is_some()).finish()
+    }
+}
+
+impl Slot {
+    /// No place taken: a site without a limit here.
+    pub fn free() -> Self {
+        Self { _held: None }
+    }
+
+    /// A place held by `held` until this is dropped.
+    pub fn holding(held: impl Send + Sync + 'static) -> Self {
+        Self { _held: Some(Box::new(held)) }
+    }
+}
 
 /// One site's spacing between requests, shared by its actor and the fetches it runs.
 pub struct Pace {
@@ -67,6 +105,8 @@ pub struct Pace {
     guard: OnceLock<WriteGuard>,
     /// Asked for the turn of a redirect hop to a site another node holds.
     elsewhere: OnceLock<Elsewhere>,
+    /// The site's places for requests in flight (`domain_concurrency`), when limited.
+    slots: OnceLock<Arc<tokio::sync::Semaphore>>,
 }
 
 impl std::fmt::Debug for Pace {
@@ -82,6 +122,21 @@ struct State {
     last: Option<Instant>,
     /// When the site's latest request was written to its connection (or the pace started).
     written: Option<Instant>,
+    /// Turns lent with their places and not given back yet, and when the latest was lent.
+    lent: usize,
+    lent_at: Option<Instant>,
+}
+
+/// A turn lent with its place: given back when dropped (see [`Pace::lend_turn`]).
+struct LentTurn(Arc<Pace>);
+
+impl Drop for LentTurn {
+    fn drop(&mut self) {
+        let mut state = self.0.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.lent = state.lent.saturating_sub(1);
+        let now = Some(Instant::now());
+        (state.last, state.written) = (state.last.max(now), state.written.max(now));
+    }
 }
 
 impl Pace {
@@ -92,13 +147,14 @@ impl Pace {
         // back to this node, or the node lost touch with the others and claimed it again)
         // may start while the old one's last request is only just out.
         let last = Some(Instant::now());
-        let state = Mutex::new(State { interval, last, written: last });
+        let state = Mutex::new(State { interval, last, written: last, lent: 0, lent_at: None });
         let pace = Arc::new(Self {
             host: host.to_owned(),
             margin,
             state,
             guard: OnceLock::new(),
             elsewhere: OnceLock::new(),
+            slots: OnceLock::new(),
         });
         let mut paces = PACES.lock().unwrap_or_else(PoisonError::into_inner);
         paces.insert(host.to_owned(), Arc::downgrade(&pace));
@@ -115,6 +171,20 @@ impl Pace {
         let _ = self.guard.set(may_write);
     }
 
+    /// Limits the site's requests in flight from this node to `concurrency`, the actor's
+    /// own and the redirect hops into the site alike.
+    pub fn limit(&self, concurrency: usize) {
+        let _ = self.slots.set(Arc::new(tokio::sync::Semaphore::new(concurrency.max(1))));
+    }
+
+    /// Takes a place among the site's requests in flight, waiting for one.
+    async fn slot(&self) -> Slot {
+        match self.slots.get().map(|slots| Arc::clone(slots).acquire_owned()) {
+            Some(place) => place.await.map_or_else(|_| Slot::free(), Slot::holding),
+            None => Slot::free(),
+        }
+    }
+
     /// Sets how a redirect hop from this site to a site held by another node of the cluster
     /// gets its turn: that node's actor of the site lends one ([`Pace::lend_turn`]), so the
     /// hop is spaced as that site's own requests are, whichever node sends it.
@@ -123,20 +193,30 @@ impl Pace {
     }
 
     /// Gives a request to the site that another node sends (a redirect hop there) its turn,
-    /// as a request of this node takes it: when it is let go, then when it is written. The
-    /// other node writes it later, once the answer has crossed the cluster network, so the
-    /// turn counts as taken [`LENT_ALLOWANCE`] from now: this site's next request waits
-    /// that much longer.
-    pub async fn lend_turn(&self, url: &Url) {
-        self.before_request(url).await;
+    /// as a request of this node takes it: when it is let go, then when it is written, with
+    /// its place among the site's requests in flight. The other node writes it later, once
+    /// the answer has crossed the cluster network. With `held` (a node of version 6, which
+    /// gives the slot back when the hop's answer is in), the site's own requests wait until
+    /// it is given back ([`LENT_HOLD`] at most) and count the turn as taken then; else the
+    /// turn counts as taken [`LENT_ALLOWANCE`] from now.
+    pub async fn lend_turn(self: &Arc<Self>, url: &Url, held: bool) -> Slot {
+        let slot = self.before_request(url).await;
         let mut wait = None;
         std::future::poll_fn(|cx| self.poll_write_turn(cx, &mut wait)).await;
-        if !self.interval().is_zero() {
-            let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            // Never earlier than a turn another request took meanwhile.
-            let at = Some(Instant::now() + LENT_ALLOWANCE);
-            (state.last, state.written) = (state.last.max(at), state.written.max(at));
+        if self.interval().is_zero() {
+            return slot;
         }
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        if held {
+            state.lent += 1;
+            state.lent_at = Some(now);
+            return Slot::holding((slot, LentTurn(Arc::clone(self))));
+        }
+        // Never earlier than a turn another request took meanwhile.
+        let at = Some(now + LENT_ALLOWANCE);
+        (state.last, state.written) = (state.last.max(at), state.written.max(at));
+        slot
     }
 
     /// Whether a request may be written now (see [`Pace::guard`]).
@@ -159,6 +239,11 @@ impl Pace {
     fn take_turn(&self, turn: fn(&mut State) -> &mut Option<Instant>) -> Result<(), Instant> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let (now, gap) = (Instant::now(), self.gap(&state));
+        if state.lent > 0 && state.lent_at.is_some_and(|at| now < at + LENT_HOLD) {
+            // A lent turn is out: looked at again in a moment (it comes back when the other
+            // node's hop has its answer).
+            return Err(now + Duration::from_millis(1));
+        }
         let taken = turn(&mut state);
         match taken.map(|at| at + gap) {
             Some(due) if due > now => Err(due),
@@ -197,14 +282,16 @@ impl Pace {
         state.interval = state.interval.max(interval);
     }
 
-    /// Waits until a request to `url` may go out, and counts it as gone. Requests to other
-    /// hosts (a redirect off the site) pass at once.
-    pub async fn before_request(&self, url: &Url) {
+    /// Waits until a request to `url` may go out (a place among the site's requests in
+    /// flight, then its turn), and counts it as gone. Requests to other hosts (a redirect
+    /// off the site) pass at once.
+    pub async fn before_request(&self, url: &Url) -> Slot {
         if url.host_str() != Some(self.host.as_str()) {
-            return;
+            return Slot::free();
         }
+        let slot = self.slot().await;
         loop {
-            let Err(at) = self.take_turn(|state| &mut state.last) else { return };
+            let Err(at) = self.take_turn(|state| &mut state.last) else { return slot };
             // Another request may take the turn meanwhile; then this one waits again.
             tokio::time::sleep_until(at).await;
         }
@@ -236,17 +323,17 @@ pub fn may_continue() -> bool {
 
 /// Waits for the pace of `url`'s site before a request to it (see [`pace_for`]), or, for a
 /// site another node of the cluster holds, for the turn that node lends
-/// ([`Pace::elsewhere`]). `false` when that turn could not be had: the request must not go
-/// out.
-pub async fn before_request(url: &Url) -> bool {
+/// ([`Pace::elsewhere`]). The request's place among the site's requests in flight, to hold
+/// until its answer is read; `None` when the turn could not be had: the request must not
+/// go out.
+pub async fn before_request(url: &Url) -> Option<Slot> {
     if let Some(pace) = pace_for(url) {
-        pace.before_request(url).await;
-        return true;
+        return Some(pace.before_request(url).await);
     }
     let ask = PACE.try_with(|pace| pace.elsewhere.get().and_then(|ask| ask(url))).ok().flatten();
     match ask {
         Some(turn) => turn.await,
-        None => true,
+        None => Some(Slot::free()),
     }
 }
 
@@ -265,11 +352,11 @@ mod tests {
         let pace = Pace::new("site.test", Duration::from_millis(40), Duration::from_millis(20));
         let site = page("site.test");
         let start = Instant::now();
-        pace.before_request(&site).await;
-        pace.before_request(&site).await;
+        let _ = pace.before_request(&site).await;
+        let _ = pace.before_request(&site).await;
         assert!(start.elapsed() >= Duration::from_millis(60), "{:?}", start.elapsed());
         // Two waiting at once take turns.
-        tokio::join!(pace.before_request(&site), pace.before_request(&site));
+        let _ = tokio::join!(pace.before_request(&site), pace.before_request(&site));
         assert!(start.elapsed() >= Duration::from_millis(180), "{:?}", start.elapsed());
     }
 
@@ -306,20 +393,23 @@ mod tests {
             let lender = Arc::clone(&lender);
             let url = page("lend-remote-elsewhere.test");
             Some(Box::pin(async move {
-                lender.lend_turn(&url).await;
-                host != "lend-refused.test"
-            }) as BoxFuture<'static, bool>)
+                let slot = lender.lend_turn(&url, false).await;
+                (host != "lend-refused.test").then_some(slot)
+            }) as BoxFuture<'static, Option<Slot>>)
         }));
         PACE.scope(Arc::clone(&from), async {
-            assert!(before_request(&page("lend-from.test")).await, "its own site");
-            assert!(before_request(&page("lend-local.test")).await, "a site whose actor is here");
+            assert!(before_request(&page("lend-from.test")).await.is_some(), "its own site");
+            assert!(before_request(&page("lend-local.test")).await.is_some(), "a site whose actor is here");
             let start = Instant::now();
-            assert!(before_request(&page("lend-remote.test")).await);
-            assert!(before_request(&page("lend-remote.test")).await);
+            assert!(before_request(&page("lend-remote.test")).await.is_some());
+            assert!(before_request(&page("lend-remote.test")).await.is_some());
             // The remote pace started 200 ms before its first lent turn at the latest, and
             // the second turn came an interval after the first.
             assert!(start.elapsed() >= Duration::from_millis(200), "{:?}", start.elapsed());
-            assert!(!before_request(&page("lend-refused.test")).await, "a turn not had stops the request");
+            assert!(
+                before_request(&page("lend-refused.test")).await.is_none(),
+                "a turn not had stops the request"
+            );
         })
         .await;
         assert_eq!(*asked.lock().unwrap(), ["lend-remote.test", "lend-remote.test", "lend-refused.test"]);
@@ -327,14 +417,56 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_sites_requests_in_flight_keep_to_its_limit_redirect_hops_included() {
+        let from = Pace::new("limit-from.test", Duration::ZERO, Duration::ZERO);
+        let to = Pace::new("limit-to.test", Duration::ZERO, Duration::ZERO);
+        to.limit(2);
+        let site = page("limit-to.test");
+        // One request of the site's own actor, and a redirect hop from another site's fetch.
+        let own = to.before_request(&site).await;
+        let hop = PACE.scope(Arc::clone(&from), before_request(&site)).await.expect("the hop goes");
+        // A third, a hop too, waits until one of them has its answer.
+        let (third_from, third_site) = (Arc::clone(&from), site.clone());
+        let third = tokio::spawn(PACE.scope(third_from, async move { before_request(&third_site).await }));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!third.is_finished(), "a third request while two are in flight");
+        drop(own);
+        let third =
+            tokio::time::timeout(Duration::from_secs(10), third).await.expect("goes once one is answered");
+        assert!(third.expect("task").is_some());
+        // A site without a limit takes no place.
+        let free = PACE.scope(Arc::clone(&from), before_request(&page("limit-from.test"))).await;
+        assert!(free.is_some());
+        drop(hop);
+    }
+
+    #[tokio::test]
+    async fn a_turn_lent_with_its_place_holds_the_sites_requests_until_it_comes_back() {
+        let pace = Pace::new("held.test", Duration::from_millis(50), Duration::ZERO);
+        let site = page("held.test");
+        let lent = pace.lend_turn(&site, true).await;
+        let (own_pace, own_site) = (Arc::clone(&pace), site.clone());
+        let own = tokio::spawn(async move {
+            let _ = own_pace.before_request(&own_site).await;
+            Instant::now()
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!own.is_finished(), "the site's own request waits while the lent turn is out");
+        let back = Instant::now();
+        drop(lent);
+        let went = tokio::time::timeout(Duration::from_secs(10), own).await.expect("goes").expect("task");
+        assert!(went >= back + Duration::from_millis(50), "an interval after the turn came back");
+    }
+
+    #[tokio::test]
     async fn other_hosts_pass_and_a_crawl_delay_widens_the_interval() {
         let pace = Pace::new("site.test", Duration::ZERO, Duration::from_secs(60));
         let (site, other) = (page("site.test"), page("other.test"));
         let soon = |request| tokio::time::timeout(Duration::from_secs(10), request);
-        soon(pace.before_request(&site)).await.expect("no interval, no wait (nor margin)");
-        soon(pace.before_request(&site)).await.expect("no interval, no wait (nor margin)");
+        let _ = soon(pace.before_request(&site)).await.expect("no interval, no wait (nor margin)");
+        let _ = soon(pace.before_request(&site)).await.expect("no interval, no wait (nor margin)");
         pace.widen(HOUR);
-        soon(pace.before_request(&other)).await.expect("another host does not wait");
+        let _ = soon(pace.before_request(&other)).await.expect("another host does not wait");
         let waited = tokio::time::timeout(Duration::from_millis(300), pace.before_request(&site)).await;
         assert!(waited.is_err(), "the site's next request waits for the widened interval");
     }
