@@ -116,6 +116,20 @@ struct Calling {
     collecting: bool,
 }
 
+impl Calling {
+    fn new(session: u64, actor: &ActorRef<AgentMsg>, version: u32) -> Self {
+        Self {
+            session,
+            actor: actor.clone(),
+            version,
+            pending: HashMap::new(),
+            queued: Vec::new(),
+            spacing: Spacing::default(),
+            collecting: false,
+        }
+    }
+}
+
 /// Answers to one calling node, waiting for its collection.
 #[derive(Debug)]
 struct Outbox {
@@ -196,27 +210,12 @@ impl Batches {
         let session = actor.get_id().node();
         let (flush, collect) = {
             let mut calling = lock(&self.calling);
-            let peer = calling.entry(node.to_owned()).or_insert_with(|| Calling {
-                session,
-                actor: actor.clone(),
-                version,
-                pending: HashMap::new(),
-                queued: Vec::new(),
-                spacing: Spacing::default(),
-                collecting: false,
-            });
+            let peer =
+                calling.entry(node.to_owned()).or_insert_with(|| Calling::new(session, actor, version));
             if peer.session != session {
                 // The peer came back through another session: what went through the old
                 // one is lost (its waiters are dropped: the callers send again).
-                *peer = Calling {
-                    session,
-                    actor: actor.clone(),
-                    version,
-                    pending: HashMap::new(),
-                    queued: Vec::new(),
-                    spacing: Spacing::default(),
-                    collecting: false,
-                };
+                *peer = Calling::new(session, actor, version);
             }
             peer.version = version;
             peer.pending.insert(id, tx);
