@@ -363,11 +363,12 @@ pub(crate) fn turns_elsewhere(cluster: crate::cluster::Cluster) -> crate::scrape
         let (cluster, owner) = (cluster.clone(), cluster.owner_of(&site));
         // A node of an older protocol version (mid-upgrade) lends no turns: the hop goes as
         // it did between nodes of that version, unspaced by the other site's pace.
-        if cluster.version_of(&owner).is_none_or(|v| v < TURNS_SINCE) {
+        let version = cluster.version_of(&owner)?;
+        if version < TURNS_SINCE {
             return None;
         }
         // A node of version 5 lends the turn only (no place among the site's requests).
-        let held = cluster.version_of(&owner).is_some_and(|v| v >= PLACES_SINCE);
+        let held = version >= PLACES_SINCE;
         let request =
             encode(&if held { Request::TurnHeld(url.to_string()) } else { Request::Turn(url.to_string()) });
         Some(Box::pin(async move {

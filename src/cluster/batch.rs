@@ -449,13 +449,7 @@ fn read_answers(sealed: Vec<u8>) -> Result<(Vec<u8>, Vec<(u64, Result<Range<usiz
     let answers = match open::<Reply<&Bytes>>(&sealed) {
         Ok((_, Reply::Answers(answers))) => answers
             .into_iter()
-            .map(|(id, answer)| {
-                let range = answer.map(|bytes| {
-                    let start = bytes.as_ptr() as usize - sealed.as_ptr() as usize;
-                    start..start + bytes.len()
-                });
-                (id, range)
-            })
+            .map(|(id, answer)| (id, answer.map(|bytes| super::wire::range_in(&sealed, bytes))))
             .collect(),
         Ok(_) => return Err("unexpected answer to a collection".to_owned()),
         Err(e) => return Err(e.to_string()),

@@ -149,8 +149,8 @@ pub struct Cluster {
 #[derive(Debug, Default)]
 struct Traffic {
     calls: std::sync::atomic::AtomicU64,
-    /// Calls sent one to a message (to nodes older than batches, and hellos and pings are
-    /// not counted here: see `agent`).
+    /// Calls sent in a message of their own (to a node older than batches, or by
+    /// [`Cluster::call_alone`]); the agent's hellos and pings are not counted.
     single: std::sync::atomic::AtomicU64,
     bytes_out: std::sync::atomic::AtomicU64,
     bytes_in: std::sync::atomic::AtomicU64,
@@ -457,10 +457,7 @@ impl Cluster {
                 .map_err(|reason| ClusterError::Unreachable { node: node.to_owned(), reason })?;
             // The answer's bytes are read where they lie in the message, not copied out.
             let body = match wire::open::<wire::Reply<&serde_bytes::Bytes>>(&sealed) {
-                Ok((_, wire::Reply::App(Ok(bytes)))) => {
-                    let start = bytes.as_ptr() as usize - sealed.as_ptr() as usize;
-                    start..start + bytes.len()
-                }
+                Ok((_, wire::Reply::App(Ok(bytes)))) => wire::range_in(&sealed, bytes),
                 Ok((_, wire::Reply::App(Err(reason)))) => return Err(failed(reason)),
                 Ok(_) => return Err(failed("unexpected answer".into())),
                 Err(e) => {

@@ -154,6 +154,13 @@ pub(crate) fn seal_as<T: Serialize>(version: u32, from: &str, value: &T) -> Vec<
     sealed.and_then(|sealed| postcard::to_extend(value, sealed)).unwrap_or_default()
 }
 
+/// Where `inner`, a slice read in place from `outer` (a byte field of a received
+/// message), lies in it: so an answer is kept as its message and a range, not copied out.
+pub(crate) fn range_in(outer: &[u8], inner: &[u8]) -> std::ops::Range<usize> {
+    let start = inner.as_ptr() as usize - outer.as_ptr() as usize;
+    start..start + inner.len()
+}
+
 /// Why an envelope could not be opened.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OpenError {
