@@ -71,6 +71,10 @@ pub enum FetchError {
     /// Connecting or talking to the target failed.
     #[error("could not load the page: {0}")]
     Connect(String),
+    /// The server closed the connection before its answer was complete (most often a
+    /// kept-alive connection it closed as the request went out on it).
+    #[error("could not load the page: the server closed the connection before answering: {0}")]
+    Closed(String),
     /// The body is larger than allowed.
     #[error("the response body is larger than {limit} bytes")]
     TooLarge {
@@ -99,7 +103,7 @@ pub enum FetchError {
 impl FetchError {
     /// Whether a retry through the enhanced proxy might succeed.
     pub fn worth_proxy_retry(&self) -> bool {
-        matches!(self, Self::Connect(_) | Self::Tls(_))
+        matches!(self, Self::Connect(_) | Self::Closed(_) | Self::Tls(_))
     }
 }
 
@@ -198,6 +202,9 @@ impl HttpEngine {
         let headers = self.headers_for(req);
         let mut url = req.url.clone();
         let mut hops = 0;
+        // A GET the server closed its connection on unanswered is sent once more: a server
+        // may close a kept-alive connection just as a request goes out on it.
+        let mut sent_again = false;
         loop {
             self.check_target(&url, req.via_proxy).await?;
             // The site's place for this request, held until its answer is read.
@@ -206,11 +213,18 @@ impl HttpEngine {
                 return Err(FetchError::Interrupted);
             }
             let answer = if !req.via_proxy && super::pace::spaces(&url) {
-                self.paced.get(&url, &headers, req.verify_tls, self.max_body).await.map_err(classify_paced)?
+                self.paced.get(&url, &headers, req.verify_tls, self.max_body).await.map_err(classify_paced)
             } else {
-                get(client, &url, &headers, self.max_body).await?
+                get(client, &url, &headers, self.max_body).await
             };
             drop(slot);
+            let answer = match answer {
+                Err(FetchError::Closed(_)) if !sent_again => {
+                    sent_again = true;
+                    continue;
+                }
+                answer => answer?,
+            };
             if let Some(location) = redirect_of(answer.status, &answer.headers) {
                 hops += 1;
                 if hops > self.max_redirects {
@@ -375,6 +389,9 @@ fn classify(err: reqwest::Error) -> FetchError {
 fn classify_source(err: &dyn std::error::Error) -> FetchError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = err.source();
     while let Some(cause) = source {
+        if cause.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_incomplete_message) {
+            return FetchError::Closed(detail_of(err));
+        }
         if let Some(resolve) = cause.downcast_ref::<ResolveError>() {
             return match resolve {
                 ResolveError::Blocked { host } => FetchError::Blocked { host: host.clone() },
@@ -397,11 +414,15 @@ fn classify_source(err: &dyn std::error::Error) -> FetchError {
         }
         source = cause.source();
     }
-    let detail = match err.source() {
+    FetchError::Connect(detail_of(err))
+}
+
+/// `err` with its root cause.
+fn detail_of(err: &dyn std::error::Error) -> String {
+    match err.source() {
         Some(cause) => format!("{err}: {}", root_cause(cause)),
         None => err.to_string(),
-    };
-    FetchError::Connect(detail)
+    }
 }
 
 /// Maps a paced request's error to our kinds.
@@ -538,6 +559,60 @@ mod tests {
         let stopped = fetch().await;
         assert!(matches!(stopped, Err(FetchError::Interrupted)), "{stopped:?}");
         assert_eq!(seen.load(SeqCst), 1, "the refused request reached the site");
+    }
+
+    /// A server answering one request per connection, kept alive, and closing each
+    /// connection unanswered when a second request comes on it. Counts requests answered.
+    fn one_answer_per_connection_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::io::{BufRead, BufReader, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("addr"));
+        let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = Arc::clone(&answered);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let counter = Arc::clone(&counter);
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(&stream);
+                    let mut line = String::new();
+                    // The first request's head, up to its blank line.
+                    while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                        line.clear();
+                    }
+                    counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok";
+                    let _ = (&stream).write_all(answer.as_bytes());
+                    // The next request's first line, then the connection closed unanswered.
+                    line.clear();
+                    let _ = reader.read_line(&mut line);
+                });
+            }
+        });
+        (base, answered)
+    }
+
+    #[tokio::test]
+    async fn a_kept_alive_connection_closed_unanswered_is_sent_again_on_a_new_one() {
+        let engine = loopback_engine();
+        let (base, answered) = one_answer_per_connection_server();
+        let port = Url::parse(&base).expect("base").port().expect("port");
+        let url = Url::parse(&format!("{base}/page")).expect("url");
+        for round in 1..=3 {
+            let fetched = engine.fetch(&plain(&url)).await.expect("fetched despite the closed connection");
+            assert_eq!((fetched.status, fetched.body.as_slice()), (200, &b"ok"[..]));
+            assert_eq!(answered.load(std::sync::atomic::Ordering::SeqCst), round);
+        }
+        // The same through the client of paced sites (a host of its own with an interval).
+        let host = "closing.localhost";
+        let pace = super::super::pace::Pace::new(host, Duration::from_millis(1), Duration::ZERO);
+        let url = Url::parse(&format!("http://{host}:{port}/page")).expect("url");
+        for round in 4..=6 {
+            let request = plain(&url);
+            let fetch = super::super::pace::PACE.scope(Arc::clone(&pace), engine.fetch(&request));
+            let fetched = fetch.await.expect("fetched despite the closed connection");
+            assert_eq!(fetched.status, 200);
+            assert_eq!(answered.load(std::sync::atomic::Ordering::SeqCst), round);
+        }
     }
 
     #[test]
