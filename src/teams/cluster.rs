@@ -4,11 +4,9 @@
 //! - **keys**: a key this node does not know is looked up on the live peers (by its digest,
 //!   never the key itself); a found key is remembered, so an API key valid on one node is
 //!   valid on all, and works on the others from then on even while its node is down;
-//! - **credits**: what a team used this month is the sum of every live node's ledger, read
-//!   at each credit check, so a team with 100 credits cannot spend 300 through three nodes.
-//!   While a node is down its charges are not counted (its ledger is on its disk): a team
-//!   can overspend by what it spent through that node until the node is back. Two requests
-//!   checked at the same moment on two nodes can both pass, as on one node.
+//! - **credits**: what a team used this month is the sum of every node's ledger, kept by
+//!   the team's owner from the totals each node reports (see [`super::credits`]), so a
+//!   team with 100 credits cannot spend 300 through three nodes.
 //! - **concurrency**: the team's owner (rendezvous hashing over the live members) grants
 //!   each node a share of the team's slots (see [`super::slots`]); pages use them locally.
 //! - **request rate**: a POST counts against the limiter of the team's owner, asked for each
@@ -43,7 +41,7 @@ const REMEMBERED: usize = 10_000;
 
 /// What nodes ask each other about teams.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-enum Request {
+pub(super) enum Request {
     /// Whose is the key with this digest?
     KeyTeam([u8; 32]),
     /// Credits the team used in the month through this node.
@@ -78,11 +76,24 @@ enum Request {
         /// What it holds now.
         state: ProfileState,
     },
+    /// The sender's ledger holds `total` credits of the team for the month (to the team's
+    /// owner; protocol version 7).
+    Charged {
+        /// The team.
+        team: String,
+        /// The month.
+        month: Month,
+        /// The sender's total.
+        total: u64,
+    },
+    /// Credits the team used in the month on every node but the sender (to the team's
+    /// owner; protocol version 7).
+    UsedBeyond(String, Month),
 }
 
 /// The answers.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-enum Response {
+pub(super) enum Response {
     /// The key's team, if this node has the key.
     KeyTeam(Option<String>),
     /// See [`Request::Used`].
@@ -97,6 +108,8 @@ enum Response {
     Profile(Option<ProfileState>),
     /// See [`Request::SaveProfile`].
     Saved,
+    /// See [`Request::Charged`].
+    Noted,
 }
 
 /// Keys looked up on peers: found (the team) or not found (when).
@@ -113,14 +126,14 @@ fn remember<V>(map: &mut HashMap<[u8; 32], V>, digest: [u8; 32], value: V) {
     map.insert(digest, value);
 }
 
-async fn ask(cluster: &Cluster, node: &str, request: &Request) -> Option<Response> {
+pub(super) async fn ask(cluster: &Cluster, node: &str, request: &Request) -> Option<Response> {
     let bytes = postcard::to_allocvec(request).ok()?;
     let answer = cluster.call(node, Channel::Teams, bytes, TIMEOUT).await.ok()?;
     postcard::from_bytes(&answer).ok()
 }
 
 /// The key placing a team's owner among the members.
-fn team_key(team: &str) -> String {
+pub(super) fn team_key(team: &str) -> String {
     format!("team:{team}")
 }
 
@@ -169,7 +182,7 @@ impl LeaseKeeper {
     }
 }
 
-fn peers(cluster: &Cluster) -> Vec<String> {
+pub(super) fn peers(cluster: &Cluster) -> Vec<String> {
     cluster.live().iter().filter(|n| *n != cluster.name()).cloned().collect()
 }
 
@@ -177,6 +190,7 @@ impl Teams {
     /// Joins the cluster: answers the peers' questions about teams, and asks them.
     pub fn join_cluster(self: &Arc<Self>, cluster: Cluster) {
         cluster.serve(Channel::Teams, Arc::new(TeamsHandler(Arc::clone(self))));
+        self.keep_credits(&cluster);
         let _ = self.cluster.set(cluster);
     }
 
@@ -234,30 +248,11 @@ impl Teams {
 
     /// `request` asked of every live peer at once, with each one's answer (none when this
     /// node is alone).
-    async fn ask_peers(&self, request: &Request) -> Vec<(String, Option<Response>)> {
+    pub(super) async fn ask_peers(&self, request: &Request) -> Vec<(String, Option<Response>)> {
         let Some(cluster) = self.cluster.get() else { return Vec::new() };
         let asks = peers(cluster);
         let answers = futures::future::join_all(asks.iter().map(|node| ask(cluster, node, request))).await;
         asks.into_iter().zip(answers).collect()
-    }
-
-    /// Credits the team used in `month` on every live node (this one alone when it is not
-    /// part of a cluster).
-    pub async fn used_everywhere(
-        &self,
-        team: &TeamId,
-        month: Month,
-    ) -> Result<u64, crate::store::StoreError> {
-        let mut used = self.used(team, month)?;
-        for (node, answer) in self.ask_peers(&Request::Used(team.as_str().to_owned(), month)).await {
-            match answer {
-                Some(Response::Used(n)) => used = used.saturating_add(n),
-                _ => {
-                    tracing::warn!(node = %node, team = %team.as_str(), "a node's credit use is not counted")
-                }
-            }
-        }
-        Ok(used)
     }
 
     /// Language-model tokens the team used in `month` on every live node: the total and
@@ -324,6 +319,14 @@ impl crate::cluster::Handler for TeamsHandler {
                     let team = TeamId::parse(&team).map_err(|e| e.clone())?;
                     teams.store.profiles.put(&team, &name, &state).map_err(|e| e.to_string())?;
                     Response::Saved
+                }
+                Request::Charged { team, month, total } => {
+                    teams.credits.record(&team, month, &from, total);
+                    Response::Noted
+                }
+                Request::UsedBeyond(team, month) => {
+                    let team = TeamId::parse(&team).map_err(|e| e.clone())?;
+                    Response::Used(teams.used_beyond(&team, month, &from).await.map_err(|e| e.to_string())?)
                 }
                 Request::Rate(team) => {
                     let team = TeamId::parse(&team).map_err(|e| e.clone())?;

@@ -3,10 +3,11 @@
 //! it, the concurrency gate every page fetch passes (scrapes, crawl and batch pages share
 //! it; waiters are served in arrival order, so jobs take turns), and the request rate
 //! limiter. In a cluster, keys, credits, the concurrency limit and the request rate hold
-//! for the cluster as a whole ([`cluster`], [`slots`]).
+//! for the cluster as a whole ([`cluster`], [`credits`], [`slots`]).
 
 mod cluster;
 pub use cluster::Profiles;
+mod credits;
 mod slots;
 
 use std::collections::HashMap;
@@ -99,6 +100,7 @@ pub struct Teams {
     store: Store,
     cluster: std::sync::OnceLock<crate::cluster::Cluster>,
     keys: cluster::KeyMemory,
+    credits: credits::Credits,
     gates: Mutex<HashMap<String, Arc<Gate>>>,
     pools: Arc<slots::Pools>,
     limiters: Mutex<HashMap<String, Arc<DefaultDirectRateLimiter>>>,
@@ -113,6 +115,7 @@ impl Teams {
             store,
             cluster: std::sync::OnceLock::new(),
             keys: cluster::KeyMemory::default(),
+            credits: credits::Credits::default(),
             gates: Mutex::new(HashMap::new()),
             pools: Arc::default(),
             limiters: Mutex::new(HashMap::new()),
@@ -182,8 +185,19 @@ impl Teams {
         }
     }
 
-    /// Records `credits` used now (work that cost credits succeeded).
+    /// Records `credits` used now (work that cost credits succeeded). In a cluster the
+    /// team's owner hears of it within [`credits::REPORT_AFTER`]; a request whose answer
+    /// waits for its charge uses [`Teams::charge_reported`] instead.
     pub fn charge(&self, team: &TeamId, credits: u64) -> Result<(), StoreError> {
+        self.write_charge(team, credits)?;
+        if credits > 0 && self.cluster.get().is_some() {
+            self.credits.charged(team.as_str());
+        }
+        Ok(())
+    }
+
+    /// The charge in this node's ledger.
+    fn write_charge(&self, team: &TeamId, credits: u64) -> Result<(), StoreError> {
         if credits > 0 {
             metrics::counter!("credits_charged_total").increment(credits);
             let mut last = self.last_success.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

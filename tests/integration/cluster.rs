@@ -495,41 +495,6 @@ pub(crate) async fn finished_crawl(entry: &str, key: &str, path: &str) -> std::c
     crate::crawl::landing_urls(&docs)
 }
 
-/// A key created on one node works on every node, and a team's credits hold for the
-/// cluster as a whole: 5 credits are 5 scrapes, whichever nodes they go through.
-#[tokio::test]
-async fn keys_and_credits_hold_for_the_whole_cluster() {
-    let site = crate::common::FixtureSite::start();
-    let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
-    let a = Node::start_with_keys("a", None, &plan, &[("small", "fc-small-team-key-1")]);
-    let b = Node::start("b", Some(&a.cluster_addr), &plan);
-    let c = Node::start("c", Some(&a.cluster_addr), &plan);
-    let nodes = [&a, &b, &c];
-    for node in nodes {
-        node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
-    }
-    let key = "fc-small-team-key-1";
-    let (status, unknown) =
-        call(b.base(), "fc-nobody-knows-this", reqwest::Method::GET, "/v2/team/credit-usage", None).await;
-    assert_eq!(status, 401, "{unknown}");
-    let mut done = 0;
-    let mut refused = 0;
-    for round in 0..9 {
-        let node = nodes[round % 3];
-        let body = serde_json::json!({"url": site.url("/article"), "maxAge": 0});
-        let (status, answer) = call(node.base(), key, reqwest::Method::POST, "/v2/scrape", Some(&body)).await;
-        match status {
-            200 => done += 1,
-            402 => refused += 1,
-            other => panic!("scrape {round} through {}: {other} {answer}", node.name),
-        }
-    }
-    assert_eq!((done, refused), (5, 4), "5 credits, 5 scrapes across three nodes");
-    let (status, usage) = call(c.base(), key, reqwest::Method::GET, "/v2/team/credit-usage", None).await;
-    assert_eq!(status, 200, "{usage}");
-    assert_eq!(usage["data"]["remainingCredits"].as_u64(), Some(0), "{usage}");
-}
-
 /// A browser session lives where its Chromium runs (the node that ran the scrape); any
 /// node passes interact calls, the live view and the session's end to it.
 #[tokio::test]

@@ -1,0 +1,124 @@
+//! A team's credits across a cluster: a key made on one node works on every node, the
+//! credits hold for the cluster as a whole, what a node spent still counts while it is
+//! down (the team's owner keeps every node's reported total), and a node of the previous
+//! protocol version, which reports nothing, is counted too.
+
+use std::time::{Duration, Instant};
+
+use crate::cluster::{Node, call, owner_of};
+
+/// A key created on one node works on every node, and a team's credits hold for the
+/// cluster as a whole: 5 credits are 5 scrapes, whichever nodes they go through.
+#[tokio::test]
+async fn keys_and_credits_hold_for_the_whole_cluster() {
+    let site = crate::common::FixtureSite::start();
+    let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
+    let a = Node::start_with_keys("a", None, &plan, &[("small", "fc-small-team-key-1")]);
+    let b = Node::start("b", Some(&a.cluster_addr), &plan);
+    let c = Node::start("c", Some(&a.cluster_addr), &plan);
+    let nodes = [&a, &b, &c];
+    for node in nodes {
+        node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
+    }
+    let key = "fc-small-team-key-1";
+    let (status, unknown) =
+        call(b.base(), "fc-nobody-knows-this", reqwest::Method::GET, "/v2/team/credit-usage", None).await;
+    assert_eq!(status, 401, "{unknown}");
+    let spent = scrapes(&nodes, key, &site.url("/article"), 9).await;
+    assert_eq!(spent, (5, 4), "5 credits, 5 scrapes across three nodes");
+    let (status, usage) = call(c.base(), key, reqwest::Method::GET, "/v2/team/credit-usage", None).await;
+    assert_eq!(status, 200, "{usage}");
+    assert_eq!(usage["data"]["remainingCredits"].as_u64(), Some(0), "{usage}");
+}
+
+/// Credits left as `node` reports them (`GET /v2/team/credit-usage`).
+async fn remaining(node: &Node, key: &str) -> Option<u64> {
+    let (status, usage) = call(node.base(), key, reqwest::Method::GET, "/v2/team/credit-usage", None).await;
+    assert_eq!(status, 200, "{usage}");
+    usage["data"]["remainingCredits"].as_u64()
+}
+
+/// Scrapes through `nodes` in turn, `rounds` times: (done, refused for want of credits).
+async fn scrapes(nodes: &[&Node], key: &str, url: &str, rounds: usize) -> (usize, usize) {
+    let (mut done, mut refused) = (0, 0);
+    for round in 0..rounds {
+        let node = nodes[round % nodes.len()];
+        let body = serde_json::json!({"url": url, "maxAge": 0});
+        let (status, answer) = call(node.base(), key, reqwest::Method::POST, "/v2/scrape", Some(&body)).await;
+        match status {
+            200 => done += 1,
+            402 => refused += 1,
+            other => panic!("scrape {round} through {}: {other} {answer}", node.name),
+        }
+    }
+    (done, refused)
+}
+
+/// A node that spent a team's credits is killed: what it spent still counts, so the team
+/// cannot spend it again through the others (the team's owner keeps what it reported).
+#[tokio::test]
+async fn credits_spent_through_a_node_still_count_while_it_is_down() {
+    let site = crate::common::FixtureSite::start();
+    let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
+    let key = "fc-small-team-key-2";
+    let mut nodes = vec![Node::start_with_keys("a", None, &plan, &[("small", key)])];
+    let seed = nodes[0].cluster_addr.clone();
+    nodes.push(Node::start("b", Some(&seed), &plan));
+    nodes.push(Node::start("c", Some(&seed), &plan));
+    for node in &nodes {
+        node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
+    }
+    // The spender is not the team's owner; the third node checks.
+    let owner = owner_of(&["a", "b", "c"], "team:small");
+    let spender = nodes.iter().position(|n| n.name != owner).expect("spender");
+    let checker =
+        nodes.iter().position(|n| n.name != owner && n.name != nodes[spender].name).expect("checker");
+    let owner = nodes.iter().position(|n| n.name == owner).expect("owner");
+    assert_eq!(scrapes(&[&nodes[spender]], key, &site.url("/article"), 3).await, (3, 0));
+    // Every node has met the key (remembered once found).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while remaining(&nodes[checker], key).await != Some(2) || remaining(&nodes[owner], key).await != Some(2) {
+        assert!(Instant::now() < deadline, "the spent credits are not seen through the others");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    nodes[spender].process.take().expect("spender").kill9();
+    let mut live: Vec<&str> = [&nodes[owner], &nodes[checker]].iter().map(|n| n.name.as_str()).collect();
+    live.sort_unstable();
+    for node in [&nodes[owner], &nodes[checker]] {
+        node.wait_live(&live, Duration::from_secs(10)).await;
+    }
+    assert_eq!(remaining(&nodes[checker], key).await, Some(2), "the down node's spending is still counted");
+    let others = [&nodes[checker], &nodes[owner]];
+    assert_eq!(scrapes(&others, key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
+}
+
+/// A node of the previous protocol version reports nothing to a team's owner: the owner
+/// (a node of this version) asks it at every check, and it asks every node, so the team's
+/// credits still hold across the two.
+#[tokio::test]
+async fn credits_hold_beside_a_node_of_the_previous_protocol_version() {
+    let site = crate::common::FixtureSite::start();
+    let key = "fc-small-team-key-3";
+    // A name for the old node under which this version's node owns the team.
+    let old_name = (0..)
+        .map(|n| format!("old{n}"))
+        .find(|name| owner_of(&["a", name], "team:small") == "a")
+        .expect("a name");
+    let mut names = ["a", old_name.as_str()];
+    names.sort_unstable();
+    let plan = ("FERROCRAWL_TEAMS__SMALL__CREDITS", "4");
+    let a = Node::start_with_keys("a", None, &[plan], &[("small", key)]);
+    let version = (ferrocrawl::cluster::PROTOCOL_VERSION - 1).to_string();
+    let old = Node::start(
+        &old_name,
+        Some(&a.cluster_addr),
+        &[plan, ("TEST_FERROCRAWL_PROTOCOL_VERSION", &version)],
+    );
+    for node in [&a, &old] {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    let spent = scrapes(&[&old, &old, &a], key, &site.url("/article"), 6).await;
+    assert_eq!(spent, (4, 2), "4 credits, 4 scrapes across the two versions");
+    assert_eq!((remaining(&a, key).await, remaining(&old, key).await), (Some(0), Some(0)));
+}
