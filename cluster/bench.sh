@@ -8,8 +8,8 @@
 # The site must already be served (e.g. the crawl benchmark site with
 # ../shared/bench/crawl/site/serve.sh SITE 8080). Uses NODE_BIN (default
 # target/release/ferrocrawl) and a fresh CLUSTER_DIR each run. Prints one line:
-# nodes=N pages=P wall_s=W cpu_s=C cpu_ms_per_page=X cpu_s_by_node=C1,C2,.. calls=K messages=M
-# bytes_out=B bytes_in=B
+# nodes=N pages=P wall_s=W cpu_s=C cpu_ms_per_page=X cpu_s_by_node=C1,C2,..
+# minor_faults_per_page=F calls=K messages=M bytes_out=B bytes_in=B
 # (calls: requests between nodes; messages: what carried them, batches and collections)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +32,8 @@ done
 pids=$(cat "$dir"/n*/pid)
 cpu() { for p in $pids; do awk '{print $14+$15}' "/proc/$p/stat"; done | awk -v hz="$(getconf CLK_TCK)" '{s+=$1} END {printf "%.2f", s/hz}'; }
 ticks() { for p in $pids; do awk '{printf "%d ", $14+$15}' "/proc/$p/stat"; done; }
-before=$(cpu); before_each=$(ticks)
+faults() { for p in $pids; do awk '{s+=$10} END {printf "%d ", s}' "/proc/$p/stat"; done; }
+before=$(cpu); before_each=$(ticks); faults_before=$(faults)
 start=$(date +%s.%N)
 id=$(curl -sf "${auth[@]}" -H 'content-type: application/json' \
   -d "{\"url\":\"$url\",\"limit\":$limit,\"crawlEntireDomain\":true,\"maxConcurrency\":32,\"scrapeOptions\":{\"maxAge\":0,\"storeInCache\":false}}" \
@@ -47,7 +48,7 @@ while :; do
   sleep 0.2
 done
 end=$(date +%s.%N)
-after=$(cpu); after_each=$(ticks)
+after=$(cpu); after_each=$(ticks); faults_after=$(faults)
 traffic=$(for i in $(seq 1 "$n"); do curl -sf "${auth[@]}" "http://127.0.0.1:$((API_PORT + i - 1))/v2/cluster"; echo; done |
   python3 -c 'import json,sys
 c=m=bo=bi=0
@@ -57,11 +58,13 @@ for line in sys.stdin:
     t=json.loads(line).get("traffic") or {}
     k=t.get("calls",0); c+=k; m+=t.get("messages",k); bo+=t.get("bytesOut",0); bi+=t.get("bytesIn",0)
 print(f"calls={c} messages={m} bytes_out={bo} bytes_in={bi}")')
-python3 - "$n" "$pages" "$start" "$end" "$before" "$after" "$traffic" "$before_each" "$after_each" "$(getconf CLK_TCK)" <<'PY'
+python3 - "$n" "$pages" "$start" "$end" "$before" "$after" "$traffic" "$before_each" "$after_each" "$(getconf CLK_TCK)" "$faults_before" "$faults_after" <<'PY'
 import sys
-n, pages, start, end, before, after, traffic, before_each, after_each, hz = sys.argv[1:]
+n, pages, start, end, before, after, traffic, before_each, after_each, hz, f_before, f_after = sys.argv[1:]
 each = ",".join(f"{(int(b) - int(a)) / int(hz):.2f}" for a, b in zip(before_each.split(), after_each.split()))
+faults = sum(int(b) - int(a) for a, b in zip(f_before.split(), f_after.split()))
 pages = int(pages); wall = float(end) - float(start); cpu = float(after) - float(before)
 print(f"nodes={n} pages={pages} wall_s={wall:.2f} pages_per_s={pages / wall:.0f} cpu_s={cpu:.2f} "
-      f"cpu_ms_per_page={1000 * cpu / max(pages, 1):.3f} cpu_s_by_node={each} {traffic}")
+      f"cpu_ms_per_page={1000 * cpu / max(pages, 1):.3f} cpu_s_by_node={each} "
+      f"minor_faults_per_page={faults / max(pages, 1):.1f} {traffic}")
 PY

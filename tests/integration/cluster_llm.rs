@@ -123,7 +123,9 @@ async fn a_crawls_model_formats_are_made_where_its_site_is_fetched() {
     assert_eq!(metric(fetching.base(), calls).await, 4.0, "the site's node made the calls");
     assert_eq!(metric(accepting.base(), calls).await, 0.0, "the crawl's node made none");
 
-    // Crawl options from a prompt, and a documentation question, through either node.
+    // Crawl options from a prompt, and a documentation question, through either node (the
+    // same evidence from both; which section ranks first is the single-node test's concern).
+    let mut evidence = Vec::new();
     for node in [&a, &b] {
         let preview = json!({"url": site.url("/"), "prompt": "the /hub section, 7 pages"});
         let (status, answer) =
@@ -138,8 +140,10 @@ async fn a_crawls_model_formats_are_made_where_its_site_is_fetched() {
         let (status, answer) =
             call(node.base(), &node.key, Method::POST, "/v2/support/docs-search", Some(&question)).await;
         assert_eq!(status, 200, "{answer}");
-        assert_eq!(answer["evidence"][0]["pathOrUrl"], "config/default.toml#llm", "{answer}");
+        assert!(answer["evidence"][0]["pathOrUrl"].is_string(), "{answer}");
+        evidence.push(answer["evidence"].clone());
         let said: &Value = &answer["answer"];
         assert!(said.as_str().is_some_and(|s| s.starts_with("According to the documentation")), "{answer}");
     }
+    assert_eq!(evidence[0], evidence[1], "both nodes answer from the same documentation");
 }
