@@ -286,9 +286,17 @@ pub(super) async fn run_code(view: &SessionView, work: Work) -> Result<CodeOutco
         Ok(ractor::rpc::CallResult::Success(Err(why))) => {
             Err(ApiError::new(Code::BrowserFailed, format!("The browser session ended: {why}.")))
         }
-        _ => Err(ApiError::new(Code::BrowserFailed, "The browser session stopped while running the code.")),
+        _ => {
+            // The session's actor stopped: once it has, the browser actor has its end in
+            // hand before any later request (so the next call on it is 410, not a second 502).
+            let _ = view.actor.wait(Some(SESSION_STOP_WAIT)).await;
+            Err(ApiError::new(Code::BrowserFailed, "The browser session stopped while running the code."))
+        }
     }
 }
+
+/// Longest a request whose session's actor stopped waits for it to finish stopping.
+const SESSION_STOP_WAIT: Duration = Duration::from_secs(2);
 
 fn forbidden() -> ApiError {
     ApiError::new(Code::Forbidden, "This scrape job belongs to another team.")
