@@ -135,6 +135,7 @@ pub async fn serve(
         let forward =
             api::forward::Handler::new(format!("http://{reachable}")).map_err(StartupError::Engine)?;
         cluster.serve(cluster::Channel::Http, forward);
+        cluster.serve(cluster::Channel::Tunnel, api::tunnel::Handler::new(reachable.to_string()));
     }
     let search_providers: Arc<[Arc<dyn search::Provider>]> =
         search::providers(&settings, scraper.search_index().map(|h| Arc::clone(&h.index))).into();

@@ -15,6 +15,8 @@
 //! what the browser sends is split at frame boundaries only (so an answer of the guard is
 //! never written into the middle of a frame) and, on the browser endpoint, cut to the
 //! session's context.
+//!
+//! In a cluster, a token of a session another node holds is carried there ([`super::tunnel`]).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -103,6 +105,11 @@ async fn connect(
     let key = header("sec-websocket-key").filter(|_| upgrade).ok_or_else(|| {
         ApiError::bad_request("This is a DevTools WebSocket address: connect with a WebSocket (CDP) client")
     })?;
+    // A session of another node: its connection is carried there.
+    let payload = match super::tunnel::through_node_of(&state, &request, payload, &token, &key).await {
+        Ok(answer) => return answer,
+        Err(payload) => payload,
+    };
     let access = super::interact::access(&state, &token).await?;
     if !access.interactive {
         return Err(ApiError::new(

@@ -63,6 +63,11 @@ fn secret() -> &'static str {
     SECRET.get_or_init(|| crate::actors::browser::registry::token(None))
 }
 
+/// The header marking a request as passed on by another node, with its value.
+pub(super) fn passed_on_header() -> (&'static str, &'static str) {
+    (FORWARDED, secret())
+}
+
 /// Whether `request` was passed on by another node (through this process's handler).
 pub fn passed_on(request: &HttpRequest) -> bool {
     request.headers().get(FORWARDED).is_some_and(|v| v.as_bytes() == secret().as_bytes())
@@ -176,7 +181,8 @@ fn kept(names: &[&str], get: impl Fn(&str) -> Option<String>) -> Vec<(String, St
     names.iter().filter_map(|name| Some(((*name).to_owned(), get(name)?))).collect()
 }
 
-fn unavailable(node: &str) -> ApiError {
+/// 503: `node`, holding a session or scrape, is down.
+pub(super) fn unavailable(node: &str) -> ApiError {
     ApiError::new(
         Code::NodeUnavailable,
         format!(

@@ -35,6 +35,7 @@ pub mod search;
 pub mod support;
 pub mod target;
 pub mod team;
+pub mod tunnel;
 pub mod webhook;
 
 use std::sync::Arc;

@@ -46,6 +46,9 @@ pub enum Channel {
     /// API requests for a browser session or a scrape's page state held by another node
     /// (`api::forward`).
     Http = 3,
+    /// DevTools connections to a browser session another node holds (`api::tunnel`;
+    /// protocol version 8).
+    Tunnel = 4,
 }
 
 /// Handles requests other nodes send to this one.

@@ -131,19 +131,19 @@ async fn session_requests_are_checked_and_lifetimes_kept() {
 }
 
 /// A DevTools client on a session's `cdpUrl`.
-struct Cdp {
+pub(crate) struct Cdp {
     socket: async_tungstenite::WebSocketStream<async_tungstenite::tokio::ConnectStream>,
     next_id: u64,
 }
 
 impl Cdp {
-    async fn connect(url: &str) -> Result<Self, String> {
+    pub(crate) async fn connect(url: &str) -> Result<Self, String> {
         let (socket, _) = async_tungstenite::tokio::connect_async(url).await.map_err(|e| e.to_string())?;
         Ok(Self { socket, next_id: 0 })
     }
 
     /// Sends a command and returns its answer (events in between are skipped).
-    async fn send(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) async fn send(&mut self, method: &str, params: Value) -> Value {
         self.command(json!({"method": method, "params": params})).await
     }
 

@@ -1,0 +1,381 @@
+//! DevTools connections (`cdpUrl`) to a browser session another node of the cluster holds.
+//! A session lives where its Chromium runs; behind a load balancer (`server.public_url`)
+//! its `cdpUrl` may reach any node. That node opens the connection on the session's node
+//! (over the cluster's `Tunnel` channel, protocol version 8) and carries its bytes both
+//! ways: the session's node connects to its own API, as a request passed on (see
+//! [`super::forward`]), with the client's WebSocket key, so its own `/v2/cdp/…` endpoint
+//! checks the token and guards every command exactly as for a client of its own; this node
+//! answers the client's handshake with that endpoint's accept value and then only moves
+//! bytes: what the client sends is written there in order (one call at a time, so a slow
+//! session holds the client back), and the session's node is asked for what its endpoint
+//! sent (each ask waits up to [`READ_WAIT`] for bytes). A tunnel neither end uses for
+//! [`IDLE`] is closed (its other node died).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use actix_web::http::StatusCode;
+use actix_web::web::{Bytes, Payload};
+use actix_web::{HttpRequest, HttpResponse};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+
+use super::AppState;
+use super::error::ApiError;
+use crate::cluster::{Channel, Cluster, Holder};
+use crate::model::Code;
+
+/// The first protocol version whose nodes serve the `Tunnel` channel.
+const TUNNELS_SINCE: u32 = 8;
+/// Longest the session's node may take to open the connection.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(15);
+/// Longest one write or read call may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a read waits for bytes before answering that there are none yet.
+const READ_WAIT: Duration = Duration::from_secs(1);
+/// Most bytes one read answers with.
+const READ_MAX: usize = 1 << 20;
+/// A tunnel neither end used for this long is closed.
+const IDLE: Duration = Duration::from_secs(30);
+/// Largest handshake answer (head and error body) read from the endpoint.
+const MAX_HEAD: usize = 64 << 10;
+
+/// What a node asks the session's node.
+#[derive(Debug, Serialize, Deserialize)]
+enum Request {
+    /// Open `path` (`/v2/cdp/…`) on that node's API with the client's WebSocket `key`.
+    Open {
+        /// The path.
+        path: String,
+        /// The client's `Sec-WebSocket-Key`.
+        key: String,
+    },
+    /// Write the client's bytes.
+    Write(u64, #[serde(with = "serde_bytes")] Vec<u8>),
+    /// What the endpoint sent since the last read.
+    Read(u64),
+    /// The client left.
+    Close(u64),
+}
+
+/// The answers.
+#[derive(Debug, Serialize, Deserialize)]
+enum Response {
+    /// The endpoint accepted: the tunnel's id, its `Sec-WebSocket-Accept`, and bytes that
+    /// came after its handshake answer.
+    Opened(u64, String, #[serde(with = "serde_bytes")] Vec<u8>),
+    /// The endpoint answered without switching protocols: its status and body (JSON).
+    Refused(u16, #[serde(with = "serde_bytes")] Vec<u8>),
+    /// Bytes the endpoint sent (none yet when empty).
+    Bytes(#[serde(with = "serde_bytes")] Vec<u8>),
+    /// The connection is closed.
+    Ended,
+    /// Written, or closed.
+    Done,
+}
+
+/// Connects the client of `request` (a WebSocket handshake with `key` for `token`'s
+/// session) to the session's node when that is another node: the answer to give the
+/// client, or the client's `payload` back when the session is here (or this node is alone,
+/// or the request was passed on).
+pub async fn through_node_of(
+    state: &AppState,
+    request: &HttpRequest,
+    payload: Payload,
+    token: &str,
+    key: &str,
+) -> Result<Result<HttpResponse, ApiError>, Payload> {
+    let Some(tag) = crate::actors::browser::registry::tag_of_token(token) else { return Err(payload) };
+    let Some(cluster) =
+        state.runtime.services().cluster.clone().filter(|_| !super::forward::passed_on(request))
+    else {
+        return Err(payload);
+    };
+    let node = match cluster.holder_of_tag(tag) {
+        Holder::Here => return Err(payload),
+        Holder::There(node) => node,
+        Holder::Down(node) => return Ok(Err(super::forward::unavailable(&node))),
+    };
+    if cluster.version_of(&node).is_none_or(|v| v < TUNNELS_SINCE) {
+        return Ok(Err(ApiError::new(
+            Code::NodeUnavailable,
+            format!("Node `{node}` holds this session and is of an older version: connect to it directly."),
+        )));
+    }
+    let open = Request::Open { path: request.path().to_owned(), key: key.to_owned() };
+    Ok(match ask(&cluster, &node, &open, OPEN_TIMEOUT).await {
+        Ok(Response::Opened(id, accept, early)) => Ok(relay(cluster, node, id, accept, early, payload)),
+        Ok(Response::Refused(status, body)) => {
+            Ok(HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY))
+                .content_type("application/json")
+                .body(body))
+        }
+        Ok(_) => Err(ApiError::new(Code::Unknown, format!("node `{node}`: unexpected answer"))),
+        Err(e) => Err(e),
+    })
+}
+
+/// The client's `101` answer, whose body carries what the session's node sends; the
+/// client's own bytes are written there by a task of their own.
+fn relay(
+    cluster: Cluster,
+    node: String,
+    id: u64,
+    accept: String,
+    early: Vec<u8>,
+    payload: Payload,
+) -> HttpResponse {
+    // The request's body lives on this HTTP worker's thread.
+    actix_web::rt::spawn(client_to_node(cluster.clone(), node.clone(), id, payload));
+    let first = (!early.is_empty()).then(|| Bytes::from(early));
+    let body = futures::stream::unfold((cluster, node, first), move |(cluster, node, first)| async move {
+        if let Some(bytes) = first {
+            return Some((Ok::<_, std::convert::Infallible>(bytes), (cluster, node, None)));
+        }
+        loop {
+            match ask(&cluster, &node, &Request::Read(id), READ_WAIT + CALL_TIMEOUT).await {
+                Ok(Response::Bytes(bytes)) if bytes.is_empty() => continue,
+                Ok(Response::Bytes(bytes)) => return Some((Ok(Bytes::from(bytes)), (cluster, node, None))),
+                _ => {
+                    let _ = ask(&cluster, &node, &Request::Close(id), CALL_TIMEOUT).await;
+                    return None;
+                }
+            }
+        }
+    });
+    HttpResponse::SwitchingProtocols()
+        .upgrade("websocket")
+        .insert_header(("sec-websocket-accept", accept))
+        .streaming(body)
+}
+
+/// Writes the client's bytes on the session's node, in order; closes the tunnel when the
+/// client is gone.
+async fn client_to_node(cluster: Cluster, node: String, id: u64, mut payload: Payload) {
+    while let Some(Ok(chunk)) = payload.next().await {
+        match ask(&cluster, &node, &Request::Write(id, chunk.to_vec()), CALL_TIMEOUT).await {
+            Ok(Response::Done) => {}
+            _ => break,
+        }
+    }
+    let _ = ask(&cluster, &node, &Request::Close(id), CALL_TIMEOUT).await;
+}
+
+async fn ask(
+    cluster: &Cluster,
+    node: &str,
+    request: &Request,
+    timeout: Duration,
+) -> Result<Response, ApiError> {
+    let bytes = postcard::to_allocvec(request).map_err(|e| ApiError::new(Code::Unknown, e.to_string()))?;
+    let answer = cluster.call(node, Channel::Tunnel, bytes, timeout).await.map_err(|e| match e {
+        crate::cluster::ClusterError::Call { reason, .. } => {
+            ApiError::new(Code::BrowserFailed, format!("node `{node}`: {reason}"))
+        }
+        _ => super::forward::unavailable(node),
+    })?;
+    postcard::from_bytes(&answer).map_err(|e| ApiError::new(Code::Unknown, format!("node `{node}`: {e}")))
+}
+
+/// One connection to this node's own DevTools endpoint, carried for another node.
+#[derive(Debug)]
+struct Tunnel {
+    reader: tokio::sync::Mutex<OwnedReadHalf>,
+    writer: tokio::sync::Mutex<OwnedWriteHalf>,
+    /// The node it is carried for.
+    node: String,
+    used: Mutex<Instant>,
+}
+
+impl Tunnel {
+    fn touch(&self) {
+        *self.used.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    fn idle(&self) -> bool {
+        self.used.lock().unwrap_or_else(PoisonError::into_inner).elapsed() > IDLE
+    }
+}
+
+/// Serves other nodes' tunnels to this node's API.
+#[derive(Debug)]
+pub struct Handler(Arc<Tunnels>);
+
+impl Handler {
+    /// Tunnels to this node's API at `address` (`host:port`).
+    pub fn new(address: String) -> Arc<Self> {
+        Arc::new(Self(Arc::new(Tunnels {
+            address,
+            tunnels: Mutex::new(HashMap::new()),
+            next: AtomicU64::new(1),
+        })))
+    }
+}
+
+/// The tunnels this node carries for others, to its API at `address`.
+#[derive(Debug)]
+struct Tunnels {
+    address: String,
+    tunnels: Mutex<HashMap<u64, Arc<Tunnel>>>,
+    next: AtomicU64,
+}
+
+impl Tunnels {
+    fn tunnel(&self, id: u64, from: &str) -> Option<Arc<Tunnel>> {
+        let mut tunnels = self.tunnels.lock().unwrap_or_else(PoisonError::into_inner);
+        tunnels.retain(|_, t| !t.idle());
+        tunnels.get(&id).filter(|t| t.node == from).cloned()
+    }
+
+    fn close(&self, id: u64, from: &str) {
+        let mut tunnels = self.tunnels.lock().unwrap_or_else(PoisonError::into_inner);
+        if tunnels.get(&id).is_some_and(|t| t.node == from) {
+            tunnels.remove(&id);
+        }
+    }
+
+    async fn answer(self: Arc<Self>, from: String, request: Request) -> Result<Response, String> {
+        match request {
+            Request::Open { path, key } => self.open(from, &path, &key).await,
+            Request::Write(id, bytes) => {
+                let Some(tunnel) = self.tunnel(id, &from) else { return Ok(Response::Ended) };
+                tunnel.touch();
+                let written = tunnel.writer.lock().await.write_all(&bytes).await;
+                tunnel.touch();
+                Ok(if written.is_ok() { Response::Done } else { Response::Ended })
+            }
+            Request::Read(id) => {
+                let Some(tunnel) = self.tunnel(id, &from) else { return Ok(Response::Ended) };
+                tunnel.touch();
+                let mut buf = vec![0u8; READ_MAX];
+                let read = tokio::time::timeout(READ_WAIT, tunnel.reader.lock().await.read(&mut buf)).await;
+                tunnel.touch();
+                match read {
+                    Err(_) => Ok(Response::Bytes(Vec::new())),
+                    Ok(Ok(n)) if n > 0 => {
+                        buf.truncate(n);
+                        Ok(Response::Bytes(buf))
+                    }
+                    Ok(_) => {
+                        self.close(id, &from);
+                        Ok(Response::Ended)
+                    }
+                }
+            }
+            Request::Close(id) => {
+                self.close(id, &from);
+                Ok(Response::Done)
+            }
+        }
+    }
+
+    /// Opens `path` on this node's API as a request passed on, with the client's `key`.
+    async fn open(self: &Arc<Self>, from: String, path: &str, key: &str) -> Result<Response, String> {
+        let plain = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic());
+        if !path.starts_with("/v2/cdp/") || !plain(path) || !plain(key) || key.len() > 64 {
+            return Err("not a DevTools address".into());
+        }
+        let opened = tokio::time::timeout(OPEN_TIMEOUT, async {
+            let mut stream = TcpStream::connect(&self.address).await.map_err(|e| e.to_string())?;
+            let (name, secret) = super::forward::passed_on_header();
+            let hello = format!(
+                "GET {path} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+                 Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{name}: {secret}\r\n\r\n",
+                self.address
+            );
+            stream.write_all(hello.as_bytes()).await.map_err(|e| e.to_string())?;
+            let (head, rest) = read_head(&mut stream).await?;
+            Ok::<_, String>((stream, head, rest))
+        })
+        .await
+        .map_err(|_| "the endpoint did not answer in time".to_owned())??;
+        let (mut stream, head, mut rest) = opened;
+        let status: u16 = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(502);
+        let header = |wanted: &str| {
+            head.lines()
+                .find_map(|l| l.split_once(':').filter(|(n, _)| n.trim().eq_ignore_ascii_case(wanted)))
+                .map(|(_, v)| v.trim().to_owned())
+        };
+        if status != 101 {
+            // The endpoint's error: its body, as long as it says (bounded).
+            let length = header("content-length").and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
+            let length = length.min(MAX_HEAD);
+            while rest.len() < length {
+                let mut chunk = [0u8; 4096];
+                match tokio::time::timeout(CALL_TIMEOUT, stream.read(&mut chunk)).await {
+                    Ok(Ok(n)) if n > 0 => rest.extend_from_slice(&chunk[..n]),
+                    _ => break,
+                }
+            }
+            rest.truncate(length);
+            return Ok(Response::Refused(status, rest));
+        }
+        let accept = header("sec-websocket-accept").ok_or("no Sec-WebSocket-Accept in the answer")?;
+        let (reader, writer) = stream.into_split();
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let tunnel = Tunnel {
+            reader: tokio::sync::Mutex::new(reader),
+            writer: tokio::sync::Mutex::new(writer),
+            node: from,
+            used: Mutex::new(Instant::now()),
+        };
+        let tunnel = Arc::new(tunnel);
+        self.tunnels.lock().unwrap_or_else(PoisonError::into_inner).insert(id, Arc::clone(&tunnel));
+        // Closed once idle, even if no other tunnel is used again (a closed one is gone).
+        let (tunnels, tunnel) = (Arc::clone(self), Arc::downgrade(&tunnel));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(IDLE / 2).await;
+                match tunnel.upgrade() {
+                    None => return,
+                    Some(t) if t.idle() => {
+                        let mut open = tunnels.tunnels.lock().unwrap_or_else(PoisonError::into_inner);
+                        if open.get(&id).is_some_and(|o| Arc::ptr_eq(o, &t)) {
+                            open.remove(&id);
+                        }
+                        return;
+                    }
+                    Some(_) => {}
+                }
+            }
+        });
+        Ok(Response::Opened(id, accept, rest))
+    }
+}
+
+/// Reads an HTTP answer's head; returns it and the bytes read after it.
+async fn read_head(stream: &mut TcpStream) -> Result<(String, Vec<u8>), String> {
+    let mut read = Vec::new();
+    loop {
+        if let Some(at) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&read[..at]).into_owned();
+            return Ok((head, read[at + 4..].to_vec()));
+        }
+        if read.len() > MAX_HEAD {
+            return Err("the answer's head is too long".into());
+        }
+        let mut chunk = [0u8; 4096];
+        let n = stream.read(&mut chunk).await.map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err("the endpoint closed the connection".into());
+        }
+        read.extend_from_slice(&chunk[..n]);
+    }
+}
+
+impl crate::cluster::Handler for Handler {
+    fn handle(&self, from: String, request: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>> {
+        let me = Arc::clone(&self.0);
+        Box::pin(async move {
+            let request: Request = postcard::from_bytes(&request).map_err(|e| e.to_string())?;
+            let response = me.answer(from, request).await?;
+            postcard::to_allocvec(&response).map_err(|e| e.to_string())
+        })
+    }
+}
