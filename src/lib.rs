@@ -135,7 +135,8 @@ pub async fn serve(
         let forward =
             api::forward::Handler::new(format!("http://{reachable}")).map_err(StartupError::Engine)?;
         cluster.serve(cluster::Channel::Http, forward);
-        cluster.serve(cluster::Channel::Tunnel, api::tunnel::Handler::new(reachable.to_string()));
+        let tunnels = api::tunnel::Handler::new(reachable.to_string()).map_err(StartupError::Engine)?;
+        cluster.serve(cluster::Channel::Tunnel, tunnels);
     }
     let search_providers: Arc<[Arc<dyn search::Provider>]> =
         search::providers(&settings, scraper.search_index().map(|h| Arc::clone(&h.index))).into();

@@ -618,10 +618,17 @@ async fn live_frame(
 }
 
 /// The screen as `multipart/x-mixed-replace` JPEG frames (an `<img>` shows it), from the
-/// current frame on. Served by the node holding the session only: a stream cannot be
-/// passed between nodes, and the live page falls back to asking for frames.
-async fn live_stream(state: web::Data<AppState>, token: web::Path<String>) -> Result<HttpResponse, ApiError> {
+/// current frame on; from the node holding the session when that is another one
+/// ([`super::tunnel`]).
+async fn live_stream(
+    state: web::Data<AppState>,
+    request: HttpRequest,
+    token: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
     use futures::StreamExt;
+    if let Some(answer) = super::tunnel::stream_from_node_of(&state, &request, &token).await {
+        return answer;
+    }
     let access = access(&state, &token).await?;
     if !access.stream {
         return Err(ApiError::new(

@@ -1,4 +1,5 @@
-//! DevTools connections (`cdpUrl`) to a browser session another node of the cluster holds.
+//! DevTools connections (`cdpUrl`) and live-view screen streams of a browser session another
+//! node of the cluster holds.
 //! A session lives where its Chromium runs; behind a load balancer (`server.public_url`)
 //! its `cdpUrl` may reach any node. That node opens the connection on the session's node
 //! (over the cluster's `Tunnel` channel, protocol version 8) and carries its bytes both
@@ -8,8 +9,10 @@
 //! answers the client's handshake with that endpoint's accept value and then only moves
 //! bytes: what the client sends is written there in order (one call at a time, so a slow
 //! session holds the client back), and the session's node is asked for what its endpoint
-//! sent (each ask waits up to [`READ_WAIT`] for bytes). A tunnel neither end uses for
-//! [`IDLE`] is closed (its other node died).
+//! sent (each ask waits up to [`READ_WAIT`] for bytes). A live view's screen stream is
+//! carried the same way, one way: the session's node GETs it from its own API and its body
+//! is read as this node asks. A tunnel neither end uses for [`IDLE`] is closed (its other
+//! node died).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,13 +65,18 @@ enum Request {
     Read(u64),
     /// The client left.
     Close(u64),
+    /// GET `path` (`/v2/live/…/stream`) on that node's API, its body read as it comes.
+    Get {
+        /// The path.
+        path: String,
+    },
 }
 
 /// The answers.
 #[derive(Debug, Serialize, Deserialize)]
 enum Response {
-    /// The endpoint accepted: the tunnel's id, its `Sec-WebSocket-Accept`, and bytes that
-    /// came after its handshake answer.
+    /// The endpoint accepted: the tunnel's id, its `Sec-WebSocket-Accept` (for a `Get`, its
+    /// content type), and bytes that came after its handshake answer.
     Opened(u64, String, #[serde(with = "serde_bytes")] Vec<u8>),
     /// The endpoint answered without switching protocols: its status and body (JSON).
     Refused(u16, #[serde(with = "serde_bytes")] Vec<u8>),
@@ -78,6 +86,33 @@ enum Response {
     Ended,
     /// Written, or closed.
     Done,
+}
+
+/// The node holding `token`'s session when that is another node of version 8 or later
+/// (`Ok(None)`: here, or this node is alone, or the request was passed on).
+fn node_of(
+    state: &AppState,
+    request: &HttpRequest,
+    token: &str,
+) -> Result<Option<(Cluster, String)>, ApiError> {
+    let Some(tag) = crate::actors::browser::registry::tag_of_token(token) else { return Ok(None) };
+    let Some(cluster) =
+        state.runtime.services().cluster.clone().filter(|_| !super::forward::passed_on(request))
+    else {
+        return Ok(None);
+    };
+    let node = match cluster.holder_of_tag(tag) {
+        Holder::Here => return Ok(None),
+        Holder::There(node) => node,
+        Holder::Down(node) => return Err(super::forward::unavailable(&node)),
+    };
+    if cluster.version_of(&node).is_none_or(|v| v < TUNNELS_SINCE) {
+        return Err(ApiError::new(
+            Code::NodeUnavailable,
+            format!("Node `{node}` holds this session and is of an older version: connect to it directly."),
+        ));
+    }
+    Ok(Some((cluster, node)))
 }
 
 /// Connects the client of `request` (a WebSocket handshake with `key` for `token`'s
@@ -91,52 +126,80 @@ pub async fn through_node_of(
     token: &str,
     key: &str,
 ) -> Result<Result<HttpResponse, ApiError>, Payload> {
-    let Some(tag) = crate::actors::browser::registry::tag_of_token(token) else { return Err(payload) };
-    let Some(cluster) =
-        state.runtime.services().cluster.clone().filter(|_| !super::forward::passed_on(request))
-    else {
-        return Err(payload);
+    let (cluster, node) = match node_of(state, request, token) {
+        Ok(Some(there)) => there,
+        Ok(None) => return Err(payload),
+        Err(e) => return Ok(Err(e)),
     };
-    let node = match cluster.holder_of_tag(tag) {
-        Holder::Here => return Err(payload),
-        Holder::There(node) => node,
-        Holder::Down(node) => return Ok(Err(super::forward::unavailable(&node))),
-    };
-    if cluster.version_of(&node).is_none_or(|v| v < TUNNELS_SINCE) {
-        return Ok(Err(ApiError::new(
-            Code::NodeUnavailable,
-            format!("Node `{node}` holds this session and is of an older version: connect to it directly."),
-        )));
-    }
     let open = Request::Open { path: request.path().to_owned(), key: key.to_owned() };
-    Ok(match ask(&cluster, &node, &open, OPEN_TIMEOUT).await {
-        Ok(Response::Opened(id, accept, early)) => Ok(relay(cluster, node, id, accept, early, payload)),
+    let (id, accept, early) = match opened(&cluster, &node, &open).await {
+        Ok(tunnel) => tunnel,
+        Err(answer) => return Ok(Ok(answer)),
+    };
+    // The request's body lives on this HTTP worker's thread.
+    actix_web::rt::spawn(client_to_node(cluster.clone(), node.clone(), id, payload));
+    Ok(Ok(HttpResponse::SwitchingProtocols()
+        .upgrade("websocket")
+        .insert_header(("sec-websocket-accept", accept))
+        .streaming(from_node(cluster, node, id, early))))
+}
+
+/// The live view's screen stream (`request`, for `token`'s session) from the session's node
+/// when that is another node; `None` when the session is here (or this node is alone, or
+/// the request was passed on).
+pub async fn stream_from_node_of(
+    state: &AppState,
+    request: &HttpRequest,
+    token: &str,
+) -> Option<Result<HttpResponse, ApiError>> {
+    let (cluster, node) = match node_of(state, request, token) {
+        Ok(there) => there?,
+        Err(e) => return Some(Err(e)),
+    };
+    let open = Request::Get { path: request.path().to_owned() };
+    Some(Ok(match opened(&cluster, &node, &open).await {
+        Ok((id, content_type, _)) => HttpResponse::Ok()
+            .content_type(content_type)
+            .insert_header(("Cache-Control", "no-store"))
+            .streaming(from_node(cluster, node, id, Vec::new())),
+        Err(answer) => answer,
+    }))
+}
+
+/// Opens a tunnel with `open`: its id, the accept value or content type, and its first
+/// bytes; else the answer for the client (the endpoint's own, when it refused).
+async fn opened(
+    cluster: &Cluster,
+    node: &str,
+    open: &Request,
+) -> Result<(u64, String, Vec<u8>), HttpResponse> {
+    use actix_web::ResponseError;
+    match ask(cluster, node, open, OPEN_TIMEOUT).await {
+        Ok(Response::Opened(id, value, early)) => Ok((id, value, early)),
         Ok(Response::Refused(status, body)) => {
-            Ok(HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY))
+            Err(HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY))
                 .content_type("application/json")
                 .body(body))
         }
-        Ok(_) => Err(ApiError::new(Code::Unknown, format!("node `{node}`: unexpected answer"))),
-        Err(e) => Err(e),
-    })
+        Ok(_) => {
+            Err(ApiError::new(Code::Unknown, format!("node `{node}`: unexpected answer")).error_response())
+        }
+        Err(e) => Err(e.error_response()),
+    }
 }
 
-/// The client's `101` answer, whose body carries what the session's node sends; the
-/// client's own bytes are written there by a task of their own.
-fn relay(
+/// What the session's node sends through tunnel `id`, after `first`; the tunnel is closed
+/// when it ends or the client leaves.
+fn from_node(
     cluster: Cluster,
     node: String,
     id: u64,
-    accept: String,
-    early: Vec<u8>,
-    payload: Payload,
-) -> HttpResponse {
-    // The request's body lives on this HTTP worker's thread.
-    actix_web::rt::spawn(client_to_node(cluster.clone(), node.clone(), id, payload));
-    let first = (!early.is_empty()).then(|| Bytes::from(early));
-    let body = futures::stream::unfold((cluster, node, first), move |(cluster, node, first)| async move {
+    first: Vec<u8>,
+) -> impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>> {
+    let first = (!first.is_empty()).then(|| Bytes::from(first));
+    futures::stream::unfold((cluster, node, first), move |(cluster, node, first)| async move {
         if let Some(bytes) = first {
-            return Some((Ok::<_, std::convert::Infallible>(bytes), (cluster, node, None)));
+            return Some((Ok(bytes), (cluster, node, None)));
         }
         loop {
             match ask(&cluster, &node, &Request::Read(id), READ_WAIT + CALL_TIMEOUT).await {
@@ -148,11 +211,7 @@ fn relay(
                 }
             }
         }
-    });
-    HttpResponse::SwitchingProtocols()
-        .upgrade("websocket")
-        .insert_header(("sec-websocket-accept", accept))
-        .streaming(body)
+    })
 }
 
 /// Writes the client's bytes on the session's node, in order; closes the tunnel when the
@@ -183,14 +242,30 @@ async fn ask(
     postcard::from_bytes(&answer).map_err(|e| ApiError::new(Code::Unknown, format!("node `{node}`: {e}")))
 }
 
-/// One connection to this node's own DevTools endpoint, carried for another node.
+/// One connection to this node's own API, carried for another node.
 #[derive(Debug)]
 struct Tunnel {
-    reader: tokio::sync::Mutex<OwnedReadHalf>,
-    writer: tokio::sync::Mutex<OwnedWriteHalf>,
+    source: Source,
     /// The node it is carried for.
     node: String,
     used: Mutex<Instant>,
+}
+
+/// What a tunnel carries.
+enum Source {
+    /// A DevTools WebSocket connection, both ways.
+    Socket(tokio::sync::Mutex<OwnedReadHalf>, tokio::sync::Mutex<OwnedWriteHalf>),
+    /// A streamed answer's body, one way.
+    Body(tokio::sync::Mutex<reqwest::Response>),
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Socket(..) => "Socket",
+            Self::Body(_) => "Body",
+        })
+    }
 }
 
 impl Tunnel {
@@ -201,6 +276,30 @@ impl Tunnel {
     fn idle(&self) -> bool {
         self.used.lock().unwrap_or_else(PoisonError::into_inner).elapsed() > IDLE
     }
+
+    /// What came since the last read: bytes (none within [`READ_WAIT`]), or `None` once
+    /// the connection or body has ended.
+    async fn read(&self) -> Option<Vec<u8>> {
+        match &self.source {
+            Source::Socket(reader, _) => {
+                let mut buf = vec![0u8; READ_MAX];
+                match tokio::time::timeout(READ_WAIT, reader.lock().await.read(&mut buf)).await {
+                    Err(_) => Some(Vec::new()),
+                    Ok(Ok(n)) if n > 0 => {
+                        buf.truncate(n);
+                        Some(buf)
+                    }
+                    Ok(_) => None,
+                }
+            }
+            // A chunk not complete when the wait ends stays in the body for the next read.
+            Source::Body(body) => match tokio::time::timeout(READ_WAIT, body.lock().await.chunk()).await {
+                Err(_) => Some(Vec::new()),
+                Ok(Ok(Some(bytes))) => Some(bytes.to_vec()),
+                Ok(_) => None,
+            },
+        }
+    }
 }
 
 /// Serves other nodes' tunnels to this node's API.
@@ -209,12 +308,11 @@ pub struct Handler(Arc<Tunnels>);
 
 impl Handler {
     /// Tunnels to this node's API at `address` (`host:port`).
-    pub fn new(address: String) -> Arc<Self> {
-        Arc::new(Self(Arc::new(Tunnels {
-            address,
-            tunnels: Mutex::new(HashMap::new()),
-            next: AtomicU64::new(1),
-        })))
+    pub fn new(address: String) -> Result<Arc<Self>, String> {
+        let client = reqwest::Client::builder().no_proxy().build().map_err(|e| e.to_string())?;
+        let tunnels =
+            Tunnels { address, client, tunnels: Mutex::new(HashMap::new()), next: AtomicU64::new(1) };
+        Ok(Arc::new(Self(Arc::new(tunnels))))
     }
 }
 
@@ -222,6 +320,8 @@ impl Handler {
 #[derive(Debug)]
 struct Tunnels {
     address: String,
+    /// For streamed answers.
+    client: reqwest::Client,
     tunnels: Mutex<HashMap<u64, Arc<Tunnel>>>,
     next: AtomicU64,
 }
@@ -243,30 +343,27 @@ impl Tunnels {
     async fn answer(self: Arc<Self>, from: String, request: Request) -> Result<Response, String> {
         match request {
             Request::Open { path, key } => self.open(from, &path, &key).await,
+            Request::Get { path } => self.get(from, &path).await,
             Request::Write(id, bytes) => {
                 let Some(tunnel) = self.tunnel(id, &from) else { return Ok(Response::Ended) };
+                let Source::Socket(_, writer) = &tunnel.source else { return Ok(Response::Ended) };
                 tunnel.touch();
-                let written = tunnel.writer.lock().await.write_all(&bytes).await;
+                let written = writer.lock().await.write_all(&bytes).await;
                 tunnel.touch();
                 Ok(if written.is_ok() { Response::Done } else { Response::Ended })
             }
             Request::Read(id) => {
                 let Some(tunnel) = self.tunnel(id, &from) else { return Ok(Response::Ended) };
                 tunnel.touch();
-                let mut buf = vec![0u8; READ_MAX];
-                let read = tokio::time::timeout(READ_WAIT, tunnel.reader.lock().await.read(&mut buf)).await;
+                let read = tunnel.read().await;
                 tunnel.touch();
-                match read {
-                    Err(_) => Ok(Response::Bytes(Vec::new())),
-                    Ok(Ok(n)) if n > 0 => {
-                        buf.truncate(n);
-                        Ok(Response::Bytes(buf))
-                    }
-                    Ok(_) => {
+                Ok(match read {
+                    Some(bytes) => Response::Bytes(bytes),
+                    None => {
                         self.close(id, &from);
-                        Ok(Response::Ended)
+                        Response::Ended
                     }
-                }
+                })
             }
             Request::Close(id) => {
                 self.close(id, &from);
@@ -277,7 +374,6 @@ impl Tunnels {
 
     /// Opens `path` on this node's API as a request passed on, with the client's `key`.
     async fn open(self: &Arc<Self>, from: String, path: &str, key: &str) -> Result<Response, String> {
-        let plain = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic());
         if !path.starts_with("/v2/cdp/") || !plain(path) || !plain(key) || key.len() > 64 {
             return Err("not a DevTools address".into());
         }
@@ -318,21 +414,49 @@ impl Tunnels {
         }
         let accept = header("sec-websocket-accept").ok_or("no Sec-WebSocket-Accept in the answer")?;
         let (reader, writer) = stream.into_split();
+        let source = Source::Socket(tokio::sync::Mutex::new(reader), tokio::sync::Mutex::new(writer));
+        Ok(Response::Opened(self.register(from, source), accept, rest))
+    }
+
+    /// GETs `path` (a live view's screen stream) from this node's API as a request passed
+    /// on; its body is read as the other node asks.
+    async fn get(self: &Arc<Self>, from: String, path: &str) -> Result<Response, String> {
+        if !path.starts_with("/v2/live/") || !path.ends_with("/stream") || !plain(path) {
+            return Err("not a live view's stream".into());
+        }
+        let (name, secret) = super::forward::passed_on_header();
+        let request = self.client.get(format!("http://{}{path}", self.address)).header(name, secret);
+        let response = tokio::time::timeout(OPEN_TIMEOUT, request.send())
+            .await
+            .map_err(|_| "the live view did not answer in time".to_owned())?
+            .map_err(|e| e.to_string())?;
+        let status = response.status().as_u16();
+        if status != 200 {
+            let body = response.bytes().await.map_err(|e| e.to_string())?;
+            return Ok(Response::Refused(status, body[..body.len().min(MAX_HEAD)].to_vec()));
+        }
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("application/octet-stream")
+            .to_owned();
+        let source = Source::Body(tokio::sync::Mutex::new(response));
+        Ok(Response::Opened(self.register(from, source), content_type, Vec::new()))
+    }
+
+    /// Keeps a new tunnel for node `from`; returns its id. It is closed once idle, even if
+    /// no other tunnel is used again.
+    fn register(self: &Arc<Self>, from: String, source: Source) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let tunnel = Tunnel {
-            reader: tokio::sync::Mutex::new(reader),
-            writer: tokio::sync::Mutex::new(writer),
-            node: from,
-            used: Mutex::new(Instant::now()),
-        };
-        let tunnel = Arc::new(tunnel);
+        let tunnel = Arc::new(Tunnel { source, node: from, used: Mutex::new(Instant::now()) });
         self.tunnels.lock().unwrap_or_else(PoisonError::into_inner).insert(id, Arc::clone(&tunnel));
-        // Closed once idle, even if no other tunnel is used again (a closed one is gone).
         let (tunnels, tunnel) = (Arc::clone(self), Arc::downgrade(&tunnel));
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(IDLE / 2).await;
                 match tunnel.upgrade() {
+                    // Closed already.
                     None => return,
                     Some(t) if t.idle() => {
                         let mut open = tunnels.tunnels.lock().unwrap_or_else(PoisonError::into_inner);
@@ -345,8 +469,13 @@ impl Tunnels {
                 }
             }
         });
-        Ok(Response::Opened(id, accept, rest))
+        id
     }
+}
+
+/// Whether `s` is one non-empty run of visible ASCII (no spaces or line ends).
+fn plain(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic())
 }
 
 /// Reads an HTTP answer's head; returns it and the bytes read after it.

@@ -46,8 +46,8 @@ pub enum Channel {
     /// API requests for a browser session or a scrape's page state held by another node
     /// (`api::forward`).
     Http = 3,
-    /// DevTools connections to a browser session another node holds (`api::tunnel`;
-    /// protocol version 8).
+    /// DevTools connections and screen streams of a browser session another node holds
+    /// (`api::tunnel`; protocol version 8).
     Tunnel = 4,
 }
 

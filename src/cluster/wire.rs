@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 /// redirect hops lent a place among a site's requests in flight with its turn (`TurnHeld`,
 /// `Return`). 7: nodes report their credit totals to each team's owner, which answers credit
 /// checks for the others (`Charged`, `UsedBeyond` on the teams channel). 8: DevTools
-/// connections carried to a browser session's node (the `Tunnel` channel).
+/// connections and screen streams carried to a browser session's node (the `Tunnel`
+/// channel).
 pub const PROTOCOL_VERSION: u32 = 8;
 
 /// The oldest version this build still speaks, so a cluster is upgraded one node at a

@@ -291,7 +291,7 @@ async fn the_cdp_url_shows_its_own_session_only() {
 
 /// Reads `response` until it has `parts` whole parts of a `multipart/x-mixed-replace`
 /// stream, and returns their bodies.
-async fn parts(response: &mut reqwest::Response, buf: &mut Vec<u8>, parts: usize) -> Vec<Vec<u8>> {
+pub(crate) async fn parts(response: &mut reqwest::Response, buf: &mut Vec<u8>, parts: usize) -> Vec<Vec<u8>> {
     let mut found = Vec::new();
     while found.len() < parts {
         // A part: its headers, a blank line, Content-Length bytes, CRLF.

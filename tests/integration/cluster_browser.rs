@@ -1,14 +1,15 @@
 //! Browser sessions made without a scrape in a cluster of real child processes: a session
 //! lives on the node that made it (where its Chromium is), runs code and ends through any
 //! node (its id names its node), every node lists the team's sessions of all nodes, and a
-//! session's DevTools connection (`cdpUrl`) works through any node.
+//! session's DevTools connection (`cdpUrl`) and its live view's screen stream work through
+//! any node.
 
 use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::json;
 
-use crate::browser_sessions::Cdp;
+use crate::browser_sessions::{Cdp, parts};
 use crate::cluster::{Node, call};
 
 #[tokio::test]
@@ -93,4 +94,41 @@ async fn the_cdp_url_works_through_any_node() {
     let (status, _) = call(a.base(), &a.key, Method::DELETE, &format!("/v2/browser/{id}"), None).await;
     assert_eq!(status, 200);
     assert!(Cdp::connect(&through_a).await.is_err(), "connected to an ended session");
+}
+
+/// The live view's screen stream of a session on b, through a: a's answer carries b's
+/// frames as they come, and ends with the session.
+#[tokio::test]
+async fn the_live_view_streams_through_any_node() {
+    let a = Node::start("a", None, &[]);
+    let b = Node::start("b", Some(&a.cluster_addr), &[]);
+    for node in [&a, &b] {
+        node.wait_live(&["a", "b"], Duration::from_secs(20)).await;
+    }
+    let (status, made) = call(b.base(), &b.key, Method::POST, "/v2/browser", Some(&json!({}))).await;
+    assert_eq!(status, 200, "{made}");
+    let id = made["id"].as_str().expect("id").to_owned();
+    let view = made["liveViewUrl"].as_str().expect("live view");
+    let through_a = view.replace(b.base(), a.base());
+    assert_ne!(through_a, view, "{made}");
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let mut stream = client.get(format!("{through_a}/stream")).send().await.expect("stream");
+    assert_eq!(stream.status(), 200);
+    assert_eq!(stream.headers()["content-type"], "multipart/x-mixed-replace; boundary=frame");
+    let mut buf = Vec::new();
+    let first = parts(&mut stream, &mut buf, 1).await.remove(0);
+    assert!(first.starts_with(&[0xFF, 0xD8]), "a JPEG");
+    let path = format!("/v2/browser/{id}/execute");
+    let change = json!({"code": "document.body.style.background = 'red'; document.body.innerHTML = '<h1>changed</h1>'"});
+    let (status, ran) = call(a.base(), &a.key, Method::POST, &path, Some(&change)).await;
+    assert_eq!(status, 200, "{ran}");
+    let next = parts(&mut stream, &mut buf, 1).await.remove(0);
+    assert!(next.starts_with(&[0xFF, 0xD8]) && next != first, "a new frame of the changed page");
+    let (status, _) = call(a.base(), &a.key, Method::DELETE, &format!("/v2/browser/{id}"), None).await;
+    assert_eq!(status, 200);
+    let ended = tokio::time::timeout(Duration::from_secs(20), async {
+        while let Ok(Some(_)) = stream.chunk().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream ends with the session");
 }
