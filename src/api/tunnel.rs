@@ -380,24 +380,16 @@ impl Tunnels {
         let opened = tokio::time::timeout(OPEN_TIMEOUT, async {
             let mut stream = TcpStream::connect(&self.address).await.map_err(|e| e.to_string())?;
             let (name, secret) = super::forward::passed_on_header();
-            let hello = format!(
-                "GET {path} HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-                 Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{name}: {secret}\r\n\r\n",
-                self.address
-            );
-            stream.write_all(hello.as_bytes()).await.map_err(|e| e.to_string())?;
-            let (head, rest) = read_head(&mut stream).await?;
+            let marked = format!("{name}: {secret}\r\n");
+            let (head, rest) =
+                super::cdp::hello(&mut stream, path, &self.address, key, &marked, MAX_HEAD).await?;
             Ok::<_, String>((stream, head, rest))
         })
         .await
         .map_err(|_| "the endpoint did not answer in time".to_owned())??;
         let (mut stream, head, mut rest) = opened;
         let status: u16 = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(502);
-        let header = |wanted: &str| {
-            head.lines()
-                .find_map(|l| l.split_once(':').filter(|(n, _)| n.trim().eq_ignore_ascii_case(wanted)))
-                .map(|(_, v)| v.trim().to_owned())
-        };
+        let header = |name: &str| super::cdp::header_of(&head, name);
         if status != 101 {
             // The endpoint's error: its body, as long as it says (bounded).
             let length = header("content-length").and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
@@ -476,26 +468,6 @@ impl Tunnels {
 /// Whether `s` is one non-empty run of visible ASCII (no spaces or line ends).
 fn plain(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic())
-}
-
-/// Reads an HTTP answer's head; returns it and the bytes read after it.
-async fn read_head(stream: &mut TcpStream) -> Result<(String, Vec<u8>), String> {
-    let mut read = Vec::new();
-    loop {
-        if let Some(at) = read.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&read[..at]).into_owned();
-            return Ok((head, read[at + 4..].to_vec()));
-        }
-        if read.len() > MAX_HEAD {
-            return Err("the answer's head is too long".into());
-        }
-        let mut chunk = [0u8; 4096];
-        let n = stream.read(&mut chunk).await.map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("the endpoint closed the connection".into());
-        }
-        read.extend_from_slice(&chunk[..n]);
-    }
 }
 
 impl crate::cluster::Handler for Handler {

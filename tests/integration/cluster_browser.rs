@@ -12,8 +12,8 @@ use serde_json::json;
 use crate::browser_sessions::{Cdp, parts};
 use crate::cluster::{Node, call};
 
-#[tokio::test]
-async fn sessions_are_listed_and_driven_through_any_node() {
+/// Nodes a and b, both live, and a browser session b made (as `POST /v2/browser` answered).
+async fn a_session_on_b() -> (Node, Node, serde_json::Value) {
     let a = Node::start("a", None, &[]);
     let b = Node::start("b", Some(&a.cluster_addr), &[]);
     for node in [&a, &b] {
@@ -21,6 +21,12 @@ async fn sessions_are_listed_and_driven_through_any_node() {
     }
     let (status, made) = call(b.base(), &b.key, Method::POST, "/v2/browser", Some(&json!({}))).await;
     assert_eq!(status, 200, "{made}");
+    (a, b, made)
+}
+
+#[tokio::test]
+async fn sessions_are_listed_and_driven_through_any_node() {
+    let (a, b, made) = a_session_on_b().await;
     let id = made["id"].as_str().expect("id").to_owned();
     assert!(made["cdpUrl"].as_str().is_some_and(|u| u.contains(&b.base().replace("http://", ""))), "{made}");
 
@@ -55,13 +61,7 @@ async fn sessions_are_listed_and_driven_through_any_node() {
 /// session; a token that names a node but no session of it connects nowhere.
 #[tokio::test]
 async fn the_cdp_url_works_through_any_node() {
-    let a = Node::start("a", None, &[]);
-    let b = Node::start("b", Some(&a.cluster_addr), &[]);
-    for node in [&a, &b] {
-        node.wait_live(&["a", "b"], Duration::from_secs(20)).await;
-    }
-    let (status, made) = call(b.base(), &b.key, Method::POST, "/v2/browser", Some(&json!({}))).await;
-    assert_eq!(status, 200, "{made}");
+    let (a, b, made) = a_session_on_b().await;
     let id = made["id"].as_str().expect("id").to_owned();
     let url = made["cdpUrl"].as_str().expect("cdpUrl");
     let through_a = url.replace(&b.base().replace("http://", ""), &a.base().replace("http://", ""));
@@ -100,13 +100,7 @@ async fn the_cdp_url_works_through_any_node() {
 /// frames as they come, and ends with the session.
 #[tokio::test]
 async fn the_live_view_streams_through_any_node() {
-    let a = Node::start("a", None, &[]);
-    let b = Node::start("b", Some(&a.cluster_addr), &[]);
-    for node in [&a, &b] {
-        node.wait_live(&["a", "b"], Duration::from_secs(20)).await;
-    }
-    let (status, made) = call(b.base(), &b.key, Method::POST, "/v2/browser", Some(&json!({}))).await;
-    assert_eq!(status, 200, "{made}");
+    let (a, b, made) = a_session_on_b().await;
     let id = made["id"].as_str().expect("id").to_owned();
     let view = made["liveViewUrl"].as_str().expect("live view");
     let through_a = view.replace(b.base(), a.base());
