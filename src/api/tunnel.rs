@@ -12,7 +12,8 @@
 //! sent (each ask waits up to [`READ_WAIT`] for bytes). A live view's screen stream is
 //! carried the same way, one way: the session's node GETs it from its own API and its body
 //! is read as this node asks. A tunnel neither end uses for [`IDLE`] is closed (its other
-//! node died).
+//! node died). Each call goes in a cluster message of its own (not in a batch, whose
+//! spacing would add milliseconds to every DevTools round trip).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -233,7 +234,7 @@ async fn ask(
     timeout: Duration,
 ) -> Result<Response, ApiError> {
     let bytes = postcard::to_allocvec(request).map_err(|e| ApiError::new(Code::Unknown, e.to_string()))?;
-    let answer = cluster.call(node, Channel::Tunnel, bytes, timeout).await.map_err(|e| match e {
+    let answer = cluster.call_alone(node, Channel::Tunnel, bytes, timeout).await.map_err(|e| match e {
         crate::cluster::ClusterError::Call { reason, .. } => {
             ApiError::new(Code::BrowserFailed, format!("node `{node}`: {reason}"))
         }
