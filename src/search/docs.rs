@@ -90,22 +90,49 @@ impl Docs {
         let Ok(query) = query::parse(&raw) else { return Vec::new() };
         let request = SearchRequest::web(raw, query, n.saturating_mul(4).max(20));
         let Ok(found) = local::search(&self.index, &request) else { return Vec::new() };
-        let mut ranked: Vec<(&Passage, Vec<String>)> = found
+        let pairs = pairs_of(&words);
+        let mut ranked: Vec<(&Passage, Vec<String>, usize)> = found
             .web
             .iter()
             .filter_map(|hit| hit.url.rsplit('/').next()?.parse::<usize>().ok())
             .filter_map(|i| self.passages.get(i))
             .map(|p| {
                 let lower = format!("{} {}", p.heading, p.text).to_lowercase();
-                (p, words.iter().filter(|w| lower.contains(w.as_str())).cloned().collect())
+                // Every section of the configuration reference is a setting.
+                let setting = |w: &str| SETTING_WORDS.contains(&w) && p.path.starts_with(CONFIG);
+                let matched =
+                    words.iter().filter(|w| lower.contains(w.as_str()) || setting(w)).cloned().collect();
+                let together = pairs_of(&keywords_in_order(&lower));
+                (p, matched, pairs.iter().filter(|pair| together.contains(pair)).count())
             })
             .collect();
         // A passage that has more of the question's words answers it better than one whose
-        // title happens to hold one of them; the index's order breaks ties.
-        ranked.sort_by_key(|(_, matched): &(&Passage, Vec<String>)| std::cmp::Reverse(matched.len()));
+        // title happens to hold one of them, and of two with as many, the one where more of
+        // them stand together as in the question; the index's order breaks ties.
+        ranked.sort_by_key(|(_, matched, together)| std::cmp::Reverse((matched.len(), *together)));
         ranked.truncate(n);
-        ranked
+        ranked.into_iter().map(|(p, matched, _)| (p, matched)).collect()
     }
+}
+
+/// The configuration reference's path.
+const CONFIG: &str = "config/default.toml";
+
+/// Words by which a question asks for a setting.
+const SETTING_WORDS: &[&str] =
+    &["setting", "settings", "option", "options", "configure", "configuration", "config"];
+
+/// The words of `text` worth searching for, in order, repeats kept.
+fn keywords_in_order(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '_')
+        .map(str::to_lowercase)
+        .filter(|w| w.len() >= 3 && !STOPWORDS.contains(&w.as_str()))
+        .collect()
+}
+
+/// Each word of `words` with the next one.
+fn pairs_of(words: &[String]) -> std::collections::HashSet<(String, String)> {
+    words.windows(2).map(|w| (w[0].clone(), w[1].clone())).collect()
 }
 
 /// The words of `question` worth searching for.
@@ -214,5 +241,15 @@ mod tests {
             found.iter().map(|(p, _)| &p.path).collect::<Vec<_>>()
         );
         assert!(docs.find("the and how", 3).is_empty());
+    }
+
+    #[test]
+    fn a_passage_with_the_questions_words_together_ranks_first() {
+        let docs = shared().expect("docs");
+        let found = docs.find("Which setting limits the calls in flight to the language model?", 3);
+        assert_eq!(found.first().map(|(p, _)| p.path.as_str()), Some("config/default.toml#llm"), "{found:?}");
+        let pairs = pairs_of(&keywords_in_order("Calls in flight across the server; the language model."));
+        assert!(pairs.contains(&("calls".to_owned(), "flight".to_owned())), "{pairs:?}");
+        assert!(pairs.contains(&("language".to_owned(), "model".to_owned())), "{pairs:?}");
     }
 }
