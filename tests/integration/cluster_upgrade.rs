@@ -60,3 +60,42 @@ async fn a_node_of_the_previous_protocol_version_works_beside_this_one() {
     assert!(traffic["calls"].as_u64() >= Some(HUB_LEN as u64), "{traffic}");
     assert_eq!(traffic["messages"], traffic["calls"], "{traffic}");
 }
+
+/// A browser session on a node of protocol version 7 (before DevTools connections were
+/// carried between nodes): its `cdpUrl` reached through a node of this version answers 503
+/// naming the session's node, and works on that node itself.
+#[tokio::test]
+async fn a_cdp_url_of_an_older_node_through_this_one_names_that_node() {
+    let a = Node::start("a", None, &[]);
+    let old = Node::start("old", Some(&a.cluster_addr), &[("TEST_FERROCRAWL_PROTOCOL_VERSION", "7")]);
+    for node in [&a, &old] {
+        node.wait_live(&["a", "old"], Duration::from_secs(20)).await;
+    }
+    let (status, made) = crate::cluster::call(
+        old.base(),
+        &old.key,
+        reqwest::Method::POST,
+        "/v2/browser",
+        Some(&serde_json::json!({})),
+    )
+    .await;
+    assert_eq!(status, 200, "{made}");
+    let url = made["cdpUrl"].as_str().expect("cdpUrl");
+    let through_a = url.replace(&old.base().replace("http://", ""), &a.base().replace("http://", ""));
+    let path = format!("/v2/cdp/{}", through_a.rsplit('/').next().expect("token"));
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let refused = client
+        .get(format!("{}{path}", a.base()))
+        .header("upgrade", "websocket")
+        .header("connection", "Upgrade")
+        .header("sec-websocket-key", "dGhlIHNhbXBsZSBub25jZQ==")
+        .header("sec-websocket-version", "13")
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(refused.status(), 503);
+    let body: serde_json::Value = refused.json().await.expect("json");
+    assert_eq!(body["code"], "NODE_UNAVAILABLE", "{body}");
+    assert!(body["error"].as_str().is_some_and(|e| e.contains("`old`")), "{body}");
+    assert!(crate::browser_sessions::Cdp::connect(url).await.is_ok(), "direct on its own node");
+}
