@@ -278,7 +278,8 @@ impl Actor for Domain {
     ) -> Result<DomainState, ActorProcessingErr> {
         let interval = Duration::from_millis(args.services.settings.crawl.domain_min_interval_ms);
         let margin = Duration::from_millis(args.services.settings.crawl.domain_interval_margin_ms);
-        let pace = Pace::new(args.origin.host_str().unwrap_or_default(), interval, margin);
+        let scope = args.services.scraper.engine().pace_scope();
+        let pace = Pace::of_site(scope, args.origin.host_str().unwrap_or_default(), interval, margin);
         pace.limit(args.services.settings.crawl.domain_concurrency as usize);
         let cluster = args.services.cluster.clone();
         if let Some(cluster) = &cluster {

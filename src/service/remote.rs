@@ -97,7 +97,8 @@ impl RemoteHandler {
                 // place among its requests in flight, kept until the hop's answer is in; with
                 // no actor here, nothing else sends the site requests from this node.
                 let url = url::Url::parse(&url).map_err(|e| JobError::Internal(e.to_string()))?;
-                match url.host_str().and_then(crate::scrape::engine::pace::of_host) {
+                let scope = jobs.runtime().services().scraper.engine().pace_scope();
+                match url.host_str().and_then(|host| crate::scrape::engine::pace::of_host(scope, host)) {
                     Some(pace) => {
                         let slot = pace.lend_turn(&url, held).await;
                         if !pace.may_write() {

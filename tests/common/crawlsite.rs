@@ -43,6 +43,8 @@ pub struct CrawlSite {
     pub port: u16,
     state: Arc<State>,
     _server: super::ActixThread,
+    /// Servers of the same site on other ports ([`CrawlSite::listen_again`]).
+    others: Vec<super::ActixThread>,
 }
 
 impl CrawlSite {
@@ -52,11 +54,17 @@ impl CrawlSite {
         let port = listener.local_addr().expect("addr").port();
         let state = Arc::new(State::default());
         state.delay_ms.store(delay_ms, Ordering::SeqCst);
-        let data = web::Data::from(Arc::clone(&state));
-        let server = super::ActixThread::spawn(listener, 2, move |cfg| {
-            cfg.app_data(data.clone()).default_service(web::to(handle));
-        });
-        Self { port, state, _server: server }
+        let server = serve(listener, &state);
+        Self { port, state, _server: server, others: Vec::new() }
+    }
+
+    /// Serves the same site (the same pages, counted together) on another port too, as
+    /// another origin of the same host; returns the port.
+    pub fn listen_again(&mut self) -> u16 {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        self.others.push(serve(listener, &self.state));
+        port
     }
 
     /// `http://site.localhost:PORT{path}`
@@ -112,6 +120,13 @@ impl CrawlSite {
     pub fn max_in_flight_at(&self, host: &str) -> usize {
         self.state.hosts.lock().expect("lock").get(host).map_or(0, |(_, most)| *most)
     }
+}
+
+fn serve(listener: TcpListener, state: &Arc<State>) -> super::ActixThread {
+    let data = web::Data::from(Arc::clone(state));
+    super::ActixThread::spawn(listener, 2, move |cfg| {
+        cfg.app_data(data.clone()).default_service(web::to(handle));
+    })
 }
 
 fn page(title: &str, body: &str, links: &[&str]) -> HttpResponse {

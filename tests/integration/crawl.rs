@@ -234,6 +234,23 @@ async fn site_politeness_holds_across_jobs() {
     assert_eq!(site.max_in_flight(), 2, "two crawls of one site share its concurrency cap");
 }
 
+/// Two sites of one host (two ports here, as `http://` and `https://` of one host are two
+/// sites) share the host's concurrency limit and spacing on a node.
+#[tokio::test]
+async fn two_sites_of_one_host_share_its_concurrency_limit() {
+    let mut site = CrawlSite::start(60);
+    let other = site.listen_again();
+    let app = TestServer::builder().settings(|s| s.crawl.domain_concurrency = 1).start().await;
+    let crawl = |url: String| json!({"url": url, "limit": 12, "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 5});
+    let a = app.start_crawl(crawl(site.url("/chain/0"))).await;
+    let b = app.start_crawl(crawl(format!("http://site.localhost:{other}/chain/0"))).await;
+    for id in [a, b] {
+        let done = app.wait_job(&format!("/v2/crawl/{id}"), WAIT).await;
+        assert_eq!(done["completed"], 12, "{done}");
+    }
+    assert_eq!(site.max_in_flight_at("site.localhost"), 1, "one request at a time to the host");
+}
+
 #[tokio::test]
 async fn retry_after_is_honoured() {
     let site = CrawlSite::start(0);

@@ -125,6 +125,8 @@ pub struct HttpEngine {
     proxied: Option<Clients>,
     /// For the requests a site's pace spaces (see [`super::paced`]).
     paced: PacedClient,
+    /// The scope of this engine's paces (see [`super::pace::new_scope`]).
+    pace_scope: u64,
     policy: Arc<AddressPolicy>,
     user_agent: HeaderValue,
     mobile_user_agent: HeaderValue,
@@ -167,16 +169,24 @@ impl HttpEngine {
             None => None,
         };
         let header = |v: &str| HeaderValue::from_str(v).map_err(|e| format!("user agent: {e}"));
+        let pace_scope = super::pace::new_scope();
         Ok(Self {
             direct,
             proxied,
-            paced: PacedClient::new(&policy)?,
+            paced: PacedClient::new(&policy, pace_scope)?,
+            pace_scope,
             user_agent: header(&settings.scrape.user_agent)?,
             mobile_user_agent: header(&settings.scrape.mobile_user_agent)?,
             policy,
             max_body: settings.scrape.max_body_bytes,
             max_redirects: settings.scrape.max_redirects,
         })
+    }
+
+    /// The scope of the sites' paces this engine's requests keep to: a site's actor makes
+    /// its pace in it ([`super::pace::Pace::of_site`]).
+    pub fn pace_scope(&self) -> u64 {
+        self.pace_scope
     }
 
     /// Whether an enhanced proxy is configured.
@@ -542,7 +552,12 @@ mod tests {
         // A host of its own (no other test's pace), with an interval: fetched through the
         // paced client, whose connections ask the pace's guard as they write.
         let host = "out-of-touch.localhost";
-        let pace = super::super::pace::Pace::new(host, Duration::from_millis(1), Duration::ZERO);
+        let pace = super::super::pace::Pace::of_site(
+            engine.pace_scope(),
+            host,
+            Duration::from_millis(1),
+            Duration::ZERO,
+        );
         let in_touch = Arc::new(AtomicBool::new(true));
         pace.guard({
             let in_touch = Arc::clone(&in_touch);
@@ -604,7 +619,12 @@ mod tests {
         }
         // The same through the client of paced sites (a host of its own with an interval).
         let host = "closing.localhost";
-        let pace = super::super::pace::Pace::new(host, Duration::from_millis(1), Duration::ZERO);
+        let pace = super::super::pace::Pace::of_site(
+            engine.pace_scope(),
+            host,
+            Duration::from_millis(1),
+            Duration::ZERO,
+        );
         let url = Url::parse(&format!("http://{host}:{port}/page")).expect("url");
         for round in 4..=6 {
             let request = plain(&url);

@@ -13,6 +13,10 @@
 //! its actor's pace ([`Pace::elsewhere`], [`Pace::lend_turn`]). Fetches outside a site's
 //! actor (a single scrape, a webhook) have none.
 //!
+//! The sites of one host on a node (its `http://` and `https://` origins, or two ports)
+//! share one pace ([`Pace::of_site`]): the host sees one site's spacing and concurrency.
+//! Paces are kept per HTTP engine ([`new_scope`]), so servers sharing a process keep apart.
+//!
 //! The pace also keeps the site's `crawl.domain_concurrency` for every request from this
 //! node, the actor's own and the redirect hops other sites' fetches send there (which the
 //! actor does not dispatch): each takes a [`Slot`] before it goes and holds it until its
@@ -45,15 +49,26 @@ pub const LENT_ALLOWANCE: Duration = Duration::from_millis(10);
 /// A node that never gives it back (it went down) holds the site up this long at most.
 pub const LENT_HOLD: Duration = Duration::from_secs(2);
 
-/// Every live pace by host: the latest one made for a host is the one its writes keep to.
-static PACES: LazyLock<Mutex<HashMap<String, Weak<Pace>>>> = LazyLock::new(Mutex::default);
+/// Every live pace by scope (one per HTTP engine, so servers sharing a process keep apart)
+/// and host: the latest one made for a host is the one its writes keep to.
+static PACES: LazyLock<Mutex<HashMap<PaceKey, Weak<Pace>>>> = LazyLock::new(Mutex::default);
+
+/// A pace's scope and host.
+type PaceKey = (u64, String);
 
 /// Paces made between sweeps of the dead ones out of [`PACES`].
 const SWEEP_EVERY: usize = 1024;
 
-/// The live pace of `host`, if its site has one on this node.
-pub fn of_host(host: &str) -> Option<Arc<Pace>> {
-    PACES.lock().unwrap_or_else(PoisonError::into_inner).get(host).and_then(Weak::upgrade)
+/// A scope of its own for an HTTP engine's paces (scope 0 is [`Pace::new`]'s).
+pub fn new_scope() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The live pace of `host` in `scope`, if a site on that host has one on this node.
+pub fn of_host(scope: u64, host: &str) -> Option<Arc<Pace>> {
+    let paces = PACES.lock().unwrap_or_else(PoisonError::into_inner);
+    paces.get(&(scope, host.to_owned())).and_then(Weak::upgrade)
 }
 
 tokio::task_local! {
@@ -95,8 +110,12 @@ impl Slot {
     }
 }
 
-/// One site's spacing between requests, shared by its actor and the fetches it runs.
+/// One host's spacing between requests, shared by the actors of its sites on this node
+/// (`http://` and `https://` of one host are two sites with one pace) and the fetches they
+/// run.
 pub struct Pace {
+    /// The engine whose requests it spaces (see [`new_scope`]).
+    scope: u64,
     host: String,
     /// Kept on top of the interval, when there is one.
     margin: Duration,
@@ -141,14 +160,32 @@ impl Drop for LentTurn {
 
 impl Pace {
     /// The pace of the site on `host`, `interval` (plus `margin` when the interval is not
-    /// zero) apart.
+    /// zero) apart, a new one (in scope 0).
     pub fn new(host: &str, interval: Duration, margin: Duration) -> Arc<Self> {
+        Self::registered(0, host, interval, margin, false)
+    }
+
+    /// The pace of `host` in `scope`: the live one another site of the host has on this
+    /// node (its sites share their host's pace and concurrency limit), else a new one,
+    /// `interval` (plus `margin` when the interval is not zero) apart.
+    pub fn of_site(scope: u64, host: &str, interval: Duration, margin: Duration) -> Arc<Self> {
+        Self::registered(scope, host, interval, margin, true)
+    }
+
+    /// A new pace registered for `host` in `scope`, or with `reuse` the live one there.
+    fn registered(scope: u64, host: &str, interval: Duration, margin: Duration, reuse: bool) -> Arc<Self> {
+        let key = (scope, host.to_owned());
+        let mut paces = PACES.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(live) = paces.get(&key).and_then(Weak::upgrade).filter(|_| reuse) {
+            return live;
+        }
         // Counted from the pace's start: a site actor that replaces another (the site came
         // back to this node, or the node lost touch with the others and claimed it again)
         // may start while the old one's last request is only just out.
         let last = Some(Instant::now());
         let state = Mutex::new(State { interval, last, written: last, lent: 0, lent_at: None });
         let pace = Arc::new(Self {
+            scope,
             host: host.to_owned(),
             margin,
             state,
@@ -156,8 +193,7 @@ impl Pace {
             elsewhere: OnceLock::new(),
             slots: OnceLock::new(),
         });
-        let mut paces = PACES.lock().unwrap_or_else(PoisonError::into_inner);
-        paces.insert(host.to_owned(), Arc::downgrade(&pace));
+        paces.insert(key, Arc::downgrade(&pace));
         if paces.len().is_multiple_of(SWEEP_EVERY) {
             paces.retain(|_, pace| pace.strong_count() > 0);
         }
@@ -305,7 +341,7 @@ impl Pace {
 fn pace_for(url: &Url) -> Option<Arc<Pace>> {
     let host = url.host_str()?;
     let current = PACE.try_with(Arc::clone).ok()?;
-    if current.host == host { Some(current) } else { of_host(host) }
+    if current.host == host { Some(current) } else { of_host(current.scope, host) }
 }
 
 /// Whether a request to `url` is spaced (see [`pace_for`]): its site has an interval.
@@ -340,6 +376,19 @@ pub async fn before_request(url: &Url) -> Option<Slot> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_sites_of_one_host_share_its_pace_within_one_engines_scope() {
+        let (scope, other) = (new_scope(), new_scope());
+        let first = Pace::of_site(scope, "shared-host.test", Duration::ZERO, Duration::ZERO);
+        let second = Pace::of_site(scope, "shared-host.test", Duration::ZERO, Duration::ZERO);
+        assert!(Arc::ptr_eq(&first, &second), "two sites of the host, one pace");
+        let elsewhere = Pace::of_site(other, "shared-host.test", Duration::ZERO, Duration::ZERO);
+        assert!(!Arc::ptr_eq(&first, &elsewhere), "another engine (another server) keeps its own");
+        assert!(of_host(scope, "shared-host.test").is_some_and(|p| Arc::ptr_eq(&p, &first)));
+        drop((first, second));
+        assert!(of_host(scope, "shared-host.test").is_none(), "gone with its last site");
+    }
 
     const HOUR: Duration = Duration::from_secs(3600);
 

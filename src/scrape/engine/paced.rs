@@ -85,8 +85,9 @@ pub struct PacedClient {
 }
 
 impl PacedClient {
-    /// Clients connecting where `policy` allows.
-    pub fn new(policy: &Arc<AddressPolicy>) -> Result<Self, String> {
+    /// Clients connecting where `policy` allows, whose connections keep to the paces of
+    /// `scope` (see [`pace::new_scope`]).
+    pub fn new(policy: &Arc<AddressPolicy>, scope: u64) -> Result<Self, String> {
         let build = |verify: bool| -> Result<Client<Connector, Empty<Bytes>>, String> {
             let https = HttpsConnectorBuilder::new()
                 .with_tls_config(tls_config(verify)?)
@@ -96,7 +97,7 @@ impl PacedClient {
             Ok(Client::builder(TokioExecutor::new())
                 .pool_idle_timeout(Duration::from_secs(30))
                 .pool_timer(TokioTimer::new())
-                .build(Paced(https)))
+                .build(Paced(https, scope)))
         };
         Ok(Self { verify: build(true)?, insecure: build(false)? })
     }
@@ -265,9 +266,9 @@ impl tower_service::Service<Uri> for Dial {
     }
 }
 
-/// A connector whose connections are [`PacedStream`]s.
+/// A connector whose connections are [`PacedStream`]s of a scope's paces.
 #[derive(Clone, Debug)]
-struct Paced<C>(C);
+struct Paced<C>(C, u64);
 
 impl<C> tower_service::Service<Uri> for Paced<C>
 where
@@ -283,11 +284,11 @@ where
     }
 
     fn call(&mut self, uri: Uri) -> Self::Future {
-        let host = uri.host().unwrap_or_default().to_owned();
+        let (host, scope) = (uri.host().unwrap_or_default().to_owned(), self.1);
         let connecting = self.0.call(uri);
-        Box::pin(
-            async move { Ok(PacedStream { inner: connecting.await?, host, starting: true, wait: None }) },
-        )
+        Box::pin(async move {
+            Ok(PacedStream { inner: connecting.await?, scope, host, starting: true, wait: None })
+        })
     }
 }
 
@@ -295,6 +296,8 @@ where
 #[derive(Debug)]
 pub struct PacedStream<T> {
     inner: T,
+    /// The scope of the paces it keeps to.
+    scope: u64,
     host: String,
     /// Whether the next write starts a request (none written since the last read).
     starting: bool,
@@ -306,7 +309,7 @@ impl<T> PacedStream<T> {
     /// gives the turn (taken then); an error when the pace's guard refuses the request.
     fn turn(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if self.starting {
-            if let Some(pace) = pace::of_host(&self.host) {
+            if let Some(pace) = pace::of_host(self.scope, &self.host) {
                 ready!(pace.poll_write_turn(cx, &mut self.wait));
                 if !pace.may_write() {
                     return Poll::Ready(Err(io::Error::other(OutOfTouch)));
@@ -420,10 +423,10 @@ mod tests {
     async fn requests_let_go_together_are_written_an_interval_apart() {
         let (port, seen) = noting_server();
         let policy = Arc::new(AddressPolicy::new(true, &[]));
-        let client = PacedClient::new(&policy).expect("client");
-        // A host of its own, so no other test's pace is found for it.
+        let scope = pace::new_scope();
+        let client = PacedClient::new(&policy, scope).expect("client");
         let host = "write-turns.localhost";
-        let pace = pace::Pace::new(host, Duration::from_millis(150), Duration::ZERO);
+        let pace = pace::Pace::of_site(scope, host, Duration::from_millis(150), Duration::ZERO);
         let url = Url::parse(&format!("http://{host}:{port}/")).expect("url");
         let headers = HeaderMap::new();
         let get = || client.get(&url, &headers, false, 1 << 20);
