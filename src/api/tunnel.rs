@@ -327,10 +327,16 @@ struct Tunnels {
     next: AtomicU64,
 }
 
+/// Shows how many tunnels this node carries (`cluster_tunnels_open` on `/metrics`).
+fn counted(tunnels: &HashMap<u64, Arc<Tunnel>>) {
+    metrics::gauge!("cluster_tunnels_open").set(tunnels.len() as f64);
+}
+
 impl Tunnels {
     fn tunnel(&self, id: u64, from: &str) -> Option<Arc<Tunnel>> {
         let mut tunnels = self.tunnels.lock().unwrap_or_else(PoisonError::into_inner);
         tunnels.retain(|_, t| !t.idle());
+        counted(&tunnels);
         tunnels.get(&id).filter(|t| t.node == from).cloned()
     }
 
@@ -338,6 +344,7 @@ impl Tunnels {
         let mut tunnels = self.tunnels.lock().unwrap_or_else(PoisonError::into_inner);
         if tunnels.get(&id).is_some_and(|t| t.node == from) {
             tunnels.remove(&id);
+            counted(&tunnels);
         }
     }
 
@@ -443,7 +450,11 @@ impl Tunnels {
     fn register(self: &Arc<Self>, from: String, source: Source) -> u64 {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let tunnel = Arc::new(Tunnel { source, node: from, used: Mutex::new(Instant::now()) });
-        self.tunnels.lock().unwrap_or_else(PoisonError::into_inner).insert(id, Arc::clone(&tunnel));
+        {
+            let mut tunnels = self.tunnels.lock().unwrap_or_else(PoisonError::into_inner);
+            tunnels.insert(id, Arc::clone(&tunnel));
+            counted(&tunnels);
+        }
         let (tunnels, tunnel) = (Arc::clone(self), Arc::downgrade(&tunnel));
         tokio::spawn(async move {
             loop {
@@ -455,6 +466,7 @@ impl Tunnels {
                         let mut open = tunnels.tunnels.lock().unwrap_or_else(PoisonError::into_inner);
                         if open.get(&id).is_some_and(|o| Arc::ptr_eq(o, &t)) {
                             open.remove(&id);
+                            counted(&open);
                         }
                         return;
                     }

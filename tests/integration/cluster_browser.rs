@@ -86,6 +86,8 @@ async fn the_cdp_url_works_through_any_node() {
     let pages =
         listed["result"]["targetInfos"].as_array().into_iter().flatten().filter(|t| t["type"] == "page");
     assert_eq!(pages.count(), 1, "{listed}");
+    // b carries both connections for a (what an operator sees on b's /metrics).
+    assert_eq!(crate::cluster::metric(b.base(), "cluster_tunnels_open").await, 2.0);
 
     // b's tag with a token b never made, and the token once the session ended.
     let token = through_a.rsplit('/').next().expect("token");
