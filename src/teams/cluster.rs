@@ -248,7 +248,7 @@ impl Teams {
 
     /// `request` asked of every live peer at once, with each one's answer (none when this
     /// node is alone).
-    pub(super) async fn ask_peers(&self, request: &Request) -> Vec<(String, Option<Response>)> {
+    async fn ask_peers(&self, request: &Request) -> Vec<(String, Option<Response>)> {
         let Some(cluster) = self.cluster.get() else { return Vec::new() };
         let asks = peers(cluster);
         let answers = futures::future::join_all(asks.iter().map(|node| ask(cluster, node, request))).await;

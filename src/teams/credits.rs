@@ -165,16 +165,27 @@ impl Teams {
             }
             tracing::debug!(node = %owner, "the team's owner did not answer; every node asked");
         }
-        let mut used = mine;
-        for (node, answer) in self.ask_peers(&Request::Used(team.as_str().to_owned(), month)).await {
+        Ok(mine.saturating_add(self.ledgers_of(cluster, team, month, &peers(cluster)).await))
+    }
+
+    /// The credits `nodes` say the team used in `month`, asked at once; each answer is kept
+    /// as that node's total (a node that does not answer is not counted, and named).
+    async fn ledgers_of(&self, cluster: &Cluster, team: &TeamId, month: Month, nodes: &[String]) -> u64 {
+        let request = Request::Used(team.as_str().to_owned(), month);
+        let answers = futures::future::join_all(nodes.iter().map(|node| ask(cluster, node, &request))).await;
+        let mut used = 0u64;
+        for (node, answer) in nodes.iter().zip(answers) {
             match answer {
-                Some(Response::Used(n)) => used = used.saturating_add(n),
+                Some(Response::Used(n)) => {
+                    used = used.saturating_add(n);
+                    self.credits.record(team.as_str(), month, node, n);
+                }
                 _ => {
                     tracing::warn!(node = %node, team = %team.as_str(), "a node's credit use is not counted")
                 }
             }
         }
-        Ok(used)
+        used
     }
 
     /// As the team's owner: the credits the team used in `month` on every node but
@@ -202,20 +213,7 @@ impl Teams {
                 unheard.push(node);
             }
         }
-        let request = Request::Used(team.as_str().to_owned(), month);
-        let answers =
-            futures::future::join_all(unheard.iter().map(|node| ask(cluster, node, &request))).await;
-        for (node, answer) in unheard.iter().zip(answers) {
-            match answer {
-                Some(Response::Used(n)) => {
-                    used = used.saturating_add(n);
-                    self.credits.record(team.as_str(), month, node, n);
-                }
-                _ => {
-                    tracing::warn!(node = %node, team = %team.as_str(), "a node's credit use is not counted")
-                }
-            }
-        }
+        used = used.saturating_add(self.ledgers_of(cluster, team, month, &unheard).await);
         Ok(used)
     }
 }
