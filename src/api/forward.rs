@@ -166,19 +166,25 @@ async fn pass_to(
     let path = request.uri().path_and_query().map_or_else(|| request.path().to_owned(), |p| p.to_string());
     let passed = Passed { method: request.method().to_string(), path, headers, body: body.to_vec() };
     let bytes = postcard::to_allocvec(&passed).map_err(|e| ApiError::new(Code::Unknown, e.to_string()))?;
-    let answer = match cluster.call(&node, Channel::Http, bytes, TIMEOUT).await {
-        Ok(answer) => answer,
-        Err(ClusterError::Call { reason, .. }) => {
-            return Err(ApiError::new(Code::Unknown, format!("node `{node}`: {reason}")));
-        }
-        Err(_) => return Err(unavailable(&node)),
-    };
+    let answer = cluster
+        .call(&node, Channel::Http, bytes, TIMEOUT)
+        .await
+        .map_err(|e| node_error(&node, e, Code::Unknown))?;
     postcard::from_bytes(&answer).map_err(|e| ApiError::new(Code::Unknown, format!("node `{node}`: {e}")))
 }
 
 /// The headers among `names` that `get` finds, as name and value.
 fn kept(names: &[&str], get: impl Fn(&str) -> Option<String>) -> Vec<(String, String)> {
     names.iter().filter_map(|name| Some(((*name).to_owned(), get(name)?))).collect()
+}
+
+/// A failed call to `node` as the client's error: `code` when the node answered with a
+/// failure, else 503 (it is down or did not answer).
+pub(super) fn node_error(node: &str, error: ClusterError, code: Code) -> ApiError {
+    match error {
+        ClusterError::Call { reason, .. } => ApiError::new(code, format!("node `{node}`: {reason}")),
+        _ => unavailable(node),
+    }
 }
 
 /// 503: `node`, holding a session or scrape, is down.

@@ -234,12 +234,10 @@ async fn ask(
     timeout: Duration,
 ) -> Result<Response, ApiError> {
     let bytes = postcard::to_allocvec(request).map_err(|e| ApiError::new(Code::Unknown, e.to_string()))?;
-    let answer = cluster.call_alone(node, Channel::Tunnel, bytes, timeout).await.map_err(|e| match e {
-        crate::cluster::ClusterError::Call { reason, .. } => {
-            ApiError::new(Code::BrowserFailed, format!("node `{node}`: {reason}"))
-        }
-        _ => super::forward::unavailable(node),
-    })?;
+    let answer = cluster
+        .call_alone(node, Channel::Tunnel, bytes, timeout)
+        .await
+        .map_err(|e| super::forward::node_error(node, e, Code::BrowserFailed))?;
     postcard::from_bytes(&answer).map_err(|e| ApiError::new(Code::Unknown, format!("node `{node}`: {e}")))
 }
 
