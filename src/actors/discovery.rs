@@ -58,7 +58,7 @@ impl Sites {
     /// The node that owns `origin`, when it is another one.
     fn elsewhere(&self, origin: &Url) -> Option<(&crate::cluster::Cluster, String)> {
         let cluster = self.cluster.as_ref()?;
-        let owner = cluster.owner_of(origin.as_str());
+        let owner = cluster.site_owner(origin.as_str());
         (owner != cluster.name()).then_some((cluster, owner))
     }
 }

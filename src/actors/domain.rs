@@ -471,7 +471,7 @@ fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
     if let Some(cluster) = &state.services.cluster {
         // A site that another node owns now (members changed) is let go here too, not only
         // when that node's actor asks: none of its requests starts here any more.
-        if !cluster.owns(state.origin.as_str()) {
+        if !cluster.owns_site(state.origin.as_str()) {
             state.releasing = Some(Vec::new());
             release(myself, state);
             return;

@@ -207,10 +207,10 @@ pub(crate) async fn fetch_on_owner(
     let request = encode(&Request::Fetch(Box::new(task.clone())));
     let mut last_error = String::new();
     for _ in 0..MAX_RESENDS {
-        if cluster.owns(site) {
+        if cluster.owns_site(site) {
             return None;
         }
-        let owner = cluster.owner_of(site);
+        let owner = cluster.site_owner(site);
         match cluster.call(&owner, Channel::Jobs, request.clone(), FETCH_TIMEOUT).await {
             Ok(bytes) => match decode::<Response>(&bytes) {
                 Ok(Response::Stored(page)) => return Some(FetchOutcome::Stored(page)),
@@ -357,10 +357,10 @@ const TURN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 pub(crate) fn turns_elsewhere(cluster: crate::cluster::Cluster) -> crate::scrape::engine::pace::Elsewhere {
     std::sync::Arc::new(move |url: &url::Url| {
         let site = super::domains::origin_of(url)?.to_string();
-        if cluster.owns(&site) {
+        if cluster.owns_site(&site) {
             return None;
         }
-        let (cluster, owner) = (cluster.clone(), cluster.owner_of(&site));
+        let (cluster, owner) = (cluster.clone(), cluster.site_owner(&site));
         // A node of an older protocol version (mid-upgrade) lends no turns: the hop goes as
         // it did between nodes of that version, unspaced by the other site's pace.
         let version = cluster.version_of(&owner)?;
@@ -374,8 +374,8 @@ pub(crate) fn turns_elsewhere(cluster: crate::cluster::Cluster) -> crate::scrape
         Some(Box::pin(async move {
             for _ in 0..TURN_ASKS {
                 let asked = std::time::Instant::now();
-                let moved = cluster
-                    .until_not(|live| crate::cluster::place::owner(live, &site) == Some(owner.as_str()));
+                let moved =
+                    cluster.until_not(|live| cluster.site_owner_among(live, &site) == Some(owner.as_str()));
                 let lent = tokio::select! {
                     answer = cluster.call_alone(&owner, Channel::Jobs, request.clone(), TURN_TIMEOUT) => match answer {
                         Ok(bytes) => match decode::<Response>(&bytes) {
@@ -392,7 +392,7 @@ pub(crate) fn turns_elsewhere(cluster: crate::cluster::Cluster) -> crate::scrape
                     },
                     () = moved => None,
                 };
-                let lent = lent.filter(|_| cluster.owner_of(&site) == owner && cluster.in_touch())?;
+                let lent = lent.filter(|_| cluster.site_owner(&site) == owner && cluster.in_touch())?;
                 // The turn counts from when it was lent: an answer that took too long to
                 // come leaves too little of it for the write (the lender's next request
                 // may be close behind). It is given back, and asked for again.

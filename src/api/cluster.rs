@@ -74,6 +74,8 @@ async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<Http
         // not answered lately, or it woke from a pause and waits for the members' answers.
         "inTouch": cluster.in_touch(),
         "live": *cluster.live(),
+        // "host" once every live member speaks protocol version 9; "origin" before.
+        "sitesPlacedBy": if cluster.sites_by_host() { "host" } else { "origin" },
         "traffic": cluster.traffic(),
         "members": members,
     })))

@@ -108,6 +108,9 @@ pub(crate) struct Shared {
     pub heard_of: RwLock<std::collections::BTreeSet<String>>,
     /// Live members (this node included), sorted; changes are announced.
     pub live: tokio::sync::watch::Sender<Arc<Vec<String>>>,
+    /// Whether sites are placed by host: this node and every live member speak
+    /// [`super::place::BY_HOST_SINCE`] or later. A change is announced as the members'.
+    pub sites_by_host: std::sync::atomic::AtomicBool,
     /// When this process last ran its heartbeat, and when it last woke from a pause.
     pub wake: std::sync::Mutex<Wake>,
     /// Sessions opened and not authenticated yet.
@@ -438,12 +441,25 @@ async fn judge(shared: &Arc<Shared>) {
         let mut live: Vec<String> = peers.iter().filter(|(_, p)| p.up).map(|(n, _)| n.clone()).collect();
         live.push(shared.name.clone());
         live.sort();
-        live
+        let by_host = spoken_version() >= super::place::BY_HOST_SINCE
+            && peers.values().filter(|p| p.up).all(|p| p.version >= super::place::BY_HOST_SINCE);
+        (live, by_host)
     };
+    let (live, by_host) = live;
     shared.live.send_if_modified(|current| {
-        if **current == live {
+        // A change of how sites are placed moves sites as a change of members does.
+        let placing_changed =
+            shared.sites_by_host.swap(by_host, std::sync::atomic::Ordering::Relaxed) != by_host;
+        if **current == live && !placing_changed {
             false
         } else {
+            if placing_changed {
+                tracing::info!(
+                    by_host,
+                    "sites are now placed by {}",
+                    if by_host { "host" } else { "origin" }
+                );
+            }
             *current = Arc::new(live);
             true
         }

@@ -232,6 +232,7 @@ impl Cluster {
             dialer: dialer.clone(),
             heard_of: RwLock::default(),
             live: live_tx,
+            sites_by_host: std::sync::atomic::AtomicBool::new(spoken_version() >= place::BY_HOST_SINCE),
             wake: std::sync::Mutex::new(agent::Wake::new()),
             unauthenticated,
             batches,
@@ -315,6 +316,32 @@ impl Cluster {
     /// fetching it (measured as requests from two nodes at once when a node rejoins).
     pub async fn settled(&self) {
         tokio::time::sleep_until((self.started + self.shared.down_after).into()).await;
+    }
+
+    /// Whether sites are placed by host now (see [`place::BY_HOST_SINCE`]).
+    pub fn sites_by_host(&self) -> bool {
+        self.shared.sites_by_host.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The key placing site `origin` (its host, or its origin while a live member of a
+    /// version before [`place::BY_HOST_SINCE`] is up; see [`place::site_key`]).
+    pub fn site_key<'o>(&self, origin: &'o str) -> &'o str {
+        place::site_key(origin, self.sites_by_host())
+    }
+
+    /// The live member that owns site `origin`, among `live`.
+    pub fn site_owner_among<'m>(&self, live: &'m [String], origin: &str) -> Option<&'m str> {
+        place::owner(live, self.site_key(origin))
+    }
+
+    /// Whether this node is the live member that owns site `origin`.
+    pub fn owns_site(&self, origin: &str) -> bool {
+        self.owns(self.site_key(origin))
+    }
+
+    /// The live member that owns site `origin`.
+    pub fn site_owner(&self, origin: &str) -> String {
+        self.owner_of(self.site_key(origin))
     }
 
     /// Whether this node is the live member that owns `key`.

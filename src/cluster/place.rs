@@ -3,6 +3,12 @@
 //! when a member joins or leaves, only the keys it wins or held move. The hash is FNV-1a
 //! with a final mix, fixed here so that nodes of different builds agree (a rolling upgrade
 //! must not move every site).
+//!
+//! Sites are placed by **host** (from protocol version 9): the sites of one host (its
+//! ports, http and https) have their actors on one node, where they share the host's pace
+//! (spacing, `domain_concurrency`, Crawl-delay), so the host's limits hold cluster-wide.
+//! While a member of an older version is live, every node places sites by origin, as
+//! those nodes do (see [`site_key`]).
 
 /// FNV-1a over `parts` joined by a zero byte, then SplitMix64's finaliser.
 fn weight(node: &str, key: &str) -> u64 {
@@ -30,6 +36,26 @@ pub fn owner<'m>(members: &'m [String], key: &str) -> Option<&'m str> {
         .map(|m| (weight(m, key), m))
         .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.cmp(a.1)))
         .map(|(_, m)| m.as_str())
+}
+
+/// The protocol version from which sites are placed by host rather than by origin.
+pub const BY_HOST_SINCE: u32 = 9;
+
+/// The host of an origin written `scheme://host[:port][/]` (an IPv6 host keeps its
+/// brackets); the text after the scheme when there is no port or path.
+pub fn host_of_origin(origin: &str) -> &str {
+    let rest = origin.split_once("://").map_or(origin, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    if authority.starts_with('[') {
+        return authority.split_inclusive(']').next().unwrap_or(authority);
+    }
+    authority.rsplit_once(':').map_or(authority, |(host, _)| host)
+}
+
+/// The key placing site `origin`: its host when every live member places by host
+/// (`by_host`), else the origin itself.
+pub fn site_key(origin: &str, by_host: bool) -> &str {
+    if by_host { host_of_origin(origin) } else { origin }
 }
 
 #[cfg(test)]
@@ -63,5 +89,16 @@ mod tests {
         // Fixed values: a change of the hash would move every site in a mixed-build cluster.
         assert_eq!(weight("node-1", "example.com"), weight("node-1", "example.com"));
         assert_eq!(owner(&three, "example.com"), owner(&names(&["c", "b", "a"]), "example.com"));
+    }
+
+    #[test]
+    fn a_sites_host_is_read_from_its_origin() {
+        assert_eq!(host_of_origin("http://a.example:8080/"), "a.example");
+        assert_eq!(host_of_origin("https://a.example/"), "a.example");
+        assert_eq!(host_of_origin("https://a.example"), "a.example");
+        assert_eq!(host_of_origin("http://[::1]:8080/"), "[::1]");
+        assert_eq!(host_of_origin("http://[::1]/"), "[::1]");
+        assert_eq!(site_key("http://a.example:81/", true), site_key("https://a.example/", true));
+        assert_eq!(site_key("http://a.example:81/", false), "http://a.example:81/");
     }
 }

@@ -383,10 +383,15 @@ async fn any_node_answers_for_a_job_and_names_a_missing_owner() {
     assert_eq!(after["status"], "cancelled", "{after}");
 }
 
-/// The node among `nodes` that owns `site` (the cluster's own placement rule).
-pub(crate) fn owner_of(nodes: &[&str], site: &str) -> String {
+/// The node among `nodes` that owns `key` (the cluster's own placement rule).
+pub(crate) fn owner_of(nodes: &[&str], key: &str) -> String {
     let names: Vec<String> = nodes.iter().map(|n| (*n).to_owned()).collect();
-    ferrocrawl::cluster::place::owner(&names, site).expect("owner").to_owned()
+    ferrocrawl::cluster::place::owner(&names, key).expect("owner").to_owned()
+}
+
+/// The node among `nodes` (all of this build) that owns site `origin`: the owner of its host.
+pub(crate) fn site_owner(nodes: &[&str], origin: &str) -> String {
+    owner_of(nodes, ferrocrawl::cluster::place::host_of_origin(origin))
 }
 
 /// A crawl accepted by one node is fetched by the node that owns its site; when that node
@@ -405,7 +410,7 @@ async fn a_crawl_is_fetched_by_its_sites_node_and_survives_losing_it() {
         node.wait_live(&names, Duration::from_secs(20)).await;
     }
     let origin = format!("http://site.localhost:{}/", site.port);
-    let owner = owner_of(&names, &origin);
+    let owner = site_owner(&names, &origin);
     let owner_index = names.iter().position(|n| *n == owner).expect("index");
     let accepting = (owner_index + 1) % 3;
     let (entry, key) = (nodes[accepting].base().to_owned(), nodes[accepting].key.clone());

@@ -10,7 +10,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cluster::{Node, call, finished_crawl, metric, owner_of};
+use crate::cluster::{Node, call, finished_crawl, metric, site_owner};
 use crate::common::openai::{Behaviour, FakeModel};
 use crate::common::{FixtureSite, wait_for};
 
@@ -102,7 +102,7 @@ async fn a_crawls_model_formats_are_made_where_its_site_is_fetched() {
     for node in [&a, &b] {
         node.wait_live(&names, Duration::from_secs(20)).await;
     }
-    let owner = owner_of(&names, &format!("http://site.localhost:{}/", site.port));
+    let owner = site_owner(&names, &format!("http://site.localhost:{}/", site.port));
     let (fetching, accepting) = if owner == "a" { (&a, &b) } else { (&b, &a) };
     let body = json!({"url": site.url("/hub/0"), "sitemap": "skip", "crawlEntireDomain": true, "limit": 4,
         "scrapeOptions": {"formats": ["markdown", "summary"]}});

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cluster::{Node, call, crawl_under_way, finished_crawl, owner_of};
+use crate::cluster::{Node, call, crawl_under_way, finished_crawl, owner_of, site_owner};
 
 /// Interval between two requests to a site, on every node.
 const INTERVAL_MS: u64 = 300;
@@ -18,7 +18,7 @@ const INTERVAL_MS: u64 = 300;
 fn host_owned_by(prefix: &str, names: &[&str], owner: &str, port: u16) -> String {
     (0..)
         .map(|n| format!("{prefix}{n}.localhost"))
-        .find(|host| owner_of(names, &format!("http://{host}:{port}/")) == owner)
+        .find(|host| site_owner(names, &format!("http://{host}:{port}/")) == owner)
         .expect("a host")
 }
 
@@ -126,8 +126,10 @@ async fn a_site_that_moves_to_a_joining_node_keeps_its_concurrency_limit() {
     let site = crate::common::CrawlSite::start(300);
     let origin = format!("http://site.localhost:{}/", site.port);
     // A name for the joining node under which it owns the site.
-    let joiner =
-        (0..).map(|n| format!("j{n}")).find(|name| owner_of(&["a", name], &origin) == *name).expect("a name");
+    let joiner = (0..)
+        .map(|n| format!("j{n}"))
+        .find(|name| site_owner(&["a", name], &origin) == *name)
+        .expect("a name");
     let env = [("FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY", "2")];
     let a = Node::start("a", None, &env);
     a.wait_live(&["a"], Duration::from_secs(20)).await;
@@ -155,4 +157,48 @@ async fn a_site_that_moves_to_a_joining_node_keeps_its_concurrency_limit() {
         .iter()
         .any(|m| m["name"] == joiner.as_str() && m["domains"].as_u64() == Some(1));
     assert!(served_by_joiner, "the joining node took the site: {view}");
+}
+
+/// Two sites of one host (two ports) that placement by origin would give to two nodes
+/// are held by one node, the host's owner, where they share its pace: the host never sees
+/// more requests at once than `crawl.domain_concurrency`, from whichever node each crawl
+/// was accepted.
+#[tokio::test]
+async fn the_sites_of_one_host_are_held_by_one_node_and_keep_its_limit() {
+    let mut site = crate::common::CrawlSite::start(60);
+    let other = site.listen_again();
+    let origins =
+        [format!("http://site.localhost:{}/", site.port), format!("http://site.localhost:{other}/")];
+    // A second node's name under which the two origins, placed by origin, would be apart.
+    let second = (0..)
+        .map(|n| format!("h{n}"))
+        .find(|name| owner_of(&["a", name], &origins[0]) != owner_of(&["a", name], &origins[1]))
+        .expect("a name");
+    let mut names = ["a", second.as_str()];
+    names.sort_unstable();
+    let env = [("FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY", "1")];
+    let a = Node::start("a", None, &env);
+    let b = Node::start(&second, Some(&a.cluster_addr), &env);
+    for node in [&a, &b] {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    let crawl = |origin: &str| json!({"url": format!("{origin}chain/0"), "limit": 12, "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 5});
+    // One crawl accepted by each node.
+    let mut paths = Vec::new();
+    for (node, origin) in [(&a, &origins[0]), (&b, &origins[1])] {
+        let (status, started) =
+            call(node.base(), &a.key, reqwest::Method::POST, "/v2/crawl", Some(&crawl(origin))).await;
+        assert_eq!(status, 200, "{started}");
+        paths.push((node.base().to_owned(), format!("/v2/crawl/{}", started["id"].as_str().expect("id"))));
+    }
+    for (entry, path) in &paths {
+        assert_eq!(finished_crawl(entry, &a.key, path).await.len(), 12, "every page of {path}");
+    }
+    assert_eq!(site.max_in_flight_at("site.localhost"), 1, "one request at a time to the host");
+    // Both sites' actors were on the host's owner.
+    let holder = site_owner(&names, &origins[0]);
+    let view = a.view().await;
+    let held =
+        view["members"].as_array().expect("members").iter().find(|m| m["name"] == holder.as_str()).cloned();
+    assert_eq!(held.map(|m| m["domains"].clone()), Some(json!(2)), "{view}");
 }

@@ -1,6 +1,7 @@
 //! A cluster upgraded one node at a time: a node of the oldest protocol version this build
 //! still speaks joins nodes of this version, and the two write to each other in the older
-//! one, so jobs cross between them as before the upgrade.
+//! one, so jobs cross between them as before the upgrade. Sites are placed as the oldest
+//! live member places them (by origin before version 9, by host since).
 
 use std::time::Duration;
 
@@ -14,7 +15,8 @@ async fn a_node_of_the_previous_protocol_version_works_beside_this_one() {
     assert!(oldest < ours, "this build speaks one version only");
     let site = crate::common::CrawlSite::start(20);
     let origin = format!("http://site.localhost:{}/", site.port);
-    // A name for the old node under which it owns the site: the crawl's pages cross.
+    // A name for the old node under which it owns the site: the crawl's pages cross. While
+    // a node of a version before 9 is a member, sites are placed by origin.
     let old_name = (0..)
         .map(|n| format!("old{n}"))
         .find(|name| owner_of(&["a", name], &origin) == *name)
@@ -59,6 +61,13 @@ async fn a_node_of_the_previous_protocol_version_works_beside_this_one() {
     let traffic = &a.view().await["traffic"];
     assert!(traffic["calls"].as_u64() >= Some(HUB_LEN as u64), "{traffic}");
     assert_eq!(traffic["messages"], traffic["calls"], "{traffic}");
+
+    // Sites were placed by origin beside the old node; by host once it has left.
+    assert_eq!(a.view().await["sitesPlacedBy"], "origin");
+    let mut old = old;
+    old.process.take().expect("old node").kill9();
+    a.wait_live(&["a"], Duration::from_secs(20)).await;
+    assert_eq!(a.view().await["sitesPlacedBy"], "host");
 }
 
 /// A browser session on a node of protocol version 7 (before DevTools connections were
