@@ -14,6 +14,7 @@
 //! one stopped. [`Runtime`] is the handle the API and the CLI use.
 
 pub mod browser;
+pub mod carried;
 pub mod crawl_job;
 pub mod discovery;
 pub mod domain;

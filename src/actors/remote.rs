@@ -140,8 +140,7 @@ pub enum Response {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StoredPage {
     /// The result document, as stored (JSON).
-    #[serde(with = "serde_bytes")]
-    pub document: Vec<u8>,
+    pub document: super::carried::DocumentBytes,
     /// Its `metadata.url` (where the page landed).
     pub url: String,
     /// Its `metadata.creditsUsed`.
@@ -149,18 +148,18 @@ pub struct StoredPage {
     /// Whether it carries change tracking (which a sitemap-only page hides).
     pub tracked: bool,
     /// Absolute links of the page.
-    pub links: Vec<String>,
+    pub links: super::carried::PageLinks,
 }
 
 impl StoredPage {
     /// The page of `document` and `links`.
     pub fn of(document: &crate::model::Document, links: Vec<String>) -> Result<Self, serde_json::Error> {
         Ok(Self {
-            document: super::settle::stored_form(document)?,
+            document: super::carried::DocumentBytes::Written(super::settle::stored_form(document)?),
             url: document.metadata.url.clone(),
             credits: document.metadata.credits_used,
             tracked: document.change_tracking.is_some(),
-            links,
+            links: super::carried::PageLinks::Each(links),
         })
     }
 }
@@ -170,7 +169,7 @@ impl FetchOutcome {
     pub fn parsed(self) -> Self {
         match self {
             Self::Stored(page) => match serde_json::from_slice(&page.document) {
-                Ok(document) => Self::Page { document: Box::new(document), links: page.links },
+                Ok(document) => Self::Page { document: Box::new(document), links: page.links.into_vec() },
                 Err(e) => {
                     Self::Failed { code: "UNKNOWN_ERROR".into(), error: format!("unreadable page: {e}") }
                 }

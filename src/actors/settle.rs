@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use url::Url;
 
+use super::carried::PageLinks;
 use super::domain::FetchOutcome;
 use super::events::{self, PageReport};
 use super::tap::Tap;
@@ -78,7 +79,7 @@ enum Owned {
     /// A finished page: its JSON when the store keeps it, and the document itself when it
     /// goes to the job's tap.
     Page {
-        stored: Option<Vec<u8>>,
+        stored: Option<sled::IVec>,
         tapped: Option<Box<Document>>,
         credits: u64,
     },
@@ -181,16 +182,16 @@ fn settlement(
             let url = document.metadata.url.clone();
             let credits = document.metadata.credits_used;
             let stored = match rules.tap.is_none_or(Tap::keeps_documents) {
-                true => Some(stored_form(&document)?),
+                true => Some(sled::IVec::from(stored_form(&document)?)),
                 false => None,
             };
             let tapped = rules.tap.map(|_| document);
-            let page = Landed { url, credits, stored, tapped, links };
+            let page = Landed { url, credits, stored, tapped, links: PageLinks::Each(links) };
             landed(rules, memo, seq, entry, page, failure)
         }
         FetchOutcome::Stored(page) => {
             let super::remote::StoredPage { document, url, credits, links, .. } = *page;
-            let page = Landed { url, credits, stored: Some(document), tapped: None, links };
+            let page = Landed { url, credits, stored: Some(document.into_stored()), tapped: None, links };
             landed(rules, memo, seq, entry, page, failure)
         }
     })
@@ -202,10 +203,10 @@ struct Landed {
     url: String,
     credits: u32,
     /// Its stored form, when the store keeps it.
-    stored: Option<Vec<u8>>,
+    stored: Option<sled::IVec>,
     /// The document, for a reader in this process.
     tapped: Option<Box<Document>>,
-    links: Vec<String>,
+    links: PageLinks,
 }
 
 /// The settlement of a landed page: its document and the new entries from its links, or
@@ -314,7 +315,7 @@ pub(super) fn commit(
         .map(|(p, event)| {
             let outcome = match &p.outcome {
                 Owned::Page { stored, credits, .. } => {
-                    Outcome::Page { document: stored.as_deref(), credits: *credits }
+                    Outcome::Page { document: stored.as_ref(), credits: *credits }
                 }
                 Owned::Failed(entry) => Outcome::Failed(entry),
                 Owned::Blocked(url) => Outcome::Blocked(url),
@@ -452,7 +453,7 @@ mod tests {
                     .expect("settled")
             };
             let stored = |p: &Pending| match &p.outcome {
-                Owned::Page { stored: Some(json), .. } => String::from_utf8(json.clone()).expect("utf-8"),
+                Owned::Page { stored: Some(json), .. } => String::from_utf8(json.to_vec()).expect("utf-8"),
                 other => panic!("not a stored page: {other:?}"),
             };
 

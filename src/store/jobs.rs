@@ -166,8 +166,9 @@ pub struct ErrorEntry {
 pub enum Outcome<'a> {
     /// Done: the document JSON and its credits.
     Page {
-        /// Document JSON; `None` when the page went to a tap and is not kept.
-        document: Option<&'a [u8]>,
+        /// Document JSON, in the buffer the store keeps (inserted without a copy); `None`
+        /// when the page went to a tap and is not kept.
+        document: Option<&'a sled::IVec>,
         /// Credits billed.
         credits: u64,
     },
@@ -599,7 +600,7 @@ impl JobStore {
                                 c.enqueued = c.enqueued.saturating_sub(1);
                             } else {
                                 if let Some(document) = document {
-                                    pages.insert(&key(id, c.completed)[..], document)?;
+                                    pages.insert(&key(id, c.completed)[..], document.clone())?;
                                 }
                                 c.completed += 1;
                                 c.credits += credits;

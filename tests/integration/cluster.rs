@@ -15,9 +15,19 @@ const SECRET: &str = "cluster-test-secret-0123456789";
 /// The key every test node knows, of team `default`.
 const SHARED_KEY: &str = "fc-cluster-test-shared-key";
 
-/// A free port on 127.0.0.1 (bound and released; the node binds it right after).
+/// A free port on 127.0.0.1 (bound and released; the node binds it right after), below
+/// the kernel's ephemeral range: a port the kernel picked could be handed out again, to a
+/// connection's local end or another test's listener, before the node binds it.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+    const FIRST: u16 = 20_000;
+    const COUNT: u16 = 12_000;
+    let mut seed = [0u8; 2];
+    getrandom::fill(&mut seed).expect("random");
+    let start = u16::from_le_bytes(seed) % COUNT;
+    (0..COUNT)
+        .map(|i| FIRST + (start + i) % COUNT)
+        .find(|port| TcpListener::bind(("127.0.0.1", *port)).is_ok())
+        .expect("a free port")
 }
 
 /// A node of a test cluster.

@@ -39,10 +39,8 @@ fn pages_settle_exactly_once_and_enqueue_their_links() {
         vec![(0, QueueEntry { url: "http://a.test/".into(), depth: 0 })]
     );
     let links = [entry("/a", 1), entry("/b", 1), entry("/", 1)];
-    let done = Settlement::new(
-        Outcome::Page { document: Some(&b"{\"markdown\":\"root\"}"[..]), credits: 1 },
-        &links,
-    );
+    let doc = sled::IVec::from(&b"{\"markdown\":\"root\"}"[..]);
+    let done = Settlement::new(Outcome::Page { document: Some(&doc), credits: 1 }, &links);
     let settled = jobs.settle(id, 0, 10, done).expect("settle");
     let added = settled.added().expect("first time");
     assert_eq!(added.iter().map(|(s, _)| *s).collect::<Vec<_>>(), vec![1, 2], "the root was already seen");
@@ -64,7 +62,8 @@ fn the_limit_counts_unique_urls() {
     let id = JobId::new();
     store.jobs.create(id, &record(2), [entry("/", 0)], None).expect("create");
     let links = [entry("/a", 1), entry("/b", 1), entry("/c", 1)];
-    let done = Settlement::new(Outcome::Page { document: Some(&b"{}"[..]), credits: 1 }, &links);
+    let doc = sled::IVec::from(&b"{}"[..]);
+    let done = Settlement::new(Outcome::Page { document: Some(&doc), credits: 1 }, &links);
     let settled = store.jobs.settle(id, 0, 2, done).expect("ok");
     assert_eq!(settled.added().expect("settled").len(), 1);
     assert_eq!(store.jobs.counters(id).expect("c").enqueued, 2);
@@ -136,7 +135,8 @@ fn pages_are_cut_by_size() {
     let first: Vec<NewEntry> = (0..5).map(|i| entry(&format!("/{i}"), 0)).collect();
     store.jobs.create(id, &record(10), first.clone(), None).expect("create");
     for seq in 0..5 {
-        let done = Settlement::new(Outcome::Page { document: Some(&[b'x'; 100][..]), credits: 1 }, &[]);
+        let doc = sled::IVec::from(&[b'x'; 100][..]);
+        let done = Settlement::new(Outcome::Page { document: Some(&doc), credits: 1 }, &[]);
         store.jobs.settle(id, seq, 10, done).expect("settle");
     }
     assert_eq!(store.jobs.pages(id, 0, 100, 250).expect("pages").len(), 3);
@@ -150,7 +150,8 @@ fn a_batch_settles_together_and_skips_duplicates() {
     let store = Store::open(dir.path()).expect("open");
     let id = JobId::new();
     store.jobs.create(id, &record(10), [entry("/", 0), entry("/a", 0)], None).expect("create");
-    let page = Outcome::Page { document: Some(&b"{}"[..]), credits: 1 };
+    let doc = sled::IVec::from(&b"{}"[..]);
+    let page = Outcome::Page { document: Some(&doc), credits: 1 };
     let links = [entry("/b", 1)];
     let batch = [
         (0, Settlement::new(page, &links)),
@@ -175,7 +176,8 @@ fn a_redirect_onto_a_known_page_is_not_kept_twice() {
     let id = JobId::new();
     let first = [entry("/", 0), entry("/go/a", 0), entry("/go/b", 0), entry("/c", 0)];
     store.jobs.create(id, &record(10), first.clone(), None).expect("create");
-    let page = Outcome::Page { document: Some(&b"{}"[..]), credits: 1 };
+    let doc = sled::IVec::from(&b"{}"[..]);
+    let page = Outcome::Page { document: Some(&doc), credits: 1 };
     let onto_root = Settlement { lands_on: Some("a.test/"), ..Settlement::new(page, &[]) };
     let onto_new = Settlement { lands_on: Some("a.test/b"), ..Settlement::new(page, &[]) };
     let links = [entry("/b", 1)];
@@ -200,9 +202,10 @@ fn appending_reopens_a_finished_batch() {
     let mut batch = record(1);
     batch.kind = JobKind::Batch;
     store.jobs.create(id, &batch, [entry("/a", 0)], None).expect("create");
+    let doc = sled::IVec::from(&b"{}"[..]);
     store
         .jobs
-        .settle(id, 0, 1, Settlement::new(Outcome::Page { document: Some(&b"{}"[..]), credits: 1 }, &[]))
+        .settle(id, 0, 1, Settlement::new(Outcome::Page { document: Some(&doc), credits: 1 }, &[]))
         .expect("settle");
     store.jobs.finish(id, JobStatus::Completed, 5, None, None).expect("complete");
     let added = store.jobs.append(id, [entry("/a", 0), entry("/b", 0)]).expect("append");
