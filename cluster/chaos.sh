@@ -99,7 +99,8 @@ for round in $(seq 1 "$rounds"); do
     # Which node holds each connection to the sites: sampled, to name the sender of a
     # close pair on the wire.
     (while :; do
-      for f in "$CLUSTER_DIR"/n*/pid; do [[ -f $f ]] && echo "node $(basename "$(dirname "$f")") $(cat "$f")"; done
+      # (a pid file may be removed between the test and the read: a node restarting)
+      for f in "$CLUSTER_DIR"/n*/pid; do pid=$(cat "$f" 2>/dev/null) && echo "node $(basename "$(dirname "$f")") $pid"; done
       ss -tnpH 'dport = :8090' 2>/dev/null
       sleep 0.2
     done >"$work/holders.txt") &
