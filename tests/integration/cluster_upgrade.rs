@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use crate::cluster::{Node, crawl_under_way, finished_crawl, owner_of};
+use crate::cluster::{Node, call, crawl_under_way, finished_crawl, owner_of, site_owner};
+use crate::common::wait_for;
 
 #[tokio::test]
 async fn a_node_of_the_previous_protocol_version_works_beside_this_one() {
@@ -107,4 +108,72 @@ async fn a_cdp_url_of_an_older_node_through_this_one_names_that_node() {
     assert_eq!(body["code"], "NODE_UNAVAILABLE", "{body}");
     assert!(body["error"].as_str().is_some_and(|e| e.contains("`old`")), "{body}");
     assert!(crate::browser_sessions::Cdp::connect(url).await.is_ok(), "direct on its own node");
+}
+
+/// The last step of a rolling upgrade, mid-crawl: the last node of a version before 9 is
+/// stopped and started again on this build, on its data directory and address. Sites,
+/// placed by origin until then (two sites of one host on two nodes), are placed by host
+/// from then on, as both nodes say; the two sites end on one node, and both crawls return
+/// every page exactly once.
+#[tokio::test]
+async fn sites_are_placed_by_host_once_the_last_older_node_is_upgraded() {
+    use crate::common::crawlsite::HUB_LEN;
+    let mut site = crate::common::CrawlSite::start(150);
+    let other = site.listen_again();
+    let origins =
+        [format!("http://site.localhost:{}/", site.port), format!("http://site.localhost:{other}/")];
+    // A name for the old node under which, placed by origin, it holds one site and `a` the other.
+    let old_name = (0..)
+        .map(|n| format!("up{n}"))
+        .find(|name| owner_of(&["a", name], &origins[0]) != owner_of(&["a", name], &origins[1]))
+        .expect("a name");
+    let mut names = ["a", old_name.as_str()];
+    names.sort_unstable();
+    let a = Node::start("a", None, &[]);
+    let mut old = Node::start(&old_name, Some(&a.cluster_addr), &[("TEST_FERROCRAWL_PROTOCOL_VERSION", "8")]);
+    for node in [&a, &old] {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    assert_eq!(a.view().await["sitesPlacedBy"], "origin");
+
+    let (entry, key) = (a.base().to_owned(), a.key.clone());
+    let mut paths = Vec::new();
+    for origin in &origins {
+        let body = serde_json::json!({"url": format!("{origin}hub/0"), "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 2});
+        let (status, started) = call(&entry, &key, reqwest::Method::POST, "/v2/crawl", Some(&body)).await;
+        assert_eq!(status, 200, "{started}");
+        paths.push(format!("/v2/crawl/{}", started["id"].as_str().expect("id")));
+    }
+    for path in &paths {
+        wait_for("a few pages of each crawl", Duration::from_secs(30), || async {
+            let (_, status) = call(&entry, &key, reqwest::Method::GET, path, None).await;
+            (status["completed"].as_u64() >= Some(4)).then_some(())
+        })
+        .await;
+    }
+
+    // The old node is upgraded: stopped, and started on this build.
+    old.process.take().expect("old node").kill9();
+    old.restart(&a.cluster_addr);
+    for node in [&a, &old] {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+        let placed = || async { (node.view().await["sitesPlacedBy"] == "host").then_some(()) };
+        wait_for("placement by host", Duration::from_secs(20), placed).await;
+    }
+    for (origin, path) in origins.iter().zip(&paths) {
+        let expected: std::collections::BTreeSet<String> =
+            (0..HUB_LEN).map(|n| format!("{origin}hub/{n}")).collect();
+        assert_eq!(finished_crawl(&entry, &key, path).await, expected, "every page of {origin} exactly once");
+    }
+    let holder = site_owner(&names, &origins[0]);
+    let view = a.view().await;
+    let domains = |name: &str| {
+        view["members"]
+            .as_array()
+            .expect("members")
+            .iter()
+            .find(|m| m["name"] == name)
+            .map(|m| m["domains"].clone())
+    };
+    assert_eq!(domains(&holder), Some(serde_json::json!(2)), "both sites on the host's owner: {view}");
 }
