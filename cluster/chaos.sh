@@ -18,6 +18,10 @@
 # site also answers /away/1../away/HOPS with a redirect to a page of the next site, and the
 # batch asks for them, so every site also gets requests sent by the node of another site
 # (a redirect hop), which must keep to its spacing like its own.
+# OTHER_PAGES (20): each site is also served on port 8091 (a second site of the same host,
+# as http:// and https:// of one host are), and the batch asks for that many of its pages
+# there: the host's limits hold for both its sites together (the access logs of both
+# ports are read as one host's).
 # NGINX_CPUS / NODE_CPUS (taskset lists, e.g. 1 and 0) pin the sites and the nodes to
 # cores of their own, so a site's clock is not held up by the nodes sharing its core.
 # CAPTURE (1 when tcpdump can run here, i.e. as root with tcpdump installed; 0 turns it off)
@@ -27,7 +31,7 @@
 # nginx stamps a request when its event loop gets to it, which on a busy core can be
 # milliseconds later (cluster/README.md).
 # The politeness benchmark of many sites is the same script without faults:
-#   SITES=30 LATENCY_MS=50 FAULTS=0 NODES=1 cluster/chaos.sh 3   (and NODES=3)
+#   SITES=30 LATENCY_MS=50 FAULTS=0 NODES=1 OTHER_PAGES=0 cluster/chaos.sh 3   (and NODES=3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 capture=${CAPTURE:-}
@@ -60,12 +64,16 @@ for s in $(seq 2 $((sites + 1))); do
 done
 # Redirects from each site to distinct pages of the next one (HOPS of them).
 hops=${HOPS:-10}
+other=${OTHER_PAGES:-20}
 for s in $(seq 2 $((sites + 1))); do
   t=$(( s == sites + 1 ? 2 : s + 1 ))
   awk -v t="$t" -v hops="$hops" '{ sub(/;$/, "", $2) }
     $2 ~ /^\// && $2 != "/" && $2 !~ /^\/go\// && !seen[$2]++ && n < hops { printf "/away/%d http://127.0.0.%d:8090%s;\n", ++n, t, $2 }' \
     "$work/site$t/redirects.map" >"$work/away$s.map"
   cat "$work/away$s.map" >>"$work/site$s/redirects.map"
+  # Pages the batch asks of the host's second site (port 8091).
+  (cd "$work/site$s/www" && find . -name '*.html' ! -name index.html ! -path '*/private/*' | sort | awk -v n="$other" 'NR <= n' | cut -c2-) \
+    >"$work/other$s.txt"
 done
 
 api="http://127.0.0.1:$API_PORT"
@@ -80,28 +88,32 @@ for round in $(seq 1 "$rounds"); do
   rm -rf "$CLUSTER_DIR"
   nginx_pids=()
   for s in $(seq 2 $((sites + 1))); do
-    rm -f "$work/access$s.log"
-    BIND=127.0.0.$s "${nginx_pin[@]}" "$bench/site/serve.sh" "$work/site$s" 8090 "$latency" "$work/access$s.log" >"$work/nginx$s.out" 2>&1 &
-    nginx_pids+=($!)
+    for port in 8090 8091; do
+      rm -f "$work/access$s-$port.log"
+      BIND=127.0.0.$s "${nginx_pin[@]}" "$bench/site/serve.sh" "$work/site$s" $port "$latency" "$work/access$s-$port.log" >"$work/nginx$s-$port.out" 2>&1 &
+      nginx_pids+=($!)
+    done
   done
   for s in $(seq 2 $((sites + 1))); do
-    for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.$s:8090/robots.txt" && break; sleep 0.1; done
-    curl -sf -o /dev/null "http://127.0.0.$s:8090/robots.txt" || { cat "$work/nginx$s.out" >&2; exit 1; }
+    for port in 8090 8091; do
+      for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.$s:$port/robots.txt" && break; sleep 0.1; done
+      curl -sf -o /dev/null "http://127.0.0.$s:$port/robots.txt" || { cat "$work/nginx$s-$port.out" >&2; exit 1; }
+    done
   done
   # The check requests above are not the crawl's.
-  for s in $(seq 2 $((sites + 1))); do : >"$work/access$s.log"; done
+  for s in $(seq 2 $((sites + 1))); do : >"$work/access$s-8090.log"; : >"$work/access$s-8091.log"; done
   capture_pid=""
   if [[ $capture == 1 ]]; then
     # Requests only: packets to the sites' port whose payload starts with "GET ".
     tcpdump -i lo -n -s 400 -w "$work/wire.pcap" \
-      'tcp dst port 8090 and (tcp[((tcp[12:1] & 0xf0) >> 2):4] = 0x47455420)' 2>/dev/null &
+      '(tcp dst port 8090 or tcp dst port 8091) and (tcp[((tcp[12:1] & 0xf0) >> 2):4] = 0x47455420)' 2>/dev/null &
     capture_pid=$!
     # Which node holds each connection to the sites: sampled, to name the sender of a
     # close pair on the wire.
     (while :; do
       # (a pid file may be removed between the test and the read: a node restarting)
       for f in "$CLUSTER_DIR"/n*/pid; do pid=$(cat "$f" 2>/dev/null) && echo "node $(basename "$(dirname "$f")") $pid"; done
-      ss -tnpH 'dport = :8090' 2>/dev/null
+      ss -tnpH '( dport = :8090 or dport = :8091 )' 2>/dev/null
       sleep 0.2
     done >"$work/holders.txt") &
     holders_pid=$!
@@ -134,7 +146,8 @@ for round in $(seq 1 "$rounds"); do
     jobs+=("crawl $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/started$s.json")")
   done
   urls=$(python3 -c "import json; print(json.dumps(['http://127.0.0.%d:8090/' % s for s in range(2, $sites + 2)]
-    + ['http://127.0.0.%d:8090/away/%d' % (s, k) for s in range(2, $sites + 2) for k in range(1, $hops + 1)]))")
+    + ['http://127.0.0.%d:8090/away/%d' % (s, k) for s in range(2, $sites + 2) for k in range(1, $hops + 1)]
+    + ['http://127.0.0.%d:8091%s' % (s, p.strip()) for s in range(2, $sites + 2) for p in open('$work/other%d.txt' % s)]))")
   id=$(curl -sf "${auth[@]}" -H 'content-type: application/json' -d "{\"urls\":$urls}" \
     "$(node_api 1)/v2/batch/scrape" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
   jobs+=("batch/scrape $id")
@@ -188,8 +201,10 @@ for job in jobs:
     dup += len(landed) - len(set(landed))
     pages += len(landed)
     if kind == "batch/scrape":
-        # Every URL of the batch lands once (a home page, or a redirect's page of the next site).
-        missing = sites * (hops + 1) - len(set(landed))
+        # Every URL of the batch lands once (a home page, a redirect's page of the next
+        # site, or a page of a host's second site).
+        asked = sites * (hops + 1) + sum(1 for s in range(2, sites + 2) for _ in open(f"{work}/other{s}.txt"))
+        missing = asked - len(set(landed))
         if missing > 0:
             lost += missing
             print(f"batch {jid}: {missing} pages missing; errors: {get(f'http://127.0.0.1:{port}/v2/batch/scrape/{jid}/errors')}", file=sys.stderr)
@@ -203,14 +218,15 @@ for job in jobs:
         found = {d["metadata"]["url"] for d in docs if d["metadata"].get("statusCode") == 200}
         lost += max(0, manifest["reachable_pages"] - len(found))
 finished = time.time() - float(started)
-# Politeness, from each site's access log: "status uri bytes msec request_time".
+# Politeness, from each host's access logs (both its sites): "status uri bytes msec request_time".
 worst_conc, worst_gap, robots, gaps, short = 0, float("inf"), 0, 0, 0
 # nginx may log a request's end one event-loop turn (~1 ms) after it sent the response, so
 # the count is also given for overlaps longer than 1 ms.
 worst_conc_1ms = 0
 for s in range(2, sites + 2):
     spans, spans_raw = [], []
-    for line in open(f"{work}/access{s}.log"):
+    lines = [line for port in (8090, 8091) for line in open(f"{work}/access{s}-{port}.log")]
+    for line in lines:
         st, uri, _, end, took = line.split()
         if uri.startswith("/private/"):
             robots += 1
@@ -270,11 +286,11 @@ for line in open(sys.argv[3]):
     if line.startswith("node "):
         if len(parts := line.split()) == 3:  # a pid file being rewritten reads empty
             node_of_pid[parts[2]] = parts[1]
-    elif (m := re.search(r"(127\.0\.0\.1:\d+)\s+127\.0\.0\.\d+:8090.*pid=(\d+)", line)):
+    elif (m := re.search(r"(127\.0\.0\.1:\d+)\s+127\.0\.0\.\d+:809[01].*pid=(\d+)", line)):
         holder[m.group(1).replace(":", ".")] = node_of_pid.get(m.group(2), "pid " + m.group(2))
 sent, head = collections.defaultdict(list), None
 for line in sys.stdin:
-    m = re.match(r"^(\d+\.\d+) IP (\S+) > (127\.0\.0\.\d+)\.8090", line)
+    m = re.match(r"^(\d+\.\d+) IP (\S+) > (127\.0\.0\.\d+)\.809[01]", line)
     if m:
         head = (float(m.group(1)) * 1000, m.group(3), m.group(2))
     elif head and "GET " in line:
