@@ -16,6 +16,7 @@
 //! fetches linked pages first, also under a `limit`.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, rpc::CallResult};
@@ -31,6 +32,7 @@ use crate::crawl::keys::KeyRules;
 use crate::crawl::scope::{Scope, ScopeOptions};
 use crate::model::{CrawlOptions, JobId, JobStatus, SitemapMode, TeamId};
 use crate::store::jobs::{JobKind, JobRecord, JobStore, NewEntry, QueueEntry};
+use crate::teams::{Admission, Teams};
 
 /// Sitemap URLs enqueued per transaction.
 const DISCOVERY_CHUNK: usize = 1024;
@@ -397,30 +399,29 @@ fn dispatch(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState, seq: u64,
     let myself = myself.clone();
     let handle = tokio::spawn(async move {
         // The team's concurrency limit covers every page of every job of the team.
-        let mut task = task;
-        let admission = teams.admit(&task.team).await;
-        task.queued_ms = admission.waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
-        let mut admission = Some(admission);
-        let outcome = fetch_via_site(&domains, cluster.as_ref(), task, || {
-            admission.take();
+        let outcome = fetch_via_site(&domains, cluster.as_ref(), task, Some(&teams), || {
             let _ = myself.cast(CrawlJobMsg::Retrieved(seq));
         })
         .await;
-        drop(admission);
         let _ = myself.cast(CrawlJobMsg::Settled { seq, entry, outcome });
     });
     state.in_flight.insert(seq, handle);
 }
 
 /// Sends a page to its site actor and waits for the outcome, calling `on_retrieved` when
-/// the response is in (the team's concurrency slot is then free); a site actor that went
-/// away is looked up again. In a cluster the site's actor lives on the node that owns the
-/// site: the page is fetched there (see `remote`), and sent again to the new owner when
-/// that node leaves.
+/// the response is in; a site actor that went away is looked up again. In a cluster the
+/// site's actor lives on the node that owns the site: the page is fetched there (see
+/// `remote`), and sent again to the new owner when that node leaves.
+///
+/// With `teams`, the page holds one of its team's concurrency slots while its request is
+/// out ([`Teams::admit`], from before it is queued at the site until its response is in),
+/// taken on the node that sends the request: this one, or the site's node (protocol
+/// version 10; before, this node held the slot until the page came back).
 pub(crate) async fn fetch_via_site(
     domains: &ActorRef<DomainsMsg>,
     cluster: Option<&crate::cluster::Cluster>,
-    task: FetchTask,
+    mut task: FetchTask,
+    teams: Option<&Arc<Teams>>,
     mut on_retrieved: impl FnMut(),
 ) -> FetchOutcome {
     let Some(origin) = Url::parse(&task.url).ok().as_ref().and_then(origin_of) else {
@@ -433,7 +434,7 @@ pub(crate) async fn fetch_via_site(
     // while the page waited) is sent to the site's owner again, which may be this node.
     for attempt in 1..=MOVES {
         let remote = match cluster {
-            Some(cluster) => super::remote::fetch_on_owner(cluster, origin.as_str(), &task).await,
+            Some(cluster) => super::remote::fetch_on_owner(cluster, origin.as_str(), &mut task, teams).await,
             None => None,
         };
         let outcome = match remote {
@@ -443,7 +444,17 @@ pub(crate) async fn fetch_via_site(
                 }
                 outcome
             }
-            None => fetch_on_this_node(domains, &origin, &task, &mut on_retrieved).await,
+            None => {
+                let mut admission = match teams {
+                    Some(teams) => Some(admit(teams, &mut task).await),
+                    None => None,
+                };
+                let mut retrieved = || {
+                    admission.take();
+                    on_retrieved();
+                };
+                fetch_on_this_node(domains, &origin, &task, &mut retrieved).await
+            }
         };
         if cluster.is_none() || !matches!(outcome, FetchOutcome::Moved) {
             return outcome;
@@ -452,6 +463,13 @@ pub(crate) async fn fetch_via_site(
         tokio::time::sleep(std::time::Duration::from_millis((50 * attempt as u64).min(500))).await;
     }
     FetchOutcome::Moved
+}
+
+/// Waits for one of the page's team's slots, and notes in `task` how long it waited.
+pub(crate) async fn admit(teams: &Teams, task: &mut FetchTask) -> Admission {
+    let admission = teams.admit(&task.team).await;
+    task.queued_ms = admission.waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
+    admission
 }
 
 /// Times a page follows its site from node to node before it is given up.

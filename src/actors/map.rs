@@ -146,7 +146,9 @@ async fn start_page(
         discover: true,
         queued_ms: None,
     };
-    match super::crawl_job::fetch_via_site(&sites.domains, sites.cluster.as_ref(), task, || {}).await.parsed()
+    match super::crawl_job::fetch_via_site(&sites.domains, sites.cluster.as_ref(), task, None, || {})
+        .await
+        .parsed()
     {
         FetchOutcome::Page { document, links } => {
             let meta = document.metadata;

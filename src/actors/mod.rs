@@ -356,9 +356,12 @@ impl Runtime {
 
     /// Fetches a page through this node's actor of its site (a request of another node of
     /// the cluster, for a site this node owns).
-    pub async fn fetch_here(&self, task: domain::FetchTask) -> domain::FetchOutcome {
+    pub async fn fetch_here(&self, task: domain::FetchTask, admit: bool) -> domain::FetchOutcome {
+        let teams = admit.then(|| &self.services().teams);
         match self.supervisors().await {
-            Ok(supervisors) => crawl_job::fetch_via_site(&supervisors.domains, None, task, || {}).await,
+            Ok(supervisors) => {
+                crawl_job::fetch_via_site(&supervisors.domains, None, task, teams, || {}).await
+            }
             Err(e) => domain::FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: e.to_string() },
         }
     }

@@ -84,6 +84,9 @@ pub enum Request {
     TurnHeld(String),
     /// The hop that lent place `id` has its answer: the place is free again.
     Return(u64),
+    /// [`Request::Fetch`], the page holding one of its team's concurrency slots on this
+    /// node while its request is out (protocol version 10, [`ADMITS_SINCE`]).
+    FetchAdmitted(Box<FetchTask>),
 }
 
 /// The answers.
@@ -195,22 +198,41 @@ const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(900);
 /// Times a page is sent again after its site's node failed.
 const MAX_RESENDS: usize = 30;
 
+/// The protocol version from which a page sent to its site's node takes its team's slot
+/// there ([`Request::FetchAdmitted`]).
+const ADMITS_SINCE: u32 = 10;
+
 /// Fetches `task` on the node that owns `site`, when that is another node; `None` when this
 /// node owns it (the caller fetches it here). A page whose owner leaves while it is on its
 /// way is sent again to the site's next owner, so no page is lost with a node.
+///
+/// With `teams` the page holds one of its team's slots while its request is out: on the
+/// site's node, which takes it as the page arrives and frees it when the response is in;
+/// on this node, from sending the page to its return, when the site's node is older.
 pub(crate) async fn fetch_on_owner(
     cluster: &crate::cluster::Cluster,
     site: &str,
-    task: &FetchTask,
+    task: &mut FetchTask,
+    teams: Option<&std::sync::Arc<crate::teams::Teams>>,
 ) -> Option<FetchOutcome> {
-    let request = encode(&Request::Fetch(Box::new(task.clone())));
     let mut last_error = String::new();
     for _ in 0..MAX_RESENDS {
         if cluster.owns_site(site) {
             return None;
         }
         let owner = cluster.site_owner(site);
-        match cluster.call(&owner, Channel::Jobs, request.clone(), FETCH_TIMEOUT).await {
+        let there = cluster.version_of(&owner).is_some_and(|v| v >= ADMITS_SINCE);
+        let admission = match teams {
+            Some(teams) if !there => Some(super::crawl_job::admit(teams, task).await),
+            _ => None,
+        };
+        let request = match teams {
+            Some(_) if there => Request::FetchAdmitted(Box::new(task.clone())),
+            _ => Request::Fetch(Box::new(task.clone())),
+        };
+        let answer = cluster.call(&owner, Channel::Jobs, encode(&request), FETCH_TIMEOUT).await;
+        drop(admission);
+        match answer {
             Ok(bytes) => match decode::<Response>(&bytes) {
                 Ok(Response::Stored(page)) => return Some(FetchOutcome::Stored(page)),
                 Ok(Response::Fetched(json)) => {

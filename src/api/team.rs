@@ -260,9 +260,11 @@ async fn token_history(
     Ok(HttpResponse::Ok().json(history(&state, &auth, &req, "tokensUsed").await?))
 }
 
+/// The team's pages in flight and waiting, on every node of a cluster.
 async fn queue_status(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
     let (teams, team) = (Arc::clone(&state.runtime.services().teams), auth.team.clone());
-    let (active, waiting, max) = state.off_worker(async move { Ok(teams.load(&team)) }).await?;
+    let (active, waiting, max) =
+        state.off_worker(async move { Ok(teams.load_everywhere(&team).await) }).await?;
     let teams = &state.runtime.services().teams;
     Ok(HttpResponse::Ok().json(json!({
         "success": true,
@@ -279,6 +281,6 @@ async fn concurrency_check(
     auth: Authenticated,
 ) -> Result<HttpResponse, ApiError> {
     let (teams, team) = (Arc::clone(&state.runtime.services().teams), auth.team.clone());
-    let (active, _, max) = state.off_worker(async move { Ok(teams.load(&team)) }).await?;
+    let (active, _, max) = state.off_worker(async move { Ok(teams.load_everywhere(&team).await) }).await?;
     Ok(HttpResponse::Ok().json(json!({"success": true, "concurrency": active, "maxConcurrency": max})))
 }

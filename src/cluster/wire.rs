@@ -24,13 +24,14 @@ use serde::{Deserialize, Serialize};
 /// checks for the others (`Charged`, `UsedBeyond` on the teams channel). 8: DevTools
 /// connections and screen streams carried to a browser session's node (the `Tunnel`
 /// channel). 9: sites placed by host, not origin, once every live member speaks 9
-/// (`place::BY_HOST_SINCE`; no message changed).
-pub const PROTOCOL_VERSION: u32 = 9;
+/// (`place::BY_HOST_SINCE`; no message changed). 10: a page sent to its site's node takes
+/// its team's concurrency slot there, while its request is out (`FetchAdmitted`).
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// The oldest version this build still speaks, so a cluster is upgraded one node at a
 /// time: to a node of an older version it writes in that version (and sends it nothing
 /// that version lacks: no `Turn` to a node of version 4, no batch to one older than 6).
-/// Versions 4 to 9 differ only by messages a node of an older version is never sent.
+/// Versions 4 to 10 differ only by messages a node of an older version is never sent.
 pub const OLDEST_PROTOCOL_VERSION: u32 = 4;
 
 // Byte fields are written as bytes (`serde_bytes`), not as sequences of numbers: the same

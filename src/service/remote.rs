@@ -68,11 +68,13 @@ impl RemoteHandler {
         let team = |name: &str| TeamId::parse(name).map_err(|_| JobError::NotFound);
         let jobs = &self.jobs;
         let held = matches!(request, Request::TurnHeld(_));
+        // The page takes its team's slot here (see `remote::fetch_on_owner`).
+        let admit = matches!(request, Request::FetchAdmitted(_));
         Ok(match request {
             Request::Counts => Response::Counts(jobs.runtime().counts().await),
-            Request::Fetch(task) => {
+            Request::Fetch(task) | Request::FetchAdmitted(task) => {
                 let internal = |e: serde_json::Error| JobError::Internal(e.to_string());
-                match jobs.runtime().fetch_here(*task).await {
+                match jobs.runtime().fetch_here(*task, admit).await {
                     FetchOutcome::Page { document, links } => {
                         Response::Stored(Box::new(StoredPage::of(&document, links).map_err(internal)?))
                     }

@@ -89,6 +89,8 @@ pub(super) enum Request {
     /// Credits the team used in the month on every node but the sender (to the team's
     /// owner; protocol version 7).
     UsedBeyond(String, Month),
+    /// The team's pages in flight and waiting on this node (protocol version 10).
+    Load(String),
 }
 
 /// The answers.
@@ -110,6 +112,8 @@ pub(super) enum Response {
     Saved,
     /// See [`Request::Charged`].
     Noted,
+    /// See [`Request::Load`]: pages in flight, pages waiting.
+    Load(u32, u32),
 }
 
 /// Keys looked up on peers: found (the team) or not found (when).
@@ -131,6 +135,9 @@ pub(super) async fn ask(cluster: &Cluster, node: &str, request: &Request) -> Opt
     let answer = cluster.call(node, Channel::Teams, bytes, TIMEOUT).await.ok()?;
     postcard::from_bytes(&answer).ok()
 }
+
+/// The protocol version that brought [`Request::Load`].
+const LOAD_SINCE: u32 = 10;
 
 /// The key placing a team's owner among the members.
 pub(super) fn team_key(team: &str) -> String {
@@ -246,6 +253,30 @@ impl Teams {
         self.check_rate(team)
     }
 
+    /// The team's pages in flight and waiting on every live node, and its limit: what
+    /// `/v2/team/queue-status` shows behind a load balancer, whichever node answers. A node
+    /// older than protocol version 10 cannot say and is not counted.
+    pub async fn load_everywhere(&self, team: &TeamId) -> (u32, u32, u32) {
+        let (mut active, mut waiting, limit) = self.load(team);
+        let Some(cluster) = self.cluster.get() else { return (active, waiting, limit) };
+        let asks: Vec<String> = peers(cluster)
+            .into_iter()
+            .filter(|node| cluster.version_of(node).is_some_and(|v| v >= LOAD_SINCE))
+            .collect();
+        let request = Request::Load(team.as_str().to_owned());
+        let answers = futures::future::join_all(asks.iter().map(|node| ask(cluster, node, &request))).await;
+        for (node, answer) in asks.iter().zip(answers) {
+            match answer {
+                Some(Response::Load(a, w)) => {
+                    active = active.saturating_add(a);
+                    waiting = waiting.saturating_add(w);
+                }
+                _ => tracing::debug!(node = %node, team = %team.as_str(), "a node's load is not counted"),
+            }
+        }
+        (active, waiting, limit)
+    }
+
     /// `request` asked of every live peer at once, with each one's answer (none when this
     /// node is alone).
     async fn ask_peers(&self, request: &Request) -> Vec<(String, Option<Response>)> {
@@ -327,6 +358,11 @@ impl crate::cluster::Handler for TeamsHandler {
                 Request::UsedBeyond(team, month) => {
                     let team = TeamId::parse(&team).map_err(|e| e.clone())?;
                     Response::Used(teams.used_beyond(&team, month, &from).await.map_err(|e| e.to_string())?)
+                }
+                Request::Load(team) => {
+                    let team = TeamId::parse(&team).map_err(|e| e.clone())?;
+                    let (active, waiting, _) = teams.load(&team);
+                    Response::Load(active, waiting)
                 }
                 Request::Rate(team) => {
                     let team = TeamId::parse(&team).map_err(|e| e.clone())?;

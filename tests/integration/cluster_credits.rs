@@ -1,11 +1,12 @@
 //! A team's credits across a cluster: a key made on one node works on every node, the
 //! credits hold for the cluster as a whole, what a node spent still counts while it is
 //! down (the team's owner keeps every node's reported total), and a node of the previous
-//! protocol version, which reports nothing, is counted too.
+//! protocol version, which reports nothing, is counted too. A team's queue, as
+//! `/v2/team/queue-status` shows it, is the whole cluster's through any node.
 
 use std::time::{Duration, Instant};
 
-use crate::cluster::{Node, call, owner_of};
+use crate::cluster::{Node, call, owner_of, site_owner};
 
 /// A key created on one node works on every node, and a team's credits hold for the
 /// cluster as a whole: 5 credits are 5 scrapes, whichever nodes they go through.
@@ -121,4 +122,58 @@ async fn credits_hold_beside_a_node_of_the_previous_protocol_version() {
     let spent = scrapes(&[&old, &old, &a], key, &site.url("/article"), 6).await;
     assert_eq!(spent, (4, 2), "4 credits, 4 scrapes across the two versions");
     assert_eq!((remaining(&a, key).await, remaining(&old, key).await), (Some(0), Some(0)));
+}
+
+/// A batch accepted by one node, its site held by another: the team's pages in flight are
+/// held where their requests go out (the site's node), and `/v2/team/queue-status` through
+/// the third node, which holds none of them, shows them all: the same queue whichever
+/// node a load balancer picks. The team's limit holds throughout.
+#[tokio::test]
+async fn a_teams_queue_is_the_whole_clusters_through_any_node() {
+    let site = crate::common::CrawlSite::start(200);
+    let env =
+        [("FERROCRAWL_LIMITS__TEAM_CONCURRENCY", "2"), ("FERROCRAWL_CRAWL__DOMAIN_MIN_INTERVAL_MS", "0")];
+    let names = ["a", "b", "c"];
+    let a = Node::start("a", None, &env);
+    let b = Node::start("b", Some(&a.cluster_addr), &env);
+    let c = Node::start("c", Some(&a.cluster_addr), &env);
+    let nodes = [&a, &b, &c];
+    for node in nodes {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    // The batch goes through one node that does not hold the site, and the queue is read
+    // through the other.
+    let owner = site_owner(&names, &site.url("/"));
+    let others: Vec<&Node> = nodes.into_iter().filter(|n| n.name != owner).collect();
+    let (entry, reader) = (others[0], others[1]);
+    let urls: Vec<String> = (0..10).map(|n| site.url(&format!("/chain/{n}"))).collect();
+    let body = serde_json::json!({"urls": urls});
+    let (status, started) =
+        call(entry.base(), &a.key, reqwest::Method::POST, "/v2/batch/scrape", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let path = format!("/v2/batch/scrape/{}", started["id"].as_str().expect("id"));
+    let (mut most_active, mut most_queued) = (0, 0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (status, queue) =
+            call(reader.base(), &a.key, reqwest::Method::GET, "/v2/team/queue-status", None).await;
+        assert_eq!(status, 200, "{queue}");
+        assert_eq!(queue["maxConcurrency"], 2, "{queue}");
+        let active = queue["activeJobsInQueue"].as_u64().unwrap_or(0);
+        assert!(active <= 2, "{active} of the team's pages in flight (limit 2): {queue}");
+        most_active = most_active.max(active);
+        most_queued = most_queued.max(queue["jobsInQueue"].as_u64().unwrap_or(0));
+        let (_, job) = call(reader.base(), &a.key, reqwest::Method::GET, &path, None).await;
+        if job["status"] == "completed" {
+            assert_eq!(job["completed"], 10, "{job}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "the batch did not finish: {job}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(most_active, 2, "the reading node saw the team's pages in flight elsewhere");
+    assert!(most_queued >= most_active, "in the queue: {most_queued}");
+    let (_, check) = call(reader.base(), &a.key, reqwest::Method::GET, "/v2/concurrency-check", None).await;
+    assert_eq!(check["maxConcurrency"], 2, "{check}");
+    assert!(site.max_in_flight() <= 2, "{} at once at the site (team limit 2)", site.max_in_flight());
 }
