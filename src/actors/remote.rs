@@ -207,8 +207,10 @@ const ADMITS_SINCE: u32 = 10;
 /// way is sent again to the site's next owner, so no page is lost with a node.
 ///
 /// With `teams` the page holds one of its team's slots while its request is out: on the
-/// site's node, which takes it as the page arrives and frees it when the response is in;
-/// on this node, from sending the page to its return, when the site's node is older.
+/// site's node, which takes it as the page arrives and frees it when the response is in
+/// (this node keeps at most twice the team's limit of such pages out:
+/// [`crate::teams::Teams::send_elsewhere`]); on this node, from sending the page to its
+/// return, when the site's node is older.
 pub(crate) async fn fetch_on_owner(
     cluster: &crate::cluster::Cluster,
     site: &str,
@@ -222,16 +224,17 @@ pub(crate) async fn fetch_on_owner(
         }
         let owner = cluster.site_owner(site);
         let there = cluster.version_of(&owner).is_some_and(|v| v >= ADMITS_SINCE);
-        let admission = match teams {
-            Some(teams) if !there => Some(super::crawl_job::admit(teams, task).await),
-            _ => None,
+        let (admission, sent) = match teams {
+            Some(teams) if !there => (Some(super::crawl_job::admit(teams, task).await), None),
+            Some(teams) => (None, Some(teams.send_elsewhere(&task.team).await)),
+            None => (None, None),
         };
         let request = match teams {
             Some(_) if there => Request::FetchAdmitted(Box::new(task.clone())),
             _ => Request::Fetch(Box::new(task.clone())),
         };
         let answer = cluster.call(&owner, Channel::Jobs, encode(&request), FETCH_TIMEOUT).await;
-        drop(admission);
+        drop((admission, sent));
         match answer {
             Ok(bytes) => match decode::<Response>(&bytes) {
                 Ok(Response::Stored(page)) => return Some(FetchOutcome::Stored(page)),

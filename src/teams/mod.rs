@@ -89,6 +89,10 @@ struct Gate {
     slots: Arc<Semaphore>,
     size: u32,
     waiting: AtomicUsize,
+    /// Pages of the team this node has sent to other nodes to take their slot there and
+    /// not yet had back: at most twice the limit, so pages waiting for a slot on a site's
+    /// node stay few and never crowd a peer's calls.
+    sent: Arc<Semaphore>,
     /// In a cluster: the slots the team's owner granted this node (`slots` holds them).
     lease: Option<Arc<slots::Lease>>,
 }
@@ -223,6 +227,7 @@ impl Teams {
                 slots: Arc::new(Semaphore::new(if cluster.is_some() { 0 } else { size as usize })),
                 size,
                 waiting: AtomicUsize::new(0),
+                sent: Arc::new(Semaphore::new(2 * size.max(1) as usize)),
                 lease: cluster.is_some().then(Arc::default),
             });
             if let Some(cluster) = cluster {
@@ -237,6 +242,15 @@ impl Teams {
             gate
         });
         Arc::clone(gate)
+    }
+
+    /// Waits until this node has fewer than twice the team's limit of its pages out on
+    /// other nodes for a slot there (see `actors::remote::fetch_on_owner`); the permit is
+    /// held until the page is back.
+    pub async fn send_elsewhere(&self, team: &TeamId) -> OwnedSemaphorePermit {
+        let sent = Arc::clone(&self.gate(team).sent);
+        // The semaphore is never closed.
+        sent.acquire_owned().await.expect("team gates are never closed")
     }
 
     /// Waits for one of the team's slots.
@@ -332,6 +346,22 @@ mod tests {
         assert_eq!(teams.remaining(&default).await.expect("r"), None, "unlimited by default");
         teams.store.teams.set_credits(&small, None).expect("set");
         assert_eq!(teams.remaining(&small).await.expect("r"), None, "the stored plan wins");
+    }
+
+    #[tokio::test]
+    async fn pages_out_on_other_nodes_stay_under_twice_the_limit() {
+        let (_dir, teams) = teams(|s| s.limits.team_concurrency = 2);
+        let team = TeamId::parse("t").expect("team");
+        let mut out = Vec::new();
+        for _ in 0..4 {
+            out.push(teams.send_elsewhere(&team).await);
+        }
+        let fifth = tokio::time::timeout(Duration::from_millis(50), teams.send_elsewhere(&team));
+        assert!(fifth.await.is_err(), "a fifth page waits");
+        out.pop();
+        let fifth = tokio::time::timeout(Duration::from_millis(50), teams.send_elsewhere(&team));
+        assert!(fifth.await.is_ok(), "and goes once one is back");
+        assert_eq!(teams.load(&team), (0, 0, 2), "none of them holds a slot here");
     }
 
     #[tokio::test]
