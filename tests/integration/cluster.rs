@@ -399,6 +399,24 @@ pub(crate) fn owner_of(nodes: &[&str], key: &str) -> String {
     ferrocrawl::cluster::place::owner(&names, key).expect("owner").to_owned()
 }
 
+/// A site served on two ports (two sites of one host) answering after `latency_ms`, its two
+/// origins, and a name (`PREFIX{n}`) for a node beside `a` under which placement by origin
+/// would put the two sites on different nodes.
+pub(crate) fn one_host_two_sites(
+    latency_ms: u64,
+    prefix: &str,
+) -> (crate::common::CrawlSite, [String; 2], String) {
+    let mut site = crate::common::CrawlSite::start(latency_ms);
+    let other = site.listen_again();
+    let origins =
+        [format!("http://site.localhost:{}/", site.port), format!("http://site.localhost:{other}/")];
+    let name = (0..)
+        .map(|n| format!("{prefix}{n}"))
+        .find(|name| owner_of(&["a", name], &origins[0]) != owner_of(&["a", name], &origins[1]))
+        .expect("a name");
+    (site, origins, name)
+}
+
 /// The node among `nodes` (all of this build) that owns site `origin`: the owner of its host.
 pub(crate) fn site_owner(nodes: &[&str], origin: &str) -> String {
     owner_of(nodes, ferrocrawl::cluster::place::host_of_origin(origin))

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cluster::{Node, call, crawl_under_way, finished_crawl, owner_of, site_owner};
+use crate::cluster::{Node, call, crawl_under_way, finished_crawl, one_host_two_sites, site_owner};
 
 /// Interval between two requests to a site, on every node.
 const INTERVAL_MS: u64 = 300;
@@ -165,15 +165,8 @@ async fn a_site_that_moves_to_a_joining_node_keeps_its_concurrency_limit() {
 /// was accepted.
 #[tokio::test]
 async fn the_sites_of_one_host_are_held_by_one_node_and_keep_its_limit() {
-    let mut site = crate::common::CrawlSite::start(60);
-    let other = site.listen_again();
-    let origins =
-        [format!("http://site.localhost:{}/", site.port), format!("http://site.localhost:{other}/")];
     // A second node's name under which the two origins, placed by origin, would be apart.
-    let second = (0..)
-        .map(|n| format!("h{n}"))
-        .find(|name| owner_of(&["a", name], &origins[0]) != owner_of(&["a", name], &origins[1]))
-        .expect("a name");
+    let (site, origins, second) = one_host_two_sites(60, "h");
     let mut names = ["a", second.as_str()];
     names.sort_unstable();
     let env = [("FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY", "1")];

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::cluster::{Node, call, crawl_under_way, finished_crawl, owner_of, site_owner};
+use crate::cluster::{Node, call, crawl_under_way, finished_crawl, one_host_two_sites, owner_of, site_owner};
 use crate::common::wait_for;
 
 #[tokio::test]
@@ -118,15 +118,8 @@ async fn a_cdp_url_of_an_older_node_through_this_one_names_that_node() {
 #[tokio::test]
 async fn sites_are_placed_by_host_once_the_last_older_node_is_upgraded() {
     use crate::common::crawlsite::HUB_LEN;
-    let mut site = crate::common::CrawlSite::start(150);
-    let other = site.listen_again();
-    let origins =
-        [format!("http://site.localhost:{}/", site.port), format!("http://site.localhost:{other}/")];
     // A name for the old node under which, placed by origin, it holds one site and `a` the other.
-    let old_name = (0..)
-        .map(|n| format!("up{n}"))
-        .find(|name| owner_of(&["a", name], &origins[0]) != owner_of(&["a", name], &origins[1]))
-        .expect("a name");
+    let (_site, origins, old_name) = one_host_two_sites(150, "up");
     let mut names = ["a", old_name.as_str()];
     names.sort_unstable();
     let a = Node::start("a", None, &[]);
