@@ -224,17 +224,21 @@ pub(crate) async fn fetch_on_owner(
         }
         let owner = cluster.site_owner(site);
         let there = cluster.version_of(&owner).is_some_and(|v| v >= ADMITS_SINCE);
-        let (admission, sent) = match teams {
-            Some(teams) if !there => (Some(super::crawl_job::admit(teams, task).await), None),
-            Some(teams) => (None, Some(teams.send_elsewhere(&task.team).await)),
-            None => (None, None),
-        };
-        let request = match teams {
-            Some(_) if there => Request::FetchAdmitted(Box::new(task.clone())),
-            _ => Request::Fetch(Box::new(task.clone())),
+        // What the page holds while it is out: a place among the team's pages out on other
+        // nodes, or (to an older node) a slot of its team here.
+        let (request, sent, admission) = match teams {
+            Some(teams) if there => {
+                let sent = teams.send_elsewhere(&task.team).await;
+                (Request::FetchAdmitted(Box::new(task.clone())), Some(sent), None)
+            }
+            Some(teams) => {
+                let admission = super::crawl_job::admit(teams, task).await;
+                (Request::Fetch(Box::new(task.clone())), None, Some(admission))
+            }
+            None => (Request::Fetch(Box::new(task.clone())), None, None),
         };
         let answer = cluster.call(&owner, Channel::Jobs, encode(&request), FETCH_TIMEOUT).await;
-        drop((admission, sent));
+        drop((sent, admission));
         match answer {
             Ok(bytes) => match decode::<Response>(&bytes) {
                 Ok(Response::Stored(page)) => return Some(FetchOutcome::Stored(page)),

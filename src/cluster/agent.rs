@@ -422,7 +422,7 @@ async fn judge(shared: &Arc<Shared>) {
     // Silence during this process's own pause is not held against a peer.
     let woke = woke_at(shared, now);
     let mut went_down = Vec::new();
-    let live = {
+    let (live, by_host) = {
         let Ok(mut peers) = shared.peers.write() else { return };
         for (name, peer) in peers.iter_mut() {
             let heard = woke.map_or(peer.last_heard, |at| peer.last_heard.max(at));
@@ -445,7 +445,6 @@ async fn judge(shared: &Arc<Shared>) {
             && peers.values().filter(|p| p.up).all(|p| p.version >= super::place::BY_HOST_SINCE);
         (live, by_host)
     };
-    let (live, by_host) = live;
     shared.live.send_if_modified(|current| {
         // A change of how sites are placed moves sites as a change of members does.
         let placing_changed =

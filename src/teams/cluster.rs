@@ -136,6 +136,15 @@ pub(super) async fn ask(cluster: &Cluster, node: &str, request: &Request) -> Opt
     postcard::from_bytes(&answer).ok()
 }
 
+/// `request` asked of each of `nodes` at once: their answers, in order.
+pub(super) async fn ask_each(
+    cluster: &Cluster,
+    nodes: &[String],
+    request: &Request,
+) -> Vec<Option<Response>> {
+    futures::future::join_all(nodes.iter().map(|node| ask(cluster, node, request))).await
+}
+
 /// The protocol version that brought [`Request::Load`].
 const LOAD_SINCE: u32 = 10;
 
@@ -217,8 +226,7 @@ impl Teams {
         }
         let asks = peers(cluster);
         let request = Request::KeyTeam(digest);
-        let answers = futures::future::join_all(asks.iter().map(|node| ask(cluster, node, &request))).await;
-        let team = answers.into_iter().find_map(|answer| match answer {
+        let team = ask_each(cluster, &asks, &request).await.into_iter().find_map(|answer| match answer {
             Some(Response::KeyTeam(Some(team))) => TeamId::parse(&team).ok(),
             _ => None,
         });
@@ -263,8 +271,7 @@ impl Teams {
             .into_iter()
             .filter(|node| cluster.version_of(node).is_some_and(|v| v >= LOAD_SINCE))
             .collect();
-        let request = Request::Load(team.as_str().to_owned());
-        let answers = futures::future::join_all(asks.iter().map(|node| ask(cluster, node, &request))).await;
+        let answers = ask_each(cluster, &asks, &Request::Load(team.as_str().to_owned())).await;
         for (node, answer) in asks.iter().zip(answers) {
             match answer {
                 Some(Response::Load(a, w)) => {
@@ -282,7 +289,7 @@ impl Teams {
     async fn ask_peers(&self, request: &Request) -> Vec<(String, Option<Response>)> {
         let Some(cluster) = self.cluster.get() else { return Vec::new() };
         let asks = peers(cluster);
-        let answers = futures::future::join_all(asks.iter().map(|node| ask(cluster, node, request))).await;
+        let answers = ask_each(cluster, &asks, request).await;
         asks.into_iter().zip(answers).collect()
     }
 

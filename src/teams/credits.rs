@@ -30,7 +30,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::Teams;
-use super::cluster::{Request, Response, ask, peers, team_key};
+use super::cluster::{Request, Response, ask, ask_each, peers, team_key};
 use crate::cluster::Cluster;
 use crate::model::{TeamId, time};
 use crate::store::StoreError;
@@ -171,8 +171,7 @@ impl Teams {
     /// The credits `nodes` say the team used in `month`, asked at once; each answer is kept
     /// as that node's total (a node that does not answer is not counted, and named).
     async fn ledgers_of(&self, cluster: &Cluster, team: &TeamId, month: Month, nodes: &[String]) -> u64 {
-        let request = Request::Used(team.as_str().to_owned(), month);
-        let answers = futures::future::join_all(nodes.iter().map(|node| ask(cluster, node, &request))).await;
+        let answers = ask_each(cluster, nodes, &Request::Used(team.as_str().to_owned(), month)).await;
         let mut used = 0u64;
         for (node, answer) in nodes.iter().zip(answers) {
             match answer {
