@@ -404,9 +404,13 @@ impl Runtime {
         }
     }
 
-    /// Stops every actor (running jobs resume on the next start).
+    /// Stops every actor (running jobs resume on the next start), then the browsers: the
+    /// root's stop returns before the browser actor's own stop has closed them, and a
+    /// browser still running when the process ends is killed, its helpers writing into its
+    /// profile directory as the directory is removed.
     pub async fn shutdown(&self) {
         let _ = self.root.stop_and_wait(Some("shutting down".into()), None).await;
+        self.services.scraper.browser().shutdown().await;
     }
 }
 

@@ -327,6 +327,39 @@ async fn a_killed_server_takes_its_browsers_with_it() {
     assert!(left.is_empty(), "the browser left files in the temporary directory: {left:?}");
 }
 
+#[tokio::test]
+async fn a_stopped_server_leaves_no_browser_profile_behind() {
+    let site = crate::common::FixtureSite::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Binary::serve(dir.path(), &[]);
+    let api = Api::of(&server, dir.path());
+    let body = json!({"url": site.url("/js/late"), "waitFor": 10, "maxAge": 0});
+    let scrapes = (0..3).map(|_| api.post("/v2/scrape", body.clone()));
+    for (status, body) in futures::future::join_all(scrapes).await {
+        assert_eq!(status, 200, "{body}");
+    }
+    let profiles = || -> Vec<String> {
+        std::fs::read_dir(dir.path().join("chromium"))
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|name| name.starts_with("profile-"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(!profiles().is_empty(), "the scrapes ran in a browser of this server");
+
+    let (status, log) = server.terminate();
+    assert!(status.success(), "{log}");
+    assert!(crate::browser::browsers_of(dir.path()).is_empty(), "a browser outlived the server");
+    // A browser killed rather than closed has its helpers write into its profile directory
+    // after it was removed; give them the time they took.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(profiles(), Vec::<String>::new(), "profile directories left behind");
+}
+
 /// Credits the team used this month, as `/v2/team/credit-usage/historical` reports them.
 async fn credits_used(api: &Api) -> u64 {
     let usage = api.get("/v2/team/credit-usage/historical").await;

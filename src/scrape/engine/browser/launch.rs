@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use chromiumoxide::browser::{Browser, BrowserConfig};
+use chromiumoxide::cdp::browser_protocol::browser::CloseParams;
 use chromiumoxide::handler::viewport::Viewport;
 use futures::StreamExt;
 use tokio::task::JoinHandle;
@@ -160,7 +161,25 @@ impl Instance {
     pub fn pid(&self) -> Option<u32> {
         self.pid
     }
+
+    /// Asks Chromium to exit and waits, up to `limit`, until it has. A browser that exits
+    /// by itself first stops its own helpers; one that is killed leaves them to notice,
+    /// and its network service then writes the cache's index into the profile directory
+    /// after the directory was removed (a server stopped so left a profile behind).
+    pub async fn close(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        let asked = tokio::time::timeout_at(deadline, self.browser.execute(CloseParams::default())).await;
+        if !matches!(asked, Ok(Ok(_))) {
+            return;
+        }
+        while self.pid.is_some_and(process_running) && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(CLOSE_POLL).await;
+        }
+    }
 }
+
+/// How often a closing browser is looked at.
+const CLOSE_POLL: Duration = Duration::from_millis(20);
 
 /// Whether one Chromium process still runs, without holding the process.
 #[derive(Debug, Clone)]

@@ -25,6 +25,9 @@ use super::guard::AddressPolicy;
 use crate::config::Settings;
 use launch::Instance;
 use proxy::GuardProxy;
+
+/// Longest a stopping server waits for a browser to close itself.
+const CLOSE_WAIT: Duration = Duration::from_secs(3);
 pub use render::{RenderRequest, Rendered, Shot};
 pub use tab::Tab;
 pub use warm::WarmKey;
@@ -273,11 +276,14 @@ impl BrowserPool {
         }
     }
 
-    /// Stops every browser.
+    /// Stops every browser, each closed by itself (see [`Instance::close`]) before its
+    /// profile directory is removed.
     pub async fn shutdown(&self) {
         self.inner.shelf.clear().await;
+        let mut running = Vec::new();
         for slot in &self.inner.slots {
-            slot.lock().await.take();
+            running.extend(slot.lock().await.take());
         }
+        futures::future::join_all(running.iter().map(|instance| instance.close(CLOSE_WAIT))).await;
     }
 }
