@@ -277,13 +277,15 @@ impl BrowserPool {
     }
 
     /// Stops every browser, each closed by itself (see [`Instance::close`]) before its
-    /// profile directory is removed.
+    /// profile directory is removed. The slots stay locked until the browsers have closed,
+    /// so a second caller returns only then too.
     pub async fn shutdown(&self) {
         self.inner.shelf.clear().await;
-        let mut running = Vec::new();
+        let mut slots = Vec::with_capacity(self.inner.slots.len());
         for slot in &self.inner.slots {
-            running.extend(slot.lock().await.take());
+            slots.push(slot.lock().await);
         }
+        let running: Vec<Arc<Instance>> = slots.iter_mut().filter_map(|slot| slot.take()).collect();
         futures::future::join_all(running.iter().map(|instance| instance.close(CLOSE_WAIT))).await;
     }
 }
