@@ -404,13 +404,9 @@ impl Runtime {
         }
     }
 
-    /// Stops every actor (running jobs resume on the next start), then the browsers: the
-    /// root's stop returns before the browser actor's own stop has closed them, and a
-    /// browser still running when the process ends is killed, its helpers writing into its
-    /// profile directory as the directory is removed.
+    /// Stops every actor (running jobs resume on the next start).
     pub async fn shutdown(&self) {
         let _ = self.root.stop_and_wait(Some("shutting down".into()), None).await;
-        self.services.scraper.browser().shutdown().await;
     }
 }
 

@@ -38,6 +38,8 @@ pub const MAX_RESTARTS: usize = 5;
 pub const RESTART_PERIOD: Duration = Duration::from_secs(60);
 /// Wait before the first restart.
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// Longest the root waits for its supervisors to stop.
+const CHILDREN_STOP_WAIT: Duration = Duration::from_secs(10);
 /// Longest wait before a restart.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
@@ -143,6 +145,18 @@ impl Actor for Root {
             current: Supervisors { jobs, domains, janitor, webhooks, browser },
             failures: HashMap::new(),
         })
+    }
+
+    /// The supervisors' own stops run before the root's ends, so a caller of
+    /// `stop_and_wait` on the root gets back a tree that has finished stopping (the
+    /// browser supervisor, among others, closes its browsers there).
+    async fn post_stop(
+        &self,
+        myself: ActorRef<RootMsg>,
+        _: &mut RootState,
+    ) -> Result<(), ActorProcessingErr> {
+        myself.stop_children_and_wait(Some("shutting down".into()), Some(CHILDREN_STOP_WAIT)).await;
+        Ok(())
     }
 
     async fn handle(

@@ -172,6 +172,9 @@ impl Instance {
         if !matches!(asked, Ok(Ok(_))) {
             return;
         }
+        // Nothing more is said over the connection, which the exiting browser resets
+        // (logged as an error if still read).
+        self.handler.abort();
         while self.pid.is_some_and(process_running) && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(CLOSE_POLL).await;
         }

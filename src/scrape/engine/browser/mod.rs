@@ -25,12 +25,12 @@ use super::guard::AddressPolicy;
 use crate::config::Settings;
 use launch::Instance;
 use proxy::GuardProxy;
-
-/// Longest a stopping server waits for a browser to close itself.
-const CLOSE_WAIT: Duration = Duration::from_secs(3);
 pub use render::{RenderRequest, Rendered, Shot};
 pub use tab::Tab;
 pub use warm::WarmKey;
+
+/// Longest a stopping server waits for a browser to close itself.
+const CLOSE_WAIT: Duration = Duration::from_secs(3);
 
 /// Why the browser could not serve a request.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -277,15 +277,13 @@ impl BrowserPool {
     }
 
     /// Stops every browser, each closed by itself (see [`Instance::close`]) before its
-    /// profile directory is removed. The slots stay locked until the browsers have closed,
-    /// so a second caller returns only then too.
+    /// profile directory is removed.
     pub async fn shutdown(&self) {
         self.inner.shelf.clear().await;
-        let mut slots = Vec::with_capacity(self.inner.slots.len());
+        let mut running = Vec::new();
         for slot in &self.inner.slots {
-            slots.push(slot.lock().await);
+            running.extend(slot.lock().await.take());
         }
-        let running: Vec<Arc<Instance>> = slots.iter_mut().filter_map(|slot| slot.take()).collect();
         futures::future::join_all(running.iter().map(|instance| instance.close(CLOSE_WAIT))).await;
     }
 }
