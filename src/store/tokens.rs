@@ -1,6 +1,12 @@
 //! The token ledger: language-model tokens used per team and calendar month (UTC), in
 //! total and per API key (by the key's label, never the key). Additions are atomic, like
-//! the credit ledger's.
+//! the credit ledger's. The ledger also notes which teams' use grew since it was last
+//! asked ([`TokenLedger::changed`]), so a cluster node can report the new totals.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::sync::Notify;
 
 use super::Result;
 use super::ledger::{Month, add_to, month_of};
@@ -12,6 +18,14 @@ use crate::model::TeamId;
 pub struct TokenLedger {
     tree: sled::Tree,
     q: Quarantine,
+    grown: Arc<Grown>,
+}
+
+/// Teams whose use grew since [`TokenLedger::changed`] last took them.
+#[derive(Debug, Default)]
+struct Grown {
+    teams: Mutex<BTreeSet<TeamId>>,
+    wake: Notify,
 }
 
 /// `team \0 month \0 label`; the team's total has an empty label.
@@ -31,7 +45,19 @@ fn prefix(team: &TeamId, month: Month) -> Vec<u8> {
 
 impl TokenLedger {
     pub(super) fn new(tree: sled::Tree, q: Quarantine) -> Self {
-        Self { tree, q }
+        Self { tree, q, grown: Arc::default() }
+    }
+
+    /// The teams whose use grew since the last call, once there is at least one.
+    pub async fn changed(&self) -> Vec<TeamId> {
+        loop {
+            let notified = self.grown.wake.notified();
+            let teams = std::mem::take(&mut *self.grown.teams.lock().unwrap_or_else(PoisonError::into_inner));
+            if !teams.is_empty() {
+                return teams.into_iter().collect();
+            }
+            notified.await;
+        }
     }
 
     /// Adds `tokens` to the team's use in the month of `at_ms`, and to the key's when the
@@ -42,10 +68,12 @@ impl TokenLedger {
         }
         let month = month_of(at_ms);
         add_to(&self.tree, &self.q, &key(team, month, ""), tokens)?;
-        match key_label.filter(|l| !l.is_empty()) {
-            Some(label) => add_to(&self.tree, &self.q, &key(team, month, label), tokens),
-            None => Ok(()),
+        if let Some(label) = key_label.filter(|l| !l.is_empty()) {
+            add_to(&self.tree, &self.q, &key(team, month, label), tokens)?;
         }
+        self.grown.teams.lock().unwrap_or_else(PoisonError::into_inner).insert(team.clone());
+        self.grown.wake.notify_one();
+        Ok(())
     }
 
     /// Tokens the team used in `month`.
@@ -93,5 +121,21 @@ mod tests {
             [("fc-…111111".to_owned(), 100), ("fc-…222222".to_owned(), 30)]
         );
         assert_eq!(store.tokens.used(&a, 202610).expect("used"), 0);
+    }
+
+    #[tokio::test]
+    async fn the_teams_whose_use_grew_are_told_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(dir.path()).expect("open");
+        let (a, b) = (TeamId::parse("a").expect("t"), TeamId::parse("b").expect("t"));
+        store.tokens.add(&b, None, 3, 1_795_478_400_000).expect("add");
+        store.tokens.add(&a, None, 0, 1_795_478_400_000).expect("nothing used");
+        store.tokens.add(&a, Some("fc-…111111"), 2, 1_795_478_400_000).expect("add");
+        store.tokens.add(&b, None, 1, 1_795_478_400_000).expect("add");
+        assert_eq!(store.tokens.changed().await, [a.clone(), b]);
+        let later = tokio::time::timeout(std::time::Duration::from_millis(50), store.tokens.changed()).await;
+        assert!(later.is_err(), "nothing grew since: {later:?}");
+        store.tokens.add(&a, None, 1, 1_795_478_400_000).expect("add");
+        assert_eq!(store.tokens.changed().await, [a]);
     }
 }

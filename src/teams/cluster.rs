@@ -6,7 +6,8 @@
 //!   valid on all, and works on the others from then on even while its node is down;
 //! - **credits**: what a team used this month is the sum of every node's ledger, kept by
 //!   the team's owner from the totals each node reports (see [`super::credits`]), so a
-//!   team with 100 credits cannot spend 300 through three nodes.
+//!   team with 100 credits cannot spend 300 through three nodes; the language-model tokens
+//!   a team used are kept and summed the same way, for its token report.
 //! - **concurrency**: the team's owner (rendezvous hashing over the live members) grants
 //!   each node a share of the team's slots (see [`super::slots`]); pages use them locally.
 //! - **request rate**: a POST counts against the limiter of the team's owner, asked for each
@@ -17,7 +18,7 @@
 //!
 //! Requests travel on the cluster's `Teams` channel, postcard-encoded.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,6 +26,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use super::Teams;
+use super::credits::{Ledger, Tally};
 use super::slots::{Grant, SYNC};
 use crate::cluster::{Channel, Cluster};
 use crate::model::TeamId;
@@ -91,6 +93,21 @@ pub(super) enum Request {
     UsedBeyond(String, Month),
     /// The team's pages in flight and waiting on this node (protocol version 10).
     Load(String),
+    /// The sender's token ledger holds `total` tokens of the team for the month, `by_key`
+    /// per key label (to the team's owner; protocol version 11).
+    TokensUsed {
+        /// The team.
+        team: String,
+        /// The month.
+        month: Month,
+        /// The sender's total.
+        total: u64,
+        /// Its part per key label.
+        by_key: Vec<(String, u64)>,
+    },
+    /// Tokens the team used in the month on every node but the sender (to the team's
+    /// owner; protocol version 11).
+    TokensBeyond(String, Month),
 }
 
 /// The answers.
@@ -100,7 +117,8 @@ pub(super) enum Response {
     KeyTeam(Option<String>),
     /// See [`Request::Used`].
     Used(u64),
-    /// See [`Request::Tokens`]: the total and the use per key label.
+    /// See [`Request::Tokens`] and [`Request::TokensBeyond`]: the total and the use per
+    /// key label.
     Tokens(u64, Vec<(String, u64)>),
     /// See [`Request::Slots`].
     Slots(Grant),
@@ -110,7 +128,7 @@ pub(super) enum Response {
     Profile(Option<ProfileState>),
     /// See [`Request::SaveProfile`].
     Saved,
-    /// See [`Request::Charged`].
+    /// See [`Request::Charged`] and [`Request::TokensUsed`].
     Noted,
     /// See [`Request::Load`]: pages in flight, pages waiting.
     Load(u32, u32),
@@ -283,38 +301,6 @@ impl Teams {
         }
         (active, waiting, limit)
     }
-
-    /// `request` asked of every live peer at once, with each one's answer (none when this
-    /// node is alone).
-    async fn ask_peers(&self, request: &Request) -> Vec<(String, Option<Response>)> {
-        let Some(cluster) = self.cluster.get() else { return Vec::new() };
-        let asks = peers(cluster);
-        let answers = ask_each(cluster, &asks, request).await;
-        asks.into_iter().zip(answers).collect()
-    }
-
-    /// Language-model tokens the team used in `month` on every live node: the total and
-    /// the use per key label.
-    pub async fn tokens_everywhere(
-        &self,
-        team: &TeamId,
-        month: Month,
-    ) -> Result<(u64, Vec<(String, u64)>), crate::store::StoreError> {
-        let (mut total, mine) = self.tokens_used(team, month)?;
-        let mut by_key: std::collections::BTreeMap<String, u64> = mine.into_iter().collect();
-        for (node, answer) in self.ask_peers(&Request::Tokens(team.as_str().to_owned(), month)).await {
-            match answer {
-                Some(Response::Tokens(n, keys)) => {
-                    total = total.saturating_add(n);
-                    for (label, n) in keys {
-                        *by_key.entry(label).or_default() += n;
-                    }
-                }
-                _ => tracing::warn!(node = %node, team = %team.as_str(), "a node's token use is not counted"),
-            }
-        }
-        Ok((total, by_key.into_iter().collect()))
-    }
 }
 
 /// Answers the peers' questions about teams.
@@ -334,15 +320,8 @@ impl crate::cluster::Handler for TeamsHandler {
                         .map_err(|e| e.to_string())?
                         .map(|t| t.as_str().to_owned()),
                 ),
-                Request::Tokens(team, month) => {
-                    let team = TeamId::parse(&team).map_err(|e| e.clone())?;
-                    let (total, by_key) = teams.tokens_used(&team, month).map_err(|e| e.to_string())?;
-                    Response::Tokens(total, by_key)
-                }
-                Request::Used(team, month) => {
-                    let team = TeamId::parse(&team).map_err(|e| e.clone())?;
-                    Response::Used(teams.used(&team, month).map_err(|e| e.to_string())?)
-                }
+                Request::Tokens(team, month) => own(&teams, Ledger::Tokens, &team, month)?,
+                Request::Used(team, month) => own(&teams, Ledger::Credits, &team, month)?,
                 Request::Slots { team, held, want } => {
                     let id = TeamId::parse(&team).map_err(|e| e.clone())?;
                     let limit = teams.plan(&id).concurrency;
@@ -359,12 +338,20 @@ impl crate::cluster::Handler for TeamsHandler {
                     Response::Saved
                 }
                 Request::Charged { team, month, total } => {
-                    teams.credits.record(&team, month, &from, total);
+                    let tally = Tally { total, by_key: BTreeMap::new() };
+                    teams.credits.record(Ledger::Credits, &team, month, &from, tally);
+                    Response::Noted
+                }
+                Request::TokensUsed { team, month, total, by_key } => {
+                    let tally = Tally { total, by_key: by_key.into_iter().collect() };
+                    teams.credits.record(Ledger::Tokens, &team, month, &from, tally);
                     Response::Noted
                 }
                 Request::UsedBeyond(team, month) => {
-                    let team = TeamId::parse(&team).map_err(|e| e.clone())?;
-                    Response::Used(teams.used_beyond(&team, month, &from).await.map_err(|e| e.to_string())?)
+                    beyond(&teams, Ledger::Credits, &team, month, &from).await?
+                }
+                Request::TokensBeyond(team, month) => {
+                    beyond(&teams, Ledger::Tokens, &team, month, &from).await?
                 }
                 Request::Load(team) => {
                     let team = TeamId::parse(&team).map_err(|e| e.clone())?;
@@ -380,6 +367,25 @@ impl crate::cluster::Handler for TeamsHandler {
             postcard::to_allocvec(&response).map_err(|e| e.to_string())
         })
     }
+}
+
+/// This node's own total of `team`'s month in `ledger`, as an answer.
+fn own(teams: &Teams, ledger: Ledger, team: &str, month: Month) -> Result<Response, String> {
+    let team = TeamId::parse(team).map_err(|e| e.clone())?;
+    Ok(ledger.answer(teams.tally(ledger, &team, month).map_err(|e| e.to_string())?))
+}
+
+/// As `team`'s owner: its total of `month` in `ledger` on every node but `asker`, as an
+/// answer.
+async fn beyond(
+    teams: &Teams,
+    ledger: Ledger,
+    team: &str,
+    month: Month,
+    asker: &str,
+) -> Result<Response, String> {
+    let team = TeamId::parse(team).map_err(|e| e.clone())?;
+    Ok(ledger.answer(teams.beyond(ledger, &team, month, asker).await.map_err(|e| e.to_string())?))
 }
 
 /// Browser profiles kept across the cluster: each by the node rendezvous hashing picks for

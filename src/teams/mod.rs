@@ -195,7 +195,7 @@ impl Teams {
     pub fn charge(&self, team: &TeamId, credits: u64) -> Result<(), StoreError> {
         self.write_charge(team, credits)?;
         if credits > 0 && self.cluster.get().is_some() {
-            self.credits.charged(team.as_str());
+            self.credits.charged(credits::Ledger::Credits, team.as_str());
         }
         Ok(())
     }

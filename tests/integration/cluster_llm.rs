@@ -1,6 +1,7 @@
 //! The language-model features in a cluster of real child processes: an extract job
 //! accepted by one node is read through another (passed to its owner by the id's tag), the
-//! tokens a team used are summed over the nodes that made the calls, and an agent is
+//! tokens a team used are summed over the nodes that made the calls (and still counted
+//! while the node that made them is down), and an agent is
 //! cancelled through another node than its owner, which tells its webhook; a crawl's model
 //! formats are made by the node of its site, and the prompt-reading routes answer on any
 //! node.
@@ -10,7 +11,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::cluster::{Node, call, finished_crawl, metric, site_owner};
+use crate::cluster::{Node, call, finished_crawl, metric, owner_of, site_owner};
 use crate::common::openai::{Behaviour, FakeModel};
 use crate::common::{FixtureSite, wait_for};
 
@@ -51,6 +52,82 @@ async fn model_jobs_and_token_use_hold_for_the_whole_cluster() {
             "every node's calls, asked on {}: {history}",
             node.name
         );
+    }
+}
+
+/// The tokens a team's model calls used through a node stay in the team's report while
+/// that node is down: the team's owner keeps the totals each node reported, as for credits.
+#[tokio::test]
+async fn token_use_through_a_node_still_counts_while_it_is_down() {
+    let site = FixtureSite::start();
+    let model = FakeModel::start(Behaviour::default());
+    let url = model.url();
+    let env = [("FERROCRAWL_LLM__BASE_URL", url.as_str()), ("FERROCRAWL_LLM__MODEL", "test-model")];
+    let names = ["a", "b", "c"];
+    let mut nodes = vec![Node::start("a", None, &env)];
+    let seed = nodes[0].cluster_addr.clone();
+    nodes.push(Node::start("b", Some(&seed), &env));
+    nodes.push(Node::start("c", Some(&seed), &env));
+    for node in &nodes {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    // An extract job's model calls are made by the node that accepted it: not the team's
+    // owner; a third node reads the report.
+    let owner = owner_of(&names, "team:default");
+    let spender = nodes.iter().position(|n| n.name != owner).expect("spender");
+    let checker =
+        nodes.iter().position(|n| n.name != owner && n.name != nodes[spender].name).expect("checker");
+    let body = json!({"urls": [site.url("/article")], "prompt": "the title"});
+    let spending = &nodes[spender];
+    let (status, started) =
+        call(spending.base(), &spending.key, Method::POST, "/v2/extract", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    let path = format!("/v2/extract/{}", started["id"].as_str().expect("id"));
+    wait_for("the extract job", Duration::from_secs(30), || async {
+        let (_, body) = call(spending.base(), &spending.key, Method::GET, &path, None).await;
+        (body["status"] == "completed").then_some(())
+    })
+    .await;
+    let calls = model.requests().len() as u64;
+    assert!(calls > 0);
+    assert_eq!(metric(spending.base(), "llm_calls_total").await, calls as f64, "the calls were made there");
+    let used = json!(calls * 120);
+    let history = |node: &Node, query: &'static str| {
+        let (base, key) = (node.base().to_owned(), node.key.clone());
+        async move {
+            let path = format!("/v2/team/token-usage/historical{query}");
+            let (status, body) = call(&base, &key, Method::GET, &path, None).await;
+            assert_eq!(status, 200, "{body}");
+            body
+        }
+    };
+    wait_for("the tokens counted through the third node", Duration::from_secs(10), || async {
+        (history(&nodes[checker], "").await["periods"][0]["tokensUsed"] == used).then_some(())
+    })
+    .await;
+
+    nodes[spender].process.take().expect("spender").kill9();
+    let mut live: Vec<&str> = names.iter().copied().filter(|n| *n != nodes[spender].name).collect();
+    live.sort_unstable();
+    for node in nodes.iter().filter(|n| n.process.is_some()) {
+        node.wait_live(&live, Duration::from_secs(10)).await;
+    }
+    for node in nodes.iter().filter(|n| n.process.is_some()) {
+        let report = history(node, "").await;
+        assert_eq!(
+            report["periods"][0]["tokensUsed"], used,
+            "the down node's tokens, on {}: {report}",
+            node.name
+        );
+        let by_key = history(node, "?byApiKey=true").await;
+        let rows = by_key["periods"].as_array().cloned().unwrap_or_default();
+        let this_month = &rows[0]["startDate"];
+        let per_key: u64 = rows
+            .iter()
+            .filter(|r| &r["startDate"] == this_month)
+            .filter_map(|r| r["tokensUsed"].as_u64())
+            .sum();
+        assert_eq!(json!(per_key), used, "every key's part, on {}: {by_key}", node.name);
     }
 }
 
