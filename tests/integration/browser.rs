@@ -352,6 +352,25 @@ async fn a_crashed_browser_is_replaced() {
     assert!(killed > 0, "the browser was running during the render");
     assert_eq!(status, 200, "{body}");
     assert!(markdown(&body).contains("harvest festival"), "{body}");
+
+    // The killed browsers' helpers outlived them; once those are gone too, the profiles are
+    // removed: only the running browser's is left, and it stays left.
+    let limit = std::time::Duration::from_secs(15);
+    crate::common::wait_for("the killed browsers' profiles removed", limit, || async {
+        (profile_dirs(&data).len() == browsers_of(&data).len()).then_some(())
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert_eq!(profile_dirs(&data).len(), browsers_of(&data).len(), "no profile made again by a helper");
+}
+
+/// The browser profile directories under the data directory `data`.
+pub(crate) fn profile_dirs(data: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let entries = std::fs::read_dir(data.join("chromium")).map(|d| d.flatten().collect::<Vec<_>>());
+    let paths = entries.unwrap_or_default().into_iter().map(|e| e.path());
+    paths
+        .filter(|p| p.is_dir() && p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("profile-")))
+        .collect()
 }
 
 /// Process ids and command lines (arguments joined by spaces) of the main Chromium

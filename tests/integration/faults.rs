@@ -338,17 +338,7 @@ async fn a_stopped_server_leaves_no_browser_profile_behind() {
     for (status, body) in futures::future::join_all(scrapes).await {
         assert_eq!(status, 200, "{body}");
     }
-    let profiles = || -> Vec<String> {
-        std::fs::read_dir(dir.path().join("chromium"))
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|name| name.starts_with("profile-"))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let profiles = || crate::browser::profile_dirs(dir.path());
     assert!(!profiles().is_empty(), "the scrapes ran in a browser of this server");
 
     let (status, log) = server.terminate();
@@ -357,7 +347,7 @@ async fn a_stopped_server_leaves_no_browser_profile_behind() {
     // A browser killed rather than closed has its helpers write into its profile directory
     // after it was removed; give them the time they took.
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(profiles(), Vec::<String>::new(), "profile directories left behind");
+    assert_eq!(profiles(), Vec::<std::path::PathBuf>::new(), "profile directories left behind");
 }
 
 /// Credits the team used this month, as `/v2/team/credit-usage/historical` reports them.

@@ -1,7 +1,8 @@
 //! Starting one Chromium process: finding the executable (the system's `chromium`, never a
 //! downloaded browser), the launch flags, a fresh user-data directory that goes away with
-//! the process, and the task that drives the DevTools connection. When that task ends the
-//! process is gone (crashed or killed) and the instance reports itself dead.
+//! the process and its helpers ([`super::processes`]), and the task that drives the
+//! DevTools connection. When that task ends the process is gone (crashed or killed) and the
+//! instance reports itself dead.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,6 +14,8 @@ use chromiumoxide::cdp::browser_protocol::browser::CloseParams;
 use chromiumoxide::handler::viewport::Viewport;
 use futures::StreamExt;
 use tokio::task::JoinHandle;
+
+use super::processes;
 
 /// The package that provides the browser, named in errors.
 pub const PACKAGE_HINT: &str =
@@ -51,8 +54,11 @@ pub struct Instance {
     pub tabs: AtomicUsize,
     handler: JoinHandle<()>,
     pid: Option<u32>,
-    _profile: tempfile::TempDir,
-    _temp: Option<tempfile::TempDir>,
+    /// The process group the browser leads (with its helpers), when it leads one.
+    group: Option<u32>,
+    /// The profile directory and the temporary one, removed once no process of the
+    /// browser runs (taken when the instance drops).
+    dirs: Option<(tempfile::TempDir, Option<tempfile::TempDir>)>,
 }
 
 impl Instance {
@@ -101,6 +107,7 @@ impl Instance {
         };
         let (mut browser, mut handler) = launched.map_err(|e| format!("starting Chromium failed: {e}"))?;
         let pid = browser.get_mut_child().and_then(|c| c.inner.id());
+        let group = pid.and_then(processes::own_group);
         let alive = Arc::new(AtomicBool::new(true));
         let (tell, died) = tokio::sync::watch::channel(false);
         let tell = Arc::new(tell);
@@ -116,7 +123,7 @@ impl Instance {
         let watchdog = tokio::spawn(async move {
             loop {
                 tokio::time::sleep(WATCH_EVERY).await;
-                if pid.is_some_and(|pid| !process_running(pid)) {
+                if pid.is_some_and(|pid| !processes::running(pid)) {
                     flag.store(false, Ordering::SeqCst);
                     tell.send_replace(true);
                     return;
@@ -131,8 +138,8 @@ impl Instance {
             tabs: AtomicUsize::new(0),
             handler,
             pid,
-            _profile: profile,
-            _temp: temp,
+            group,
+            dirs: Some((profile, temp)),
         })
     }
 
@@ -162,10 +169,11 @@ impl Instance {
         self.pid
     }
 
-    /// Asks Chromium to exit and waits, up to `limit`, until it has. A browser that exits
-    /// by itself first stops its own helpers; one that is killed leaves them to notice,
-    /// and its network service then writes the cache's index into the profile directory
-    /// after the directory was removed (a server stopped so left a profile behind).
+    /// Asks Chromium to exit and waits, up to `limit`, until it and its helpers have. A
+    /// browser that exits by itself first stops its own helpers; one that is killed leaves
+    /// them to notice, and its network service then writes the cache's index into the
+    /// profile directory after the directory was removed (a server stopped so left a
+    /// profile behind).
     pub async fn close(&self, limit: Duration) {
         let deadline = tokio::time::Instant::now() + limit;
         let asked = tokio::time::timeout_at(deadline, self.browser.execute(CloseParams::default())).await;
@@ -175,7 +183,9 @@ impl Instance {
         // Nothing more is said over the connection, which the exiting browser resets
         // (logged as an error if still read).
         self.handler.abort();
-        while self.pid.is_some_and(process_running) && tokio::time::Instant::now() < deadline {
+        let runs =
+            |i: &Self| i.pid.is_some_and(processes::running) || i.group.is_some_and(processes::group_running);
+        while runs(self) && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(CLOSE_POLL).await;
         }
     }
@@ -195,7 +205,7 @@ pub struct Liveness {
 impl Liveness {
     /// Whether the process runs and its connection is open.
     pub fn is_alive(&self) -> bool {
-        self.alive.load(Ordering::SeqCst) && self.pid.is_none_or(process_running)
+        self.alive.load(Ordering::SeqCst) && self.pid.is_none_or(processes::running)
     }
 
     /// Resolves when the process has died or its connection closed.
@@ -206,20 +216,52 @@ impl Liveness {
 }
 
 impl Drop for Instance {
+    /// Kills what is left of the browser (a closed one has nothing left; one that died
+    /// may leave helpers) and removes its directories once none of its processes runs: at
+    /// once when none does, else from a thread of its own that waits up to [`GROUP_WAIT`].
     fn drop(&mut self) {
         self.handler.abort();
         self.watchdog.abort();
+        let dirs = self.dirs.take();
+        match self.group.filter(|group| processes::group_running(*group)) {
+            Some(group) => {
+                processes::kill_group(group);
+                let removal =
+                    std::thread::Builder::new().name("ferrocrawl-profile".into()).spawn(move || {
+                        if !processes::wait_group(group, GROUP_WAIT) {
+                            tracing::warn!(
+                                group,
+                                "a killed browser's processes still run; its profile is removed anyway"
+                            );
+                        }
+                        drop(dirs);
+                    });
+                if let Err(e) = removal {
+                    tracing::warn!(error = %e, "the browser's profile is removed without waiting for its processes");
+                }
+            }
+            None => drop(dirs),
+        }
     }
 }
 
+/// How long a dropped browser's processes are waited for, once killed, before its profile
+/// directory is removed anyway.
+const GROUP_WAIT: Duration = Duration::from_secs(5);
+
 /// Where `setpriv` (util-linux, on every Debian system) is looked for.
 const SETPRIV: &str = "/usr/bin/setpriv";
+/// Where `setsid` (util-linux too) is looked for.
+const SETSID: &str = "/usr/bin/setsid";
 
 /// A launcher script in `profiles` that starts `executable` with the parent-death signal set
 /// to SIGKILL (`setpriv --pdeathsig KILL`, kept across the exec), so a browser never
 /// outlives the server that started it, whatever ends the server (kill -9, a crash, the
-/// out-of-memory killer). `None` where `setpriv` is missing or the script cannot be
-/// written: the browser is then started directly and stopped only when the server drops it.
+/// out-of-memory killer), and as the leader of a process group of its own (`setsid`, which
+/// runs in place: the launcher is no group's leader), so its helpers can be told from
+/// other processes and killed with it. `None` where `setpriv` is missing or the script
+/// cannot be written: the browser is then started directly and stopped only when the
+/// server drops it.
 fn guarded_launcher(executable: &Path, profiles: &Path) -> Option<PathBuf> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
@@ -227,7 +269,8 @@ fn guarded_launcher(executable: &Path, profiles: &Path) -> Option<PathBuf> {
         return None;
     }
     let quoted = executable.to_str()?.replace('\'', "'\\''");
-    let script = format!("#!/bin/sh\nexec {SETPRIV} --pdeathsig KILL '{quoted}' \"$@\"\n");
+    let setsid = if Path::new(SETSID).is_file() { format!("{SETSID} ") } else { String::new() };
+    let script = format!("#!/bin/sh\nexec {setsid}{SETPRIV} --pdeathsig KILL '{quoted}' \"$@\"\n");
     let path = profiles.join(format!("launch-{:016x}", fnv1a(script.as_bytes())));
     if path.is_file() {
         return Some(path);
@@ -260,17 +303,6 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 
 /// How often the process is checked.
 const WATCH_EVERY: Duration = Duration::from_millis(250);
-
-/// Whether process `pid` runs (a killed child that was not reaped yet is a zombie: not running).
-fn process_running(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the parenthesised command name.
-        Ok(stat) => {
-            stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
-        }
-        Err(_) => false,
-    }
-}
 
 /// Longest temporary directory Chromium can work in: it makes its singleton socket at
 /// `{TMPDIR}/.org.chromium.Chromium.XXXXXX/SingletonSocket`, and a Unix socket's path has at
@@ -321,7 +353,7 @@ fn remove_leftovers() {
             let name = entry.file_name();
             let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(TEMP_PREFIX)) else { continue };
             let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
-            if pid.is_some_and(|pid| !process_running(pid)) {
+            if pid.is_some_and(|pid| !processes::running(pid)) {
                 let _ = std::fs::remove_dir_all(entry.path());
             }
         }

@@ -9,6 +9,7 @@ pub mod actions;
 pub mod adblock;
 pub mod branding;
 pub mod launch;
+mod processes;
 pub mod proxy;
 pub mod render;
 pub mod tab;
