@@ -144,8 +144,25 @@ impl Binary {
     }
 }
 
+/// How long a dropped server is given to stop by itself before it is killed.
+const STOP_ON_DROP: Duration = Duration::from_secs(5);
+
 impl Drop for Binary {
+    /// Stops the server as an operator would (SIGTERM, after SIGCONT in case a test froze
+    /// it), killing it only if it has not stopped within [`STOP_ON_DROP`]: a server killed
+    /// at the end of a test leaves its browsers' helpers writing into the test's data
+    /// directory after it was removed.
     fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let pid = self.child.id().to_string();
+            for signal in ["-CONT", "-TERM"] {
+                let _ = Command::new("kill").args([signal, &pid]).status();
+            }
+            let deadline = Instant::now() + STOP_ON_DROP;
+            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
