@@ -15,6 +15,7 @@
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub mod actors;
+pub mod alloc;
 pub mod api;
 pub mod cancel;
 pub mod cluster;

@@ -16,9 +16,10 @@ use ferrocrawl::search::{Found, Source};
 use ferrocrawl::store::Store;
 
 /// mimalloc keeps fragmentation low under many threads; glibc's per-thread arenas kept a
-/// crawl's transient page buffers resident (about 1 GB on a 100 000-page crawl).
+/// crawl's transient page buffers resident (about 1 GB on a 100 000-page crawl). The store's
+/// IO buffers are kept for reuse ([`ferrocrawl::alloc`]).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: ferrocrawl::alloc::Allocator = ferrocrawl::alloc::Allocator::new();
 
 /// `mi_option_purge_delay` in mimalloc 3's `mi_option_e` (libmimalloc-sys has no name for it;
 /// both crates are pinned in Cargo.toml).

@@ -88,7 +88,7 @@ pub mod trees {
 }
 
 /// sled segment size: 8 MiB keeps the blob threshold (a quarter of it) above any node.
-const SEGMENT_BYTES: usize = 8 << 20;
+pub const SEGMENT_BYTES: usize = 8 << 20;
 /// sled's page cache when the configuration does not say (`storage.cache_mb`).
 pub const DEFAULT_CACHE_BYTES: u64 = 64 << 20;
 
