@@ -15,12 +15,17 @@ use crate::cluster::{Node, call, finished_crawl, metric, owner_of, site_owner};
 use crate::common::openai::{Behaviour, FakeModel};
 use crate::common::{FixtureSite, wait_for};
 
+/// What a node needs to call the stand-in model at `url`.
+fn model_env(url: &str) -> [(&'static str, &str); 2] {
+    [("FERROCRAWL_LLM__BASE_URL", url), ("FERROCRAWL_LLM__MODEL", "test-model")]
+}
+
 #[tokio::test]
 async fn model_jobs_and_token_use_hold_for_the_whole_cluster() {
     let site = FixtureSite::start();
     let model = FakeModel::start(Behaviour::default());
     let url = model.url();
-    let env = [("FERROCRAWL_LLM__BASE_URL", url.as_str()), ("FERROCRAWL_LLM__MODEL", "test-model")];
+    let env = model_env(&url);
     let a = Node::start("a", None, &env);
     let b = Node::start("b", Some(&a.cluster_addr), &env);
     for node in [&a, &b] {
@@ -62,7 +67,7 @@ async fn token_use_through_a_node_still_counts_while_it_is_down() {
     let site = FixtureSite::start();
     let model = FakeModel::start(Behaviour::default());
     let url = model.url();
-    let env = [("FERROCRAWL_LLM__BASE_URL", url.as_str()), ("FERROCRAWL_LLM__MODEL", "test-model")];
+    let env = model_env(&url);
     let names = ["a", "b", "c"];
     let mut nodes = vec![Node::start("a", None, &env)];
     let seed = nodes[0].cluster_addr.clone();
@@ -172,7 +177,7 @@ async fn a_crawls_model_formats_are_made_where_its_site_is_fetched() {
     let site = crate::common::CrawlSite::start(0);
     let model = FakeModel::start(Behaviour::default());
     let url = model.url();
-    let env = [("FERROCRAWL_LLM__BASE_URL", url.as_str()), ("FERROCRAWL_LLM__MODEL", "test-model")];
+    let env = model_env(&url);
     let names = ["a", "b"];
     let a = Node::start("a", None, &env);
     let b = Node::start("b", Some(&a.cluster_addr), &env);
