@@ -224,7 +224,7 @@ impl Teams {
     /// Joins the cluster: answers the peers' questions about teams, and asks them.
     pub fn join_cluster(self: &Arc<Self>, cluster: Cluster) {
         cluster.serve(Channel::Teams, Arc::new(TeamsHandler(Arc::clone(self))));
-        self.keep_credits(&cluster);
+        self.keep_totals(&cluster);
         let _ = self.cluster.set(cluster);
     }
 

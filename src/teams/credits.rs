@@ -185,7 +185,7 @@ impl Credits {
 impl Teams {
     /// Starts reporting this node's charges and token use to their teams' owners, and
     /// forgetting the reports of live nodes at each membership change.
-    pub(super) fn keep_credits(self: &Arc<Self>, cluster: &Cluster) {
+    pub(super) fn keep_totals(self: &Arc<Self>, cluster: &Cluster) {
         let teams = Arc::clone(self);
         let mut members = cluster.watch();
         tokio::spawn(async move {

@@ -15,6 +15,13 @@ use crate::cluster::{Node, call, finished_crawl, metric, owner_of, site_owner};
 use crate::common::openai::{Behaviour, FakeModel};
 use crate::common::{FixtureSite, wait_for};
 
+/// The fixture site and a stand-in model answering normally, with the model's address.
+fn site_and_model() -> (FixtureSite, FakeModel, String) {
+    let model = FakeModel::start(Behaviour::default());
+    let url = model.url();
+    (FixtureSite::start(), model, url)
+}
+
 /// What a node needs to call the stand-in model at `url`.
 fn model_env(url: &str) -> [(&'static str, &str); 2] {
     [("FERROCRAWL_LLM__BASE_URL", url), ("FERROCRAWL_LLM__MODEL", "test-model")]
@@ -22,9 +29,7 @@ fn model_env(url: &str) -> [(&'static str, &str); 2] {
 
 #[tokio::test]
 async fn model_jobs_and_token_use_hold_for_the_whole_cluster() {
-    let site = FixtureSite::start();
-    let model = FakeModel::start(Behaviour::default());
-    let url = model.url();
+    let (site, model, url) = site_and_model();
     let env = model_env(&url);
     let a = Node::start("a", None, &env);
     let b = Node::start("b", Some(&a.cluster_addr), &env);
@@ -64,9 +69,7 @@ async fn model_jobs_and_token_use_hold_for_the_whole_cluster() {
 /// that node is down: the team's owner keeps the totals each node reported, as for credits.
 #[tokio::test]
 async fn token_use_through_a_node_still_counts_while_it_is_down() {
-    let site = FixtureSite::start();
-    let model = FakeModel::start(Behaviour::default());
-    let url = model.url();
+    let (site, model, url) = site_and_model();
     let env = model_env(&url);
     let names = ["a", "b", "c"];
     let mut nodes = vec![Node::start("a", None, &env)];
