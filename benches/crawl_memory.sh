@@ -4,6 +4,8 @@
 # status polled every 5 s as an SDK's crawl() does (each poll reads a page of documents).
 # Printed: pages done, wall seconds, the server's peak RSS (VmHWM) and RSS at the end, and
 # the data directory's bytes on disk, in all, per page and by part (store, search index).
+# With INDEX_WAIT=1 it then waits for the search index to catch up with the crawl (no page
+# waiting, the indexed count still for 3 s) and prints when it did and the peak RSS by then.
 #
 #   benches/crawl_memory.sh [SITE_URL] [LIMIT] [BINARY]
 #       (defaults: http://127.0.0.1:8080/, 100000, target/release/ferrocrawl)
@@ -37,6 +39,18 @@ done
 t1=$(date +%s.%N)
 peak=$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$server/status")
 end=$(awk '/^VmRSS/ {print int($2 / 1024)}' "/proc/$server/status")
+if [[ ${INDEX_WAIT:-} == 1 ]]; then
+  last=-1 same=0
+  while ((same < 3)); do
+    read -r backlog indexed < <(curl -s "localhost:$port/metrics" |
+      awk '/^search_index_backlog /{b=$2} /^search_indexed_pages_total /{i=$2} END{print b+0, i+0}')
+    if [[ $backlog == 0 && $indexed == "$last" ]]; then same=$((same + 1)); else same=0; fi
+    last=$indexed
+    sleep 1
+  done
+  printf 'search index caught up %.1f s after the start (%s pages indexed); peak RSS by then %d MB\n' \
+    "$(echo "$(date +%s.%N) - $t0 - 3" | bc)" "$indexed" "$(awk '/^VmHWM/ {print int($2 / 1024)}' "/proc/$server/status")"
+fi
 disk=$(du -sb "$work/data" | cut -f1)
 parts=$(cd "$work/data" && du -sb -- * | awk '{printf "%s %d MB; ", $2, $1 / 1048576}')
 read -r status done _ <<<"$state"

@@ -23,6 +23,8 @@ use tantivy::schema::{
 };
 use tantivy::{DateTime, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
 
+use super::files::ReadDirectory;
+
 /// What the index keeps of one stored page.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct IndexedPage {
@@ -197,29 +199,12 @@ impl SearchIndex {
     fn open_with(dir: &Path, write: bool) -> tantivy::Result<Self> {
         std::fs::create_dir_all(dir)?;
         let (schema, fields) = schema();
-        let directory = tantivy::directory::MmapDirectory::open(dir)?;
-        let index = match Index::open_or_create(directory, schema.clone()) {
-            Ok(index) => index,
-            // An index of another build's layout (or damaged): it is derived data, so the
-            // server starts with an empty one and keeps the old beside it; `ferrocrawl index
-            // rebuild` fills the new one from the page cache.
-            Err(e) if write => {
-                let aside = dir.with_extension(format!("old-{}", crate::model::time::now_ms()));
-                tracing::warn!(error = %e, kept = %aside.display(), "the search index could not be opened; starting an empty one (run `ferrocrawl index rebuild`)");
-                std::fs::rename(dir, &aside)?;
-                std::fs::create_dir_all(dir)?;
-                Index::create(
-                    tantivy::directory::MmapDirectory::open(dir)?,
-                    schema,
-                    tantivy::IndexSettings::default(),
-                )?
-            }
-            Err(e) => return Err(e),
-        };
+        // The writer's view first: it creates the index, or puts a damaged one aside.
         let writer = match write {
-            true => Some(Mutex::new(low_priority_writer(&index)?)),
+            true => Some(Mutex::new(low_priority_writer(&writable(dir, schema.clone())?)?)),
             false => None,
         };
+        let index = Index::open_or_create(tantivy::directory::MmapDirectory::open(dir)?, schema)?;
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into()?;
         Ok(Self { index, reader, writer, fields })
     }
@@ -377,6 +362,24 @@ impl SearchIndex {
     }
 }
 
+/// The index in `dir` as its writer sees it (files read into buffers, not mapped: see
+/// [`ReadDirectory`]), created when missing.
+fn writable(dir: &Path, schema: Schema) -> tantivy::Result<Index> {
+    match Index::open_or_create(ReadDirectory::open(dir)?, schema.clone()) {
+        Ok(index) => Ok(index),
+        // An index of another build's layout (or damaged): it is derived data, so the
+        // server starts with an empty one and keeps the old beside it; `ferrocrawl index
+        // rebuild` fills the new one from the page cache.
+        Err(e) => {
+            let aside = dir.with_extension(format!("old-{}", crate::model::time::now_ms()));
+            tracing::warn!(error = %e, kept = %aside.display(), "the search index could not be opened; starting an empty one (run `ferrocrawl index rebuild`)");
+            std::fs::rename(dir, &aside)?;
+            std::fs::create_dir_all(dir)?;
+            Index::create(ReadDirectory::open(dir)?, schema, tantivy::IndexSettings::default())
+        }
+    }
+}
+
 /// The index's writer, made on a thread of lowered priority: the threads tantivy starts for
 /// it (indexing, merging) inherit that priority (on Linux it belongs to each thread and
 /// passes to the threads it creates).
@@ -458,5 +461,49 @@ mod tests {
             .filter(|name| name.starts_with("search.old-"))
             .collect();
         assert_eq!(kept.len(), 1, "the old index is kept beside: {kept:?}");
+    }
+
+    /// Segments merged by the writer (which reads them with positional reads, not maps)
+    /// keep every page, their phrases (positions) and stored fields, and the merged index
+    /// opens again.
+    #[test]
+    fn merged_segments_keep_every_page_and_phrase() {
+        let data = tempfile::tempdir().expect("tempdir");
+        let dir = data.path().join("search");
+        let index = SearchIndex::open(&dir).expect("open");
+        for commit in 0..6 {
+            let pages: Vec<IndexedPage> = (0..50)
+                .map(|n| IndexedPage {
+                    url: format!("http://site.test/{commit}/{n}"),
+                    title: format!("Page {n} of batch {commit}"),
+                    text: format!("the quick brown fox number {n} jumps over batch {commit}"),
+                    fetched_ms: 1,
+                    ..IndexedPage::default()
+                })
+                .collect();
+            index.add(&pages).expect("add");
+            index.commit().expect("commit");
+        }
+        let segments = index.tantivy().searchable_segment_ids().expect("segments");
+        assert!(segments.len() >= 2, "one segment per commit: {segments:?}");
+        index.writer().expect("writer").merge(&segments).wait().expect("merge");
+        index.commit().expect("commit");
+        let phrase = |index: &SearchIndex, words: &[&str]| {
+            let terms = words.iter().map(|w| Term::from_field_text(index.fields.text, w)).collect();
+            index.top(&tantivy::query::PhraseQuery::new(terms), 0, 1000).expect("search")
+        };
+        let check = |index: &SearchIndex| {
+            assert_eq!(index.tantivy().searchable_segment_ids().expect("segments").len(), 1);
+            assert_eq!(index.pages(), 300);
+            assert_eq!(phrase(index, &["quick", "brown", "fox"]).len(), 300);
+            let found = phrase(index, &["number", "7", "jumps"]);
+            let mut urls: Vec<String> = found.iter().map(|(_, d)| index.text_of(d, index.fields.url)).collect();
+            urls.sort();
+            assert_eq!(urls, (0..6).map(|c| format!("http://site.test/{c}/7")).collect::<Vec<_>>());
+            assert!(phrase(index, &["fox", "quick"]).is_empty(), "words out of order are no phrase");
+        };
+        check(&index);
+        drop(index);
+        check(&SearchIndex::open_read_only(&dir).expect("reopened"));
     }
 }

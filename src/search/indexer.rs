@@ -1,7 +1,9 @@
 //! The actor that feeds the local index, off the pages' hot path.
 //!
 //! A stored page is offered through an [`IndexHandle`]: a message to the [`Indexer`], never
-//! a wait. At most `search.index_queue` pages wait at once with their text; beyond that a
+//! a wait. At most `search.index_queue` pages wait at once with their text, counted until
+//! they are committed (tantivy's writer queues up to 10 000 handed-over documents of its
+//! own before indexing them, so pages handed over still hold their text); beyond that a
 //! page waits as a way to build its entry later (from the page cache: a few dozen bytes,
 //! not its text), and the indexer builds and writes those once no page is waiting
 //! (`search_index_backlog` on `/metrics`). So a crawl never slows down for the index, the
@@ -9,8 +11,9 @@
 //! left out (those still waiting when the server stops: `ferrocrawl index rebuild`). The actor gathers pages into batches
 //! and hands each to the index's writer on the blocking pool: at most [`BATCH`] pages, or
 //! what came within [`FLUSH_AFTER`] of the first. What was handed over becomes searchable
-//! at the next commit, at most [`COMMIT_AFTER`] later: commits are what make segments,
-//! and fewer segments mean less merging. All writing (the documents built, handed over,
+//! at the next commit, at most [`COMMIT_AFTER`] later, or at once when as many pages as
+//! the queue holds are uncommitted: commits are what make segments, and fewer segments
+//! mean less merging. All writing (the documents built, handed over,
 //! committed) happens on a thread of its own in the idle scheduling class, like tantivy's
 //! threads ([`super::index`]): indexing takes the CPU the crawl leaves.
 
@@ -76,7 +79,10 @@ pub struct IndexerState {
     flush_scheduled: bool,
     /// Pages written since the last commit (a commit is scheduled while there are).
     uncommitted: usize,
+    /// Pages held with their text: offered, gathered, or written and not yet committed.
     waiting: Arc<AtomicUsize>,
+    /// Most pages held with their text.
+    capacity: usize,
     writer: std::sync::mpsc::Sender<Job>,
     /// Pages waiting as a way to build their entries, oldest first.
     backlog: std::collections::VecDeque<Later>,
@@ -86,12 +92,12 @@ pub struct IndexerState {
 impl Actor for Indexer {
     type Msg = IndexMsg;
     type State = IndexerState;
-    type Arguments = (Arc<SearchIndex>, Arc<AtomicUsize>);
+    type Arguments = (Arc<SearchIndex>, Arc<AtomicUsize>, usize);
 
     async fn pre_start(
         &self,
         _: ActorRef<IndexMsg>,
-        (index, waiting): Self::Arguments,
+        (index, waiting, capacity): Self::Arguments,
     ) -> Result<IndexerState, ActorProcessingErr> {
         let writer = writing_thread()?;
         Ok(IndexerState {
@@ -100,6 +106,7 @@ impl Actor for Indexer {
             flush_scheduled: false,
             uncommitted: 0,
             waiting,
+            capacity,
             writer,
             backlog: std::collections::VecDeque::new(),
             drain_scheduled: false,
@@ -149,8 +156,8 @@ impl Actor for Indexer {
             }
             IndexMsg::Drain => {
                 state.drain_scheduled = false;
-                if state.waiting.load(Ordering::Relaxed) > 0 || !state.batch.is_empty() {
-                    // Pages with their text first: they hold memory.
+                // Pages with their text first, and room for the built ones' texts.
+                if !state.batch.is_empty() || room(state) == 0 {
                     schedule_drain(&myself, state);
                 } else {
                     drain(&myself, state).await;
@@ -177,11 +184,17 @@ fn schedule_drain(myself: &ActorRef<IndexMsg>, state: &mut IndexerState) {
     }
 }
 
+/// How many more pages may be held with their text.
+fn room(state: &IndexerState) -> usize {
+    state.capacity.saturating_sub(state.waiting.load(Ordering::Relaxed))
+}
+
 /// Builds and writes up to [`BATCH`] waiting pages on the writing thread (building an entry
-/// converts the cached page again: work of the idle class, like the writing), then goes on
-/// while more wait.
+/// converts the cached page again: work of the idle class, like the writing), as many as
+/// there is room for among the pages held with their text, then goes on while more wait.
 async fn drain(myself: &ActorRef<IndexMsg>, state: &mut IndexerState) {
-    let take = state.backlog.len().min(BATCH);
+    let take = state.backlog.len().min(BATCH).min(room(state));
+    state.waiting.fetch_add(take, Ordering::Relaxed);
     let builds: Vec<Later> = state.backlog.drain(..take).collect();
     metrics::gauge!("search_index_backlog").set(state.backlog.len() as f64);
     let index = Arc::clone(&state.index);
@@ -192,12 +205,20 @@ async fn drain(myself: &ActorRef<IndexMsg>, state: &mut IndexerState) {
     .await;
     match written {
         Some(Ok(count)) => {
+            // Entries with nothing to index hold nothing.
+            state.waiting.fetch_sub(take - count, Ordering::Relaxed);
             let before = state.uncommitted;
             state.uncommitted += count;
-            commit_later(myself, before, state);
+            after_writing(myself, before, state).await;
         }
-        Some(Err(e)) => tracing::warn!(error = %e, pages = take, "pages not indexed"),
-        None => tracing::warn!(pages = take, "pages not indexed: the writing thread stopped"),
+        Some(Err(e)) => {
+            state.waiting.fetch_sub(take, Ordering::Relaxed);
+            tracing::warn!(error = %e, pages = take, "pages not indexed");
+        }
+        None => {
+            state.waiting.fetch_sub(take, Ordering::Relaxed);
+            tracing::warn!(pages = take, "pages not indexed: the writing thread stopped");
+        }
     }
     if !state.backlog.is_empty() && !state.drain_scheduled {
         state.drain_scheduled = true;
@@ -205,22 +226,25 @@ async fn drain(myself: &ActorRef<IndexMsg>, state: &mut IndexerState) {
     }
 }
 
-/// Hands the gathered batch to the writer, and schedules a commit when none is.
+/// Hands the gathered batch to the writer, then commits or schedules a commit.
 async fn flush_and_schedule(myself: &ActorRef<IndexMsg>, state: &mut IndexerState) {
     let before = state.uncommitted;
     flush(state).await;
-    commit_later(myself, before, state);
+    after_writing(myself, before, state).await;
 }
 
-/// Schedules a commit when pages were written and none was pending (`before` written pages
-/// uncommitted before them).
-fn commit_later(myself: &ActorRef<IndexMsg>, before: usize, state: &IndexerState) {
-    if before == 0 && state.uncommitted > 0 {
+/// Commits at once when as many pages as the queue holds are uncommitted (their texts are
+/// held until then), else schedules a commit when pages were written and none was pending
+/// (`before` written pages uncommitted before them).
+async fn after_writing(myself: &ActorRef<IndexMsg>, before: usize, state: &mut IndexerState) {
+    if state.uncommitted >= state.capacity {
+        commit(state).await;
+    } else if before == 0 && state.uncommitted > 0 {
         myself.send_after(COMMIT_AFTER, || IndexMsg::Commit);
     }
 }
 
-/// Hands the gathered batch to the writer.
+/// Hands the gathered batch to the writer (its pages held until the commit).
 async fn flush(state: &mut IndexerState) {
     if state.batch.is_empty() {
         return;
@@ -229,22 +253,27 @@ async fn flush(state: &mut IndexerState) {
     let count = batch.len();
     let index = Arc::clone(&state.index);
     let written = on_writer(state, move || index.add(&batch)).await;
-    state.waiting.fetch_sub(count, Ordering::Relaxed);
     match written {
-        Some(Ok(())) => state.uncommitted += count,
+        Some(Ok(())) => {
+            state.uncommitted += count;
+            return;
+        }
         Some(Err(e)) => tracing::warn!(error = %e, pages = count, "pages not indexed"),
         None => tracing::warn!(pages = count, "pages not indexed: the writing thread stopped"),
     }
+    state.waiting.fetch_sub(count, Ordering::Relaxed);
 }
 
-/// Makes what was handed over searchable.
+/// Makes what was handed over searchable, and lets go of the pages' texts.
 async fn commit(state: &mut IndexerState) {
     if state.uncommitted == 0 {
         return;
     }
     let count = std::mem::take(&mut state.uncommitted);
     let index = Arc::clone(&state.index);
-    match on_writer(state, move || index.commit()).await {
+    let committed = on_writer(state, move || index.commit()).await;
+    state.waiting.fetch_sub(count, Ordering::Relaxed);
+    match committed {
         Some(Ok(())) => metrics::counter!("search_indexed_pages_total").increment(count as u64),
         Some(Err(e)) => tracing::warn!(error = %e, pages = count, "the search index's commit failed"),
         None => tracing::warn!(pages = count, "the search index's commit failed: the writing thread stopped"),
@@ -288,8 +317,10 @@ impl IndexHandle {
     /// Starts the indexer over `index`, with at most `capacity` pages waiting.
     pub async fn start(index: Arc<SearchIndex>, capacity: usize) -> Result<Self, ractor::SpawnErr> {
         let waiting = Arc::new(AtomicUsize::new(0));
-        let (actor, _) = Actor::spawn(None, Indexer, (Arc::clone(&index), Arc::clone(&waiting))).await?;
-        Ok(Self { actor, waiting, capacity: capacity.max(1), index })
+        let capacity = capacity.max(1);
+        let (actor, _) =
+            Actor::spawn(None, Indexer, (Arc::clone(&index), Arc::clone(&waiting), capacity)).await?;
+        Ok(Self { actor, waiting, capacity, index })
     }
 
     /// Offers a page for indexing: its entry built now (`now`) while fewer than the queue's

@@ -14,6 +14,7 @@
 //! implementing it and one more name in `search.providers` ([`providers`]).
 
 pub mod docs;
+mod files;
 pub mod index;
 pub mod indexer;
 pub mod local;
