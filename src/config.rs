@@ -384,7 +384,8 @@ pub struct SearchSettings {
     pub provider_timeout_ms: u64,
     /// Index every stored page into the local index (in the data directory's `search/`).
     pub index: bool,
-    /// Pages waiting to be indexed with their text at most; beyond, a page waits as its
+    /// Pages held with their text at most, from the page stored to the index's commit
+    /// (the indexer commits when this many are written); beyond, a page waits as its
     /// page-cache key and is converted again when the indexer gets to it.
     pub index_queue: usize,
 }
