@@ -116,9 +116,17 @@ pub async fn serve(
         if index.pages() == 0 && !store.cache.is_empty() {
             fill_index_in_background(&store, &index, &settings);
         }
-        let handle = search::indexer::IndexHandle::start(index, settings.search.index_queue)
-            .await
-            .map_err(|e| StartupError::Engine(format!("search indexer: {e}")))?;
+        let (cache, limits) = (store.cache.clone(), settings.documents.limits());
+        let build: search::backlog::Builder =
+            Arc::new(move |key| scrape::reindex::entry_of(&cache, key, &limits));
+        let handle = search::indexer::IndexHandle::start(
+            index,
+            settings.search.index_queue,
+            store.index_backlog.clone(),
+            build,
+        )
+        .await
+        .map_err(|e| StartupError::Engine(format!("search indexer: {e}")))?;
         scraper.index_pages_with(handle);
     }
     let mut services = actors::Services::new(scraper.clone(), store.clone(), Arc::clone(&settings));

@@ -449,15 +449,7 @@ impl Scraper {
                 crate::search::page::indexed(&doc, page.content_type.as_deref(), &page.body, page.fetched_ms)
             };
             // When many pages wait already: built again from the page cache, later.
-            let later = || -> crate::search::indexer::Deferred {
-                let (cache, key, limits) = (
-                    self.store.cache.clone(),
-                    cache::key(&job.url, &job.options),
-                    self.settings.documents.limits(),
-                );
-                Box::new(move || reindex::entry_of(&cache, key, &limits))
-            };
-            index.offer(now, later);
+            index.offer(now, || cache::key(&job.url, &job.options));
         }
         let extracted = if options.need_model() {
             model_formats::apply(self.llm.as_ref(), job, &mut doc, &mut warnings, deadline).await?

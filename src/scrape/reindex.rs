@@ -17,6 +17,8 @@ use crate::store::{CacheKey, PageCache, Store};
 /// Rebuilds `index` from `store`'s page cache; returns how many pages it holds now.
 pub fn rebuild(store: &Store, index: &SearchIndex, settings: &Settings) -> anyhow::Result<usize> {
     index.clear()?;
+    // Every cached page is indexed below: what waited for the server's indexer too.
+    store.index_backlog.clear()?;
     fill(store, index, settings)
 }
 

@@ -19,7 +19,8 @@ use std::sync::Arc;
 use tantivy::HasLen;
 use tantivy::directory::error::{DeleteError, LockError, OpenDirectoryError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
-    Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, OwnedBytes, WatchCallback, WatchHandle, WritePtr,
+    Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, OwnedBytes, WatchCallback, WatchHandle,
+    WritePtr,
 };
 
 /// The index's folder, its files read with positional reads.
@@ -65,7 +66,9 @@ impl Directory for ReadDirectory {
         });
         match opened {
             Ok(file) => Ok(Arc::new(file)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(OpenReadError::FileDoesNotExist(path.to_owned())),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Err(OpenReadError::FileDoesNotExist(path.to_owned()))
+            }
             Err(e) => Err(OpenReadError::wrap_io_error(e, path.to_owned())),
         }
     }
@@ -116,10 +119,14 @@ mod tests {
         std::fs::write(dir.path().join("segment.pos"), &bytes).expect("write");
         let read = ReadDirectory::open(dir.path()).expect("open");
         let mapped = MmapDirectory::open(dir.path()).expect("open");
-        let (a, b) = (read.open_read(Path::new("segment.pos")).unwrap(), mapped.open_read(Path::new("segment.pos")).unwrap());
+        let (a, b) = (
+            read.open_read(Path::new("segment.pos")).unwrap(),
+            mapped.open_read(Path::new("segment.pos")).unwrap(),
+        );
         assert_eq!(a.len(), bytes.len());
         for range in [0..10_000, 0..1, 9_999..10_000, 4_096..8_193, 5..5] {
-            let (x, y) = (a.read_bytes_slice(range.clone()).unwrap(), b.read_bytes_slice(range.clone()).unwrap());
+            let (x, y) =
+                (a.read_bytes_slice(range.clone()).unwrap(), b.read_bytes_slice(range.clone()).unwrap());
             assert_eq!(x.as_slice(), y.as_slice(), "{range:?}");
             assert_eq!(x.as_slice(), &bytes[range]);
         }

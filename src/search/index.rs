@@ -497,7 +497,8 @@ mod tests {
             assert_eq!(index.pages(), 300);
             assert_eq!(phrase(index, &["quick", "brown", "fox"]).len(), 300);
             let found = phrase(index, &["number", "7", "jumps"]);
-            let mut urls: Vec<String> = found.iter().map(|(_, d)| index.text_of(d, index.fields.url)).collect();
+            let mut urls: Vec<String> =
+                found.iter().map(|(_, d)| index.text_of(d, index.fields.url)).collect();
             urls.sort();
             assert_eq!(urls, (0..6).map(|c| format!("http://site.test/{c}/7")).collect::<Vec<_>>());
             assert!(phrase(index, &["fox", "quick"]).is_empty(), "words out of order are no phrase");

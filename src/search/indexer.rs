@@ -1,19 +1,22 @@
 //! The actor that feeds the local index, off the pages' hot path.
 //!
 //! A stored page is offered through an [`IndexHandle`]: a message to the [`Indexer`], never
-//! a wait. At most `search.index_queue` pages wait at once with their text, counted until
-//! they are committed (tantivy's writer queues up to 10 000 handed-over documents of its
-//! own before indexing them, so pages handed over still hold their text); beyond that a
-//! page waits as a way to build its entry later (from the page cache: a few dozen bytes,
-//! not its text), and the indexer builds and writes those once no page is waiting
-//! (`search_index_backlog` on `/metrics`). So a crawl never slows down for the index, the
-//! memory pages wait in stays bounded however far the indexer falls behind, and no page is
-//! left out (those still waiting when the server stops: `ferrocrawl index rebuild`). The actor gathers pages into batches
-//! and hands each to the index's writer on the blocking pool: at most [`BATCH`] pages, or
-//! what came within [`FLUSH_AFTER`] of the first. What was handed over becomes searchable
-//! at the next commit, at most [`COMMIT_AFTER`] later, or at once when as many pages as
-//! the queue holds are uncommitted: commits are what make segments, and fewer segments
-//! mean less merging. All writing (the documents built, handed over,
+//! a wait. At most `search.index_queue` pages are held at once with their text, counted
+//! until they are committed (tantivy's writer queues up to 10 000 handed-over documents of
+//! its own before indexing them, so pages handed over still hold their text); beyond that
+//! a page's cache key goes to the backlog in the store ([`super::backlog`]), and the
+//! indexer builds and writes those entries (converting the cached pages again) once no
+//! page with its text waits (`search_index_backlog` on `/metrics`). So a crawl never slows
+//! down for the index, the memory pages wait in stays bounded however far the indexer
+//! falls behind, and no page is left out: what the backlog holds at a stop or a kill is
+//! indexed at the next start (pages held with their text at a kill: `ferrocrawl index
+//! rebuild`).
+//!
+//! The actor gathers pages into batches and hands each to the index's writer: at most
+//! [`BATCH`] pages, or what came within [`FLUSH_AFTER`] of the first. What was handed over
+//! becomes searchable at the next commit, at most [`COMMIT_AFTER`] later, or at once when
+//! as many pages as the queue holds are uncommitted: commits are what make segments, and
+//! fewer segments mean less merging. All writing (the documents built, handed over,
 //! committed) happens on a thread of its own in the idle scheduling class, like tantivy's
 //! threads ([`super::index`]): indexing takes the CPU the crawl leaves.
 
@@ -23,8 +26,11 @@ use std::time::Duration;
 
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
+use super::backlog::{Backlog, Builder, Later};
 use super::index::{IndexedPage, SearchIndex};
 use crate::priority::{self, Priority};
+use crate::store::index_backlog::IndexBacklog;
+use crate::store::page_cache::CacheKey;
 
 /// Work for the writing thread.
 type Job = Box<dyn FnOnce() + Send>;
@@ -38,25 +44,15 @@ pub const COMMIT_AFTER: Duration = Duration::from_secs(2);
 /// Longest a graceful stop waits for the last commit.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(20);
 
-/// A page's entry, built when the indexer gets to it; `None` when there is nothing to index.
-pub type Deferred = Box<dyn FnOnce() -> Option<IndexedPage> + Send + Sync>;
-
-/// A page waiting as a way to build its entry.
-pub struct Later(Deferred);
-
-impl std::fmt::Debug for Later {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Later")
-    }
-}
-
 /// Messages of [`Indexer`].
 #[derive(Debug)]
 pub enum IndexMsg {
     /// A page to index.
     Add(Box<IndexedPage>),
-    /// A page to index when no page with its text waits.
+    /// A page to index when no page with its text waits, kept in memory.
     Later(Later),
+    /// A page's cache key was stored in the backlog.
+    Stored,
     /// Builds and writes waiting [`IndexMsg::Later`] pages, when no other page waits.
     Drain,
     /// Writes the batch gathered so far.
@@ -85,19 +81,19 @@ pub struct IndexerState {
     capacity: usize,
     writer: std::sync::mpsc::Sender<Job>,
     /// Pages waiting as a way to build their entries, oldest first.
-    backlog: std::collections::VecDeque<Later>,
+    backlog: Backlog,
     drain_scheduled: bool,
 }
 
 impl Actor for Indexer {
     type Msg = IndexMsg;
     type State = IndexerState;
-    type Arguments = (Arc<SearchIndex>, Arc<AtomicUsize>, usize);
+    type Arguments = (Arc<SearchIndex>, Arc<AtomicUsize>, usize, Backlog);
 
     async fn pre_start(
         &self,
         _: ActorRef<IndexMsg>,
-        (index, waiting, capacity): Self::Arguments,
+        (index, waiting, capacity, backlog): Self::Arguments,
     ) -> Result<IndexerState, ActorProcessingErr> {
         let writer = writing_thread()?;
         Ok(IndexerState {
@@ -108,9 +104,26 @@ impl Actor for Indexer {
             waiting,
             capacity,
             writer,
-            backlog: std::collections::VecDeque::new(),
+            backlog,
             drain_scheduled: false,
         })
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<IndexMsg>,
+        state: &mut IndexerState,
+    ) -> Result<(), ActorProcessingErr> {
+        // What the last run left.
+        if !state.backlog.is_empty() {
+            tracing::info!(
+                pages = state.backlog.len(),
+                "indexing the pages the search index had yet to take"
+            );
+        }
+        metrics::gauge!("search_index_backlog").set(state.backlog.len() as f64);
+        schedule_drain(&myself, state);
+        Ok(())
     }
 
     async fn post_stop(
@@ -120,10 +133,10 @@ impl Actor for Indexer {
     ) -> Result<(), ActorProcessingErr> {
         flush(state).await;
         commit(state).await;
-        if !state.backlog.is_empty() {
+        if state.backlog.in_memory() > 0 {
             tracing::warn!(
-                pages = state.backlog.len(),
-                "pages left out of the search index at the stop; `ferrocrawl index rebuild` adds them"
+                pages = state.backlog.in_memory(),
+                "uploaded pages left out of the search index at the stop; `ferrocrawl index rebuild` adds them"
             );
         }
         Ok(())
@@ -150,7 +163,12 @@ impl Actor for Indexer {
                 flush_and_schedule(&myself, state).await;
             }
             IndexMsg::Later(page) => {
-                state.backlog.push_back(page);
+                state.backlog.push(page);
+                metrics::gauge!("search_index_backlog").set(state.backlog.len() as f64);
+                schedule_drain(&myself, state);
+            }
+            IndexMsg::Stored => {
+                state.backlog.stored_one();
                 metrics::gauge!("search_index_backlog").set(state.backlog.len() as f64);
                 schedule_drain(&myself, state);
             }
@@ -193,13 +211,13 @@ fn room(state: &IndexerState) -> usize {
 /// converts the cached page again: work of the idle class, like the writing), as many as
 /// there is room for among the pages held with their text, then goes on while more wait.
 async fn drain(myself: &ActorRef<IndexMsg>, state: &mut IndexerState) {
-    let take = state.backlog.len().min(BATCH).min(room(state));
+    let taken = state.backlog.take(BATCH.min(room(state)));
+    let (take, through) = (taken.len(), taken.through);
     state.waiting.fetch_add(take, Ordering::Relaxed);
-    let builds: Vec<Later> = state.backlog.drain(..take).collect();
     metrics::gauge!("search_index_backlog").set(state.backlog.len() as f64);
     let index = Arc::clone(&state.index);
     let written = on_writer(state, move || {
-        let pages: Vec<IndexedPage> = builds.into_iter().filter_map(|Later(build)| build()).collect();
+        let pages = taken.build();
         index.add(&pages).map(|()| pages.len())
     })
     .await;
@@ -207,6 +225,7 @@ async fn drain(myself: &ActorRef<IndexMsg>, state: &mut IndexerState) {
         Some(Ok(count)) => {
             // Entries with nothing to index hold nothing.
             state.waiting.fetch_sub(take - count, Ordering::Relaxed);
+            state.backlog.written(through);
             let before = state.uncommitted;
             state.uncommitted += count;
             after_writing(myself, before, state).await;
@@ -274,8 +293,14 @@ async fn commit(state: &mut IndexerState) {
     let committed = on_writer(state, move || index.commit()).await;
     state.waiting.fetch_sub(count, Ordering::Relaxed);
     match committed {
-        Some(Ok(())) => metrics::counter!("search_indexed_pages_total").increment(count as u64),
-        Some(Err(e)) => tracing::warn!(error = %e, pages = count, "the search index's commit failed"),
+        Some(Ok(())) => {
+            state.backlog.committed();
+            metrics::counter!("search_indexed_pages_total").increment(count as u64);
+        }
+        Some(Err(e)) => {
+            state.backlog.commit_failed();
+            tracing::warn!(error = %e, pages = count, "the search index's commit failed");
+        }
         None => tracing::warn!(pages = count, "the search index's commit failed: the writing thread stopped"),
     }
 }
@@ -309,26 +334,41 @@ pub struct IndexHandle {
     actor: ActorRef<IndexMsg>,
     waiting: Arc<AtomicUsize>,
     capacity: usize,
+    stored: IndexBacklog,
     /// The index, for searches.
     pub index: Arc<SearchIndex>,
 }
 
 impl IndexHandle {
     /// Starts the indexer over `index`, with at most `capacity` pages waiting.
-    pub async fn start(index: Arc<SearchIndex>, capacity: usize) -> Result<Self, ractor::SpawnErr> {
+    /// Starts the indexer over `index`, with at most `capacity` pages held with their text;
+    /// the backlog beyond is kept in `stored`, its entries built with `build` (and what a
+    /// previous run left there is indexed now).
+    pub async fn start(
+        index: Arc<SearchIndex>,
+        capacity: usize,
+        stored: IndexBacklog,
+        build: Builder,
+    ) -> Result<Self, ractor::SpawnErr> {
         let waiting = Arc::new(AtomicUsize::new(0));
         let capacity = capacity.max(1);
-        let (actor, _) =
-            Actor::spawn(None, Indexer, (Arc::clone(&index), Arc::clone(&waiting), capacity)).await?;
-        Ok(Self { actor, waiting, capacity, index })
+        let backlog = Backlog::new(stored.clone(), build);
+        let arguments = (Arc::clone(&index), Arc::clone(&waiting), capacity, backlog);
+        let (actor, _) = Actor::spawn(None, Indexer, arguments).await?;
+        Ok(Self { actor, waiting, capacity, stored, index })
     }
 
-    /// Offers a page for indexing: its entry built now (`now`) while fewer than the queue's
-    /// capacity wait with their text, else a way to build it when the indexer gets to it
-    /// (made by `later` only then, e.g. reading the page cache).
-    pub fn offer(&self, now: impl FnOnce() -> Option<IndexedPage>, later: impl FnOnce() -> Deferred) {
+    /// Offers a page of the page cache for indexing: its entry built now (`now`) while
+    /// fewer than the queue's capacity are held with their text, else its cache key (`key`)
+    /// stored in the backlog, the entry built from it when the indexer gets to it.
+    pub fn offer(&self, now: impl FnOnce() -> Option<IndexedPage>, key: impl FnOnce() -> CacheKey) {
         if !self.reserve() {
-            let _ = self.actor.cast(IndexMsg::Later(Later(later())));
+            match self.stored.push(key()) {
+                Ok(()) => drop(self.actor.cast(IndexMsg::Stored)),
+                Err(e) => {
+                    tracing::warn!(error = %e, "a page was left out of the search index: the backlog could not store it")
+                }
+            }
             return;
         }
         let sent = match now() {

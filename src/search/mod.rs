@@ -13,6 +13,7 @@
 //! A provider is anything behind [`Provider`]: another web search API is one more module
 //! implementing it and one more name in `search.providers` ([`providers`]).
 
+pub mod backlog;
 pub mod docs;
 mod files;
 pub mod index;

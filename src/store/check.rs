@@ -81,6 +81,10 @@ fn reader(name: &str) -> fn(&[u8]) -> std::result::Result<(), CodecError> {
             16 => Ok(()),
             n => Err(CodecError::Json(serde::de::Error::custom(format!("a job id of {n} bytes")))),
         },
+        trees::INDEX_BACKLOG => |b| match b.len() {
+            32 => Ok(()),
+            n => Err(CodecError::Json(serde::de::Error::custom(format!("a cache key of {n} bytes")))),
+        },
         // Keys only (the seen-set), the store's own facts, sled's default tree.
         _ => |_| Ok(()),
     }

@@ -17,6 +17,7 @@ mod codec;
 pub mod files;
 pub mod history;
 pub mod idempotency;
+pub mod index_backlog;
 pub mod jobs;
 pub mod keys;
 pub mod ledger;
@@ -85,6 +86,8 @@ pub mod trees {
     pub const BROWSER_SESSIONS: &str = "browser_sessions";
     /// (tree, key) → a record that did not decode, with the error.
     pub const QUARANTINE: &str = "quarantine";
+    /// Sequence number → cache key of a page the search index has yet to take.
+    pub const INDEX_BACKLOG: &str = "index_backlog";
 }
 
 /// sled segment size: 8 MiB keeps the blob threshold (a quarter of it) above any node.
@@ -182,6 +185,8 @@ pub struct Store {
     pub replays: replays::ReplayStore,
     /// Browser sessions, live and destroyed.
     pub browser_sessions: browser_sessions::SessionStore,
+    /// Pages the search index has yet to take.
+    pub index_backlog: index_backlog::IndexBacklog,
     /// Records that did not decode.
     pub quarantine: quarantine::Quarantine,
     /// Free space on the disk, against `storage.min_free_mb`.
@@ -274,6 +279,7 @@ impl Store {
                 db.open_tree(trees::BROWSER_SESSIONS)?,
                 q.clone(),
             ),
+            index_backlog: index_backlog::IndexBacklog::new(db.clone(), db.open_tree(trees::INDEX_BACKLOG)?),
             quarantine: q,
             space: space::Space::new(data_dir.to_path_buf(), min_free),
             meta: db.open_tree(trees::META)?,

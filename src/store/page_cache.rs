@@ -103,6 +103,18 @@ impl codec::Record for StoredPage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheKey([u8; 32]);
 
+impl CacheKey {
+    /// The key's bytes.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// A key from its bytes; `None` when they are not 32.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Self> {
+        bytes.try_into().ok().map(Self)
+    }
+}
+
 /// Typed access to the `page_cache` tree and its `page_bodies`.
 #[derive(Debug, Clone)]
 pub struct PageCache {

@@ -436,3 +436,45 @@ async fn pages_beyond_the_index_queue_are_indexed_later() {
     })
     .await;
 }
+
+/// Pages the index had yet to take when the server stopped (their cache keys in the
+/// store's backlog) are indexed at the next start, and leave the backlog once committed.
+#[tokio::test]
+async fn pages_left_in_the_backlog_are_indexed_at_the_next_start() {
+    let site = SearchSite::start();
+    let (install, gallery) =
+        (site.url("docs.localhost", "/guide/install"), site.url("blog.localhost", "/posts/gallery"));
+    let app = TestServer::builder().start().await;
+    assert_eq!(app.scrape(json!({"url": install})).await.0, 200);
+    wait_for("the first page in the index", Duration::from_secs(20), || async {
+        let found = urls(&search(&app, json!({"query": "quokka"})).await, "web");
+        found.contains(&install).then_some(())
+    })
+    .await;
+    // A page stored while the index is off: in the page cache, not in the index.
+    let app = TestServer::builder_on(app.stop()).settings(|s| s.search.index = false).start().await;
+    assert_eq!(app.scrape(json!({"url": gallery})).await.0, 200);
+    let data = app.stop();
+    {
+        let store = ferrocrawl::store::Store::open(data.path()).expect("open the store");
+        let key = ferrocrawl::scrape::cache::key(
+            &url::Url::parse(&gallery).expect("url"),
+            &ferrocrawl::model::ScrapeOptions::default(),
+        );
+        assert!(store.cache.get(key).expect("read the cache").is_some(), "the page is cached under this key");
+        store.index_backlog.push(key).expect("left in the backlog");
+        store.flush().expect("flush");
+    }
+    let app = TestServer::builder_on(data).start().await;
+    wait_for("the page left in the backlog in the index", Duration::from_secs(20), || async {
+        let found = urls(&search(&app, json!({"query": "wallabies"})).await, "web");
+        found.contains(&gallery).then_some(())
+    })
+    .await;
+    let found = urls(&search(&app, json!({"query": "quokka"})).await, "web");
+    assert_eq!(found, [install], "the index was not made again from the whole cache");
+    // The commit made it searchable; the entry is gone once it has.
+    let data = app.stop();
+    let store = ferrocrawl::store::Store::open(data.path()).expect("open the store");
+    assert!(store.index_backlog.is_empty(), "the committed page left the backlog");
+}

@@ -1,0 +1,117 @@
+//! Pages the search index has yet to take, kept as their page-cache keys: the indexer's
+//! backlog beyond the pages it holds with their text (`search.index_queue`). Kept here, the
+//! backlog costs no memory however far a crawl runs ahead of the index, and survives a stop
+//! or a kill: the next start indexes what was left.
+//!
+//! Layout (fixed, not versioned): key = a sequence number (8 bytes, big-endian, from sled's
+//! id generator, so oldest first), value = the page's 32-byte cache key. An entry is removed
+//! once the index has committed the page built from it; one read again after a crash is
+//! indexed again, which replaces the page's earlier entry.
+
+use super::Result;
+use super::page_cache::CacheKey;
+
+/// Where an entry sits in the backlog.
+pub type Position = [u8; 8];
+
+/// Typed access to the `index_backlog` tree.
+#[derive(Debug, Clone)]
+pub struct IndexBacklog {
+    db: sled::Db,
+    tree: sled::Tree,
+}
+
+impl IndexBacklog {
+    pub(super) fn new(db: sled::Db, tree: sled::Tree) -> Self {
+        Self { db, tree }
+    }
+
+    /// Adds a page to index later.
+    pub fn push(&self, key: CacheKey) -> Result<()> {
+        let position = self.db.generate_id()?.to_be_bytes();
+        self.tree.insert(position, key.as_bytes())?;
+        Ok(())
+    }
+
+    /// Up to `n` entries after `after` (from the oldest when `None`), oldest first.
+    pub fn after(&self, after: Option<Position>, n: usize) -> Result<Vec<(Position, CacheKey)>> {
+        let from = match after {
+            Some(p) => std::ops::Bound::Excluded(p),
+            None => std::ops::Bound::Unbounded,
+        };
+        let mut entries = Vec::with_capacity(n.min(1024));
+        for item in self.tree.range::<Position, _>((from, std::ops::Bound::Unbounded)).take(n) {
+            let (position, key) = item?;
+            // Entries of another layout (none are written) are skipped, not fatal.
+            if let (Ok(position), Some(key)) = (Position::try_from(&position[..]), CacheKey::from_bytes(&key))
+            {
+                entries.push((position, key));
+            }
+        }
+        Ok(entries)
+    }
+
+    /// Removes every entry up to and including `through`.
+    pub fn remove_through(&self, through: Position) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for item in self.tree.range(..=through) {
+            batch.remove(item?.0);
+        }
+        self.tree.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// Removes every entry (a rebuild indexes every cached page anyway).
+    pub fn clear(&self) -> Result<()> {
+        self.tree.clear()?;
+        Ok(())
+    }
+
+    /// Entries waiting (counts them: for a start, not for every page).
+    pub fn len(&self) -> usize {
+        self.tree.len()
+    }
+
+    /// Whether none waits.
+    pub fn is_empty(&self) -> bool {
+        self.tree.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::Store;
+    use crate::store::page_cache::PageCache;
+
+    /// Entries come back oldest first from where the last read ended, stay until removed,
+    /// and are still there after the store is opened again.
+    #[test]
+    fn entries_are_read_in_order_and_kept_until_removed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let keys: Vec<_> =
+            (0..5).map(|n| PageCache::key(&format!("http://site.test/{n}"), "desktop")).collect();
+        {
+            let store = Store::open(dir.path()).expect("open");
+            for key in &keys {
+                store.index_backlog.push(*key).expect("push");
+            }
+            let first = store.index_backlog.after(None, 2).expect("read");
+            assert_eq!(first.iter().map(|e| e.1).collect::<Vec<_>>(), keys[..2]);
+            let rest = store.index_backlog.after(Some(first[1].0), 10).expect("read");
+            assert_eq!(rest.iter().map(|e| e.1).collect::<Vec<_>>(), keys[2..]);
+            store.index_backlog.remove_through(first[1].0).expect("remove");
+            assert_eq!(store.index_backlog.len(), 3);
+            store.flush().expect("flush");
+        }
+        let store = Store::open(dir.path()).expect("open again");
+        let left = store.index_backlog.after(None, 10).expect("read");
+        assert_eq!(left.iter().map(|e| e.1).collect::<Vec<_>>(), keys[2..]);
+        store.index_backlog.push(keys[0]).expect("push after a restart");
+        let last = store.index_backlog.after(Some(left[2].0), 10).expect("read");
+        assert_eq!(
+            last.iter().map(|e| e.1).collect::<Vec<_>>(),
+            [keys[0]],
+            "a new entry comes after the old ones"
+        );
+    }
+}
