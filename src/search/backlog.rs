@@ -82,7 +82,7 @@ impl Taken {
 impl Backlog {
     /// The backlog kept in `stored`, its entries built with `build`.
     pub fn new(stored: IndexBacklog, build: Builder) -> Self {
-        let stored_waiting = stored.len();
+        let stored_waiting = stored.waiting();
         Self { memory: VecDeque::new(), stored, build, stored_waiting, cursor: None, written_through: None }
     }
 
@@ -156,6 +156,6 @@ impl Backlog {
     pub fn commit_failed(&mut self) {
         self.written_through = None;
         self.cursor = None;
-        self.stored_waiting = self.stored.len();
+        self.stored_waiting = self.stored.waiting();
     }
 }

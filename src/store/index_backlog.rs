@@ -67,14 +67,9 @@ impl IndexBacklog {
         Ok(())
     }
 
-    /// Entries waiting (counts them: for a start, not for every page).
-    pub fn len(&self) -> usize {
+    /// How many entries wait (counts them: for a start, not for every page).
+    pub fn waiting(&self) -> usize {
         self.tree.len()
-    }
-
-    /// Whether none waits.
-    pub fn is_empty(&self) -> bool {
-        self.tree.is_empty()
     }
 }
 
@@ -100,7 +95,7 @@ mod tests {
             let rest = store.index_backlog.after(Some(first[1].0), 10).expect("read");
             assert_eq!(rest.iter().map(|e| e.1).collect::<Vec<_>>(), keys[2..]);
             store.index_backlog.remove_through(first[1].0).expect("remove");
-            assert_eq!(store.index_backlog.len(), 3);
+            assert_eq!(store.index_backlog.waiting(), 3);
             store.flush().expect("flush");
         }
         let store = Store::open(dir.path()).expect("open again");
