@@ -5,7 +5,8 @@
 //! (uploads) wait in memory with their text.
 //!
 //! Stored entries are read in order from a cursor, and removed from the store only once the
-//! index has committed what was built from them.
+//! index has committed what was built from them; so are the notes of pages held with their
+//! text ([`IndexBacklog::hold`]), which a start after a kill moves to the backlog.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -37,6 +38,8 @@ pub struct Backlog {
     cursor: Option<Position>,
     /// The last stored entry whose page was written and not yet committed.
     written_through: Option<Position>,
+    /// Held pages written and not yet committed.
+    written_held: Vec<Position>,
 }
 
 impl std::fmt::Debug for Backlog {
@@ -83,7 +86,15 @@ impl Backlog {
     /// The backlog kept in `stored`, its entries built with `build`.
     pub fn new(stored: IndexBacklog, build: Builder) -> Self {
         let stored_waiting = stored.waiting();
-        Self { memory: VecDeque::new(), stored, build, stored_waiting, cursor: None, written_through: None }
+        Self {
+            memory: VecDeque::new(),
+            stored,
+            build,
+            stored_waiting,
+            cursor: None,
+            written_through: None,
+            written_held: Vec::new(),
+        }
     }
 
     /// Entries waiting.
@@ -143,17 +154,27 @@ impl Backlog {
         }
     }
 
+    /// Held pages (at these places in the store) were written to the index.
+    pub fn written_held(&mut self, held: Vec<Position>) {
+        self.written_held.extend(held);
+    }
+
     /// What was written is committed: its stored entries go.
     pub fn committed(&mut self) {
-        if let Some(through) = self.written_through.take()
-            && let Err(e) = self.stored.remove_through(through)
-        {
+        let held = std::mem::take(&mut self.written_held);
+        let removed = self.stored.release(&held).and_then(|()| match self.written_through.take() {
+            Some(through) => self.stored.remove_through(through),
+            None => Ok(()),
+        });
+        if let Err(e) = removed {
             tracing::warn!(error = %e, "committed pages stay in the search index's backlog (indexed again at the next start)");
         }
     }
 
     /// A commit failed: stored entries not yet removed are read again.
     pub fn commit_failed(&mut self) {
+        // Held pages stay noted in the store: the next start indexes them.
+        self.written_held.clear();
         self.written_through = None;
         self.cursor = None;
         self.stored_waiting = self.stored.waiting();

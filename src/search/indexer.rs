@@ -29,7 +29,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use super::backlog::{Backlog, Builder, Later};
 use super::index::{IndexedPage, SearchIndex};
 use crate::priority::{self, Priority};
-use crate::store::index_backlog::IndexBacklog;
+use crate::store::index_backlog::{IndexBacklog, Position};
 use crate::store::page_cache::CacheKey;
 
 /// Work for the writing thread.
@@ -47,8 +47,8 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(20);
 /// Messages of [`Indexer`].
 #[derive(Debug)]
 pub enum IndexMsg {
-    /// A page to index.
-    Add(Box<IndexedPage>),
+    /// A page to index, and where the store notes it is held (none for uploads).
+    Add(Box<IndexedPage>, Option<Position>),
     /// A page to index when no page with its text waits, kept in memory.
     Later(Later),
     /// A page's cache key was stored in the backlog.
@@ -72,6 +72,8 @@ pub struct Indexer;
 pub struct IndexerState {
     index: Arc<SearchIndex>,
     batch: Vec<IndexedPage>,
+    /// Where the store notes the gathered pages as held.
+    held: Vec<Position>,
     flush_scheduled: bool,
     /// Pages written since the last commit (a commit is scheduled while there are).
     uncommitted: usize,
@@ -99,6 +101,7 @@ impl Actor for Indexer {
         Ok(IndexerState {
             index,
             batch: Vec::new(),
+            held: Vec::new(),
             flush_scheduled: false,
             uncommitted: 0,
             waiting,
@@ -149,8 +152,9 @@ impl Actor for Indexer {
         state: &mut IndexerState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            IndexMsg::Add(page) => {
+            IndexMsg::Add(page, held) => {
                 state.batch.push(*page);
+                state.held.extend(held);
                 if state.batch.len() >= BATCH {
                     flush_and_schedule(&myself, state).await;
                 } else if !state.flush_scheduled {
@@ -269,12 +273,14 @@ async fn flush(state: &mut IndexerState) {
         return;
     }
     let batch = std::mem::take(&mut state.batch);
+    let held = std::mem::take(&mut state.held);
     let count = batch.len();
     let index = Arc::clone(&state.index);
     let written = on_writer(state, move || index.add(&batch)).await;
     match written {
         Some(Ok(())) => {
             state.uncommitted += count;
+            state.backlog.written_held(held);
             return;
         }
         Some(Err(e)) => tracing::warn!(error = %e, pages = count, "pages not indexed"),
@@ -352,6 +358,16 @@ impl IndexHandle {
     ) -> Result<Self, ractor::SpawnErr> {
         let waiting = Arc::new(AtomicUsize::new(0));
         let capacity = capacity.max(1);
+        // Pages held with their text when the last run ended: indexed from the backlog.
+        match stored.requeue_held() {
+            Ok(0) => {}
+            Ok(pages) => {
+                tracing::info!(pages, "pages held for the search index at the last stop wait in its backlog")
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "pages held for the search index at the last stop could not be read")
+            }
+        }
         let backlog = Backlog::new(stored.clone(), build);
         let arguments = (Arc::clone(&index), Arc::clone(&waiting), capacity, backlog);
         let (actor, _) = Actor::spawn(None, Indexer, arguments).await?;
@@ -371,12 +387,23 @@ impl IndexHandle {
             }
             return;
         }
+        // Noted in the store until committed: a kill before leaves it for the next start.
+        let held = self
+            .stored
+            .hold(key())
+            .inspect_err(
+                |e| tracing::warn!(error = %e, "a page held for the search index could not be noted"),
+            )
+            .ok();
         let sent = match now() {
-            Some(page) => self.actor.cast(IndexMsg::Add(Box::new(page))).is_ok(),
+            Some(page) => self.actor.cast(IndexMsg::Add(Box::new(page), held)).is_ok(),
             None => false,
         };
         if !sent {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
+            if let Some(held) = held {
+                let _ = self.stored.release(&[held]);
+            }
         }
     }
 
@@ -387,7 +414,7 @@ impl IndexHandle {
             let _ = self.actor.cast(IndexMsg::Later(Later(Box::new(move || Some(page)))));
             return;
         }
-        if self.actor.cast(IndexMsg::Add(Box::new(page))).is_err() {
+        if self.actor.cast(IndexMsg::Add(Box::new(page), None)).is_err() {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
         }
     }

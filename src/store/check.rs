@@ -81,7 +81,7 @@ fn reader(name: &str) -> fn(&[u8]) -> std::result::Result<(), CodecError> {
             16 => Ok(()),
             n => Err(CodecError::Json(serde::de::Error::custom(format!("a job id of {n} bytes")))),
         },
-        trees::INDEX_BACKLOG => |b| match b.len() {
+        trees::INDEX_BACKLOG | trees::INDEX_HELD => |b| match b.len() {
             32 => Ok(()),
             n => Err(CodecError::Json(serde::de::Error::custom(format!("a cache key of {n} bytes")))),
         },

@@ -3,10 +3,14 @@
 //! backlog costs no memory however far a crawl runs ahead of the index, and survives a stop
 //! or a kill: the next start indexes what was left.
 //!
-//! Layout (fixed, not versioned): key = a sequence number (8 bytes, big-endian, from sled's
-//! id generator, so oldest first), value = the page's 32-byte cache key. An entry is removed
-//! once the index has committed the page built from it; one read again after a crash is
-//! indexed again, which replaces the page's earlier entry.
+//! Pages the indexer holds with their text are kept here too, in a tree of their own
+//! (`index_held`), until their commit: a kill before it leaves them there, and the next
+//! start moves them to the backlog.
+//!
+//! Layout of both trees (fixed, not versioned): key = a sequence number (8 bytes,
+//! big-endian, from sled's id generator, so oldest first), value = the page's 32-byte cache
+//! key. An entry is removed once the index has committed the page built from it; one read
+//! again after a crash is indexed again, which replaces the page's earlier entry.
 
 use super::Result;
 use super::page_cache::CacheKey;
@@ -19,18 +23,53 @@ pub type Position = [u8; 8];
 pub struct IndexBacklog {
     db: sled::Db,
     tree: sled::Tree,
+    held: sled::Tree,
 }
 
 impl IndexBacklog {
-    pub(super) fn new(db: sled::Db, tree: sled::Tree) -> Self {
-        Self { db, tree }
+    pub(super) fn new(db: sled::Db, tree: sled::Tree, held: sled::Tree) -> Self {
+        Self { db, tree, held }
     }
 
     /// Adds a page to index later.
     pub fn push(&self, key: CacheKey) -> Result<()> {
+        self.insert(&self.tree, key).map(drop)
+    }
+
+    fn insert(&self, tree: &sled::Tree, key: CacheKey) -> Result<Position> {
         let position = self.db.generate_id()?.to_be_bytes();
-        self.tree.insert(position, key.as_bytes())?;
+        tree.insert(position, key.as_bytes())?;
+        Ok(position)
+    }
+
+    /// Notes a page the indexer holds with its text, until [`IndexBacklog::release`].
+    pub fn hold(&self, key: CacheKey) -> Result<Position> {
+        self.insert(&self.held, key)
+    }
+
+    /// Forgets held pages (committed, or with nothing to index).
+    pub fn release(&self, positions: &[Position]) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for position in positions {
+            batch.remove(&position[..]);
+        }
+        self.held.apply_batch(batch)?;
         Ok(())
+    }
+
+    /// Moves the pages still held (by a run that ended before their commit) to the
+    /// backlog; returns how many.
+    pub fn requeue_held(&self) -> Result<usize> {
+        let mut moved = 0;
+        for item in self.held.iter() {
+            let (position, key) = item?;
+            if let Some(key) = CacheKey::from_bytes(&key) {
+                self.push(key)?;
+                moved += 1;
+            }
+            self.held.remove(position)?;
+        }
+        Ok(moved)
     }
 
     /// Up to `n` entries after `after` (from the oldest when `None`), oldest first.
@@ -64,6 +103,7 @@ impl IndexBacklog {
     /// Removes every entry (a rebuild indexes every cached page anyway).
     pub fn clear(&self) -> Result<()> {
         self.tree.clear()?;
+        self.held.clear()?;
         Ok(())
     }
 
@@ -108,5 +148,22 @@ mod tests {
             [keys[0]],
             "a new entry comes after the old ones"
         );
+    }
+
+    /// Held pages released are gone; those still held at the next start move to the
+    /// backlog, once.
+    #[test]
+    fn pages_held_at_a_stop_move_to_the_backlog() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let keys: Vec<_> =
+            (0..3).map(|n| PageCache::key(&format!("http://site.test/{n}"), "desktop")).collect();
+        let store = Store::open(dir.path()).expect("open");
+        let held: Vec<_> = keys.iter().map(|key| store.index_backlog.hold(*key).expect("hold")).collect();
+        store.index_backlog.release(&held[..1]).expect("release");
+        assert_eq!(store.index_backlog.waiting(), 0, "held pages are not in the backlog");
+        assert_eq!(store.index_backlog.requeue_held().expect("requeue"), 2);
+        let queued = store.index_backlog.after(None, 10).expect("read");
+        assert_eq!(queued.iter().map(|e| e.1).collect::<Vec<_>>(), keys[1..]);
+        assert_eq!(store.index_backlog.requeue_held().expect("requeue"), 0, "moved once");
     }
 }

@@ -88,6 +88,8 @@ pub mod trees {
     pub const QUARANTINE: &str = "quarantine";
     /// Sequence number → cache key of a page the search index has yet to take.
     pub const INDEX_BACKLOG: &str = "index_backlog";
+    /// Sequence number → cache key of a page the indexer holds with its text, until its commit.
+    pub const INDEX_HELD: &str = "index_held";
 }
 
 /// sled segment size: 8 MiB keeps the blob threshold (a quarter of it) above any node.
@@ -279,7 +281,11 @@ impl Store {
                 db.open_tree(trees::BROWSER_SESSIONS)?,
                 q.clone(),
             ),
-            index_backlog: index_backlog::IndexBacklog::new(db.clone(), db.open_tree(trees::INDEX_BACKLOG)?),
+            index_backlog: index_backlog::IndexBacklog::new(
+                db.clone(),
+                db.open_tree(trees::INDEX_BACKLOG)?,
+                db.open_tree(trees::INDEX_HELD)?,
+            ),
             quarantine: q,
             space: space::Space::new(data_dir.to_path_buf(), min_free),
             meta: db.open_tree(trees::META)?,

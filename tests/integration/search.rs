@@ -324,8 +324,10 @@ async fn the_index_is_rebuilt_from_the_cache_and_searched_from_the_command_line(
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("videos"));
 }
 
-/// The index survives `kill -9`: what was committed is found after a restart, and the
-/// restarted server takes the index's writer again and indexes new pages.
+/// The index survives `kill -9`: what was committed is found after a restart, the
+/// restarted server takes the index's writer again and indexes new pages, and a page
+/// scraped just before a kill (held for the index, not yet committed) is indexed after
+/// the next start.
 #[tokio::test]
 async fn the_index_survives_kill_9() {
     use crate::common::process::Binary;
@@ -375,6 +377,24 @@ async fn the_index_survives_kill_9() {
     // The restarted server took the writer again.
     let gallery = site.url("blog.localhost", "/posts/gallery");
     scraped_and_found(server.base.clone(), key.clone(), gallery, "wallabies").await;
+    // Killed after the store's writes reached the disk (every 0.5 s) and before the index's
+    // commit (2 s after the page was handed over): the page was held, not committed.
+    let (status, body) = call(
+        server.base.clone(),
+        key.clone(),
+        "/v2/scrape",
+        json!({"url": site.url("blog.localhost", "/posts/old")}),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    server.kill9();
+    let server = Binary::serve(dir.path(), &[]);
+    wait_for("the page scraped before the kill in the index", Duration::from_secs(20), || async {
+        let paths = found(server.base.clone(), key.clone(), "announced").await;
+        (paths == ["blog.localhost/posts/old"]).then_some(())
+    })
+    .await;
 }
 
 /// A graceful stop commits what the indexer still held: a page scraped just before the
