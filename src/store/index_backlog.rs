@@ -115,39 +115,45 @@ impl IndexBacklog {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::store::Store;
     use crate::store::page_cache::PageCache;
+
+    /// Cache keys of `n` pages.
+    fn keys(n: usize) -> Vec<CacheKey> {
+        (0..n).map(|n| PageCache::key(&format!("http://site.test/{n}"), "desktop")).collect()
+    }
+
+    /// The cache keys of read entries.
+    fn keys_of(entries: &[(Position, CacheKey)]) -> Vec<CacheKey> {
+        entries.iter().map(|e| e.1).collect()
+    }
 
     /// Entries come back oldest first from where the last read ended, stay until removed,
     /// and are still there after the store is opened again.
     #[test]
     fn entries_are_read_in_order_and_kept_until_removed() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let keys: Vec<_> =
-            (0..5).map(|n| PageCache::key(&format!("http://site.test/{n}"), "desktop")).collect();
+        let keys = keys(5);
         {
             let store = Store::open(dir.path()).expect("open");
             for key in &keys {
                 store.index_backlog.push(*key).expect("push");
             }
             let first = store.index_backlog.after(None, 2).expect("read");
-            assert_eq!(first.iter().map(|e| e.1).collect::<Vec<_>>(), keys[..2]);
+            assert_eq!(keys_of(&first), keys[..2]);
             let rest = store.index_backlog.after(Some(first[1].0), 10).expect("read");
-            assert_eq!(rest.iter().map(|e| e.1).collect::<Vec<_>>(), keys[2..]);
+            assert_eq!(keys_of(&rest), keys[2..]);
             store.index_backlog.remove_through(first[1].0).expect("remove");
             assert_eq!(store.index_backlog.waiting(), 3);
             store.flush().expect("flush");
         }
         let store = Store::open(dir.path()).expect("open again");
         let left = store.index_backlog.after(None, 10).expect("read");
-        assert_eq!(left.iter().map(|e| e.1).collect::<Vec<_>>(), keys[2..]);
+        assert_eq!(keys_of(&left), keys[2..]);
         store.index_backlog.push(keys[0]).expect("push after a restart");
         let last = store.index_backlog.after(Some(left[2].0), 10).expect("read");
-        assert_eq!(
-            last.iter().map(|e| e.1).collect::<Vec<_>>(),
-            [keys[0]],
-            "a new entry comes after the old ones"
-        );
+        assert_eq!(keys_of(&last), [keys[0]], "a new entry comes after the old ones");
     }
 
     /// Held pages released are gone; those still held at the next start move to the
@@ -155,15 +161,14 @@ mod tests {
     #[test]
     fn pages_held_at_a_stop_move_to_the_backlog() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let keys: Vec<_> =
-            (0..3).map(|n| PageCache::key(&format!("http://site.test/{n}"), "desktop")).collect();
+        let keys = keys(3);
         let store = Store::open(dir.path()).expect("open");
         let held: Vec<_> = keys.iter().map(|key| store.index_backlog.hold(*key).expect("hold")).collect();
         store.index_backlog.release(&held[..1]).expect("release");
         assert_eq!(store.index_backlog.waiting(), 0, "held pages are not in the backlog");
         assert_eq!(store.index_backlog.requeue_held().expect("requeue"), 2);
         let queued = store.index_backlog.after(None, 10).expect("read");
-        assert_eq!(queued.iter().map(|e| e.1).collect::<Vec<_>>(), keys[1..]);
+        assert_eq!(keys_of(&queued), keys[1..]);
         assert_eq!(store.index_backlog.requeue_held().expect("requeue"), 0, "moved once");
     }
 }
