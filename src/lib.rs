@@ -114,6 +114,10 @@ pub async fn serve(
                 .map_err(|e| StartupError::Engine(format!("search index: {e}")))?,
         );
         if index.pages() == 0 && !store.cache.is_empty() {
+            // Every cached page is indexed: what waited in the backlog too.
+            if let Err(e) = store.index_backlog.clear() {
+                tracing::warn!(error = %e, "the search index's backlog could not be cleared");
+            }
             fill_index_in_background(&store, &index, &settings);
         }
         let (cache, limits) = (store.cache.clone(), settings.documents.limits());

@@ -37,7 +37,8 @@ impl ReadDirectory {
     }
 }
 
-/// One open file of the index.
+/// One open file of the index (tantivy-common's `WrapFile` reads the same way but fails on
+/// an empty range; these give an empty buffer).
 #[derive(Debug)]
 struct ReadFile {
     file: File,

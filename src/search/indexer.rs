@@ -8,9 +8,9 @@
 //! indexer builds and writes those entries (converting the cached pages again) once no
 //! page with its text waits (`search_index_backlog` on `/metrics`). So a crawl never slows
 //! down for the index, the memory pages wait in stays bounded however far the indexer
-//! falls behind, and no page is left out: what the backlog holds at a stop or a kill is
-//! indexed at the next start (pages held with their text at a kill: `ferrocrawl index
-//! rebuild`).
+//! falls behind, and no page is left out: what the backlog holds at a stop or a kill, and
+//! the pages held with their text that a kill left uncommitted, are indexed at the next
+//! start.
 //!
 //! The actor gathers pages into batches and hands each to the index's writer: at most
 //! [`BATCH`] pages, or what came within [`FLUSH_AFTER`] of the first. What was handed over
@@ -346,7 +346,6 @@ pub struct IndexHandle {
 }
 
 impl IndexHandle {
-    /// Starts the indexer over `index`, with at most `capacity` pages waiting.
     /// Starts the indexer over `index`, with at most `capacity` pages held with their text;
     /// the backlog beyond is kept in `stored`, its entries built with `build` (and what a
     /// previous run left there is indexed now).
@@ -387,6 +386,10 @@ impl IndexHandle {
             }
             return;
         }
+        let Some(page) = now() else {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            return;
+        };
         // Noted in the store until committed: a kill before leaves it for the next start.
         let held = self
             .stored
@@ -395,11 +398,7 @@ impl IndexHandle {
                 |e| tracing::warn!(error = %e, "a page held for the search index could not be noted"),
             )
             .ok();
-        let sent = match now() {
-            Some(page) => self.actor.cast(IndexMsg::Add(Box::new(page), held)).is_ok(),
-            None => false,
-        };
-        if !sent {
+        if self.actor.cast(IndexMsg::Add(Box::new(page), held)).is_err() {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
             if let Some(held) = held {
                 let _ = self.stored.release(&[held]);

@@ -11,6 +11,9 @@
 //! big-endian, from sled's id generator, so oldest first), value = the page's 32-byte cache
 //! key. An entry is removed once the index has committed the page built from it; one read
 //! again after a crash is indexed again, which replaces the page's earlier entry.
+//! Both trees are additive: the store's schema version is unchanged, and a previous release
+//! opens the data directory and ignores them (what they hold is indexed once this release
+//! runs again).
 
 use super::Result;
 use super::page_cache::CacheKey;
