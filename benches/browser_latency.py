@@ -11,6 +11,11 @@ scrapes the page with `maxAge: 0` (no cache):
 - http: the same page with `browser.auto_render = false`, measured the same way.
 
     benches/browser_latency.py [--bin target/release/ferrocrawl] [--requests 100] [--throughput 200]
+                               [--executable PATH]
+
+`--executable` sets `browser.executable` (default: the server's own choice, Debian's
+`chromium-headless-shell`, else `chromium`), e.g. `/usr/lib/chromium/chromium` to measure
+the full browser.
 
 Only 127.0.0.1 is used. Needs Debian's chromium.
 """
@@ -91,6 +96,7 @@ def measure(args, work: Path, url: str, name: str, pool: int, auto_render: bool)
     config.write_text(
         "[security]\nallow_private_targets = true\n"
         f"[browser]\npool_size = {pool}\ntabs_per_browser = 4\nauto_render = {'true' if auto_render else 'false'}\n"
+        f"executable = {json.dumps(str(args.executable or ''))}\n"
         "[limits]\nteam_concurrency = 64\n[log]\nlevel = \"warn\"\n"
     )
     port = free_port()
@@ -132,6 +138,7 @@ def main():
     ap.add_argument("--work", default=Path("/dev/shm/ferrocrawl-browser-bench"), type=Path)
     ap.add_argument("--requests", type=int, default=100, help="sequential scrapes for the latency figures")
     ap.add_argument("--throughput", type=int, default=200, help="scrapes for the pages/s figure")
+    ap.add_argument("--executable", type=Path, help="browser.executable (default: the server's choice)")
     args = ap.parse_args()
     work = args.work
     shutil.rmtree(work, ignore_errors=True)

@@ -376,28 +376,68 @@ pub(crate) fn profile_dirs(data: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// Process ids and command lines (arguments joined by spaces) of the main Chromium
 /// processes whose command line names `data`.
 pub(crate) fn browsers_of(data: &std::path::Path) -> Vec<(i32, String)> {
-    chromium_of(data, |cmdline| !cmdline.contains("--type="))
+    let marker = data.to_string_lossy().into_owned();
+    processes().into_iter().filter(|p| is_browser_of(p, &marker)).map(|p| (p.pid, p.cmdline)).collect()
 }
 
 /// Process ids of the Chromium renderers of the server on `data`: a reused tab keeps its
 /// renderer, a fresh one starts another.
 pub(crate) fn renderers_of(data: &std::path::Path) -> std::collections::BTreeSet<i32> {
-    chromium_of(data, |cmdline| cmdline.contains("--type=renderer")).into_iter().map(|(pid, _)| pid).collect()
+    helpers_of(data).into_iter().filter(|p| p.cmdline.contains("--type=renderer")).map(|p| p.pid).collect()
 }
 
-/// Chromium processes whose command line names `data` and passes `which`.
-fn chromium_of(data: &std::path::Path, which: impl Fn(&str) -> bool) -> Vec<(i32, String)> {
-    let marker = data.to_string_lossy().into_owned();
+/// Process ids of every helper process (zygotes, renderers, GPU, network) of the browsers of
+/// the server on `data`.
+pub(crate) fn helper_pids_of(data: &std::path::Path) -> Vec<i32> {
+    helpers_of(data).into_iter().map(|p| p.pid).collect()
+}
+
+/// A process as `/proc` shows it.
+struct Process {
+    pid: i32,
+    parent: i32,
+    cmdline: String,
+}
+
+fn processes() -> Vec<Process> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
         let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        // The parent is the second field after the command name, which ends with ')'.
+        let parent = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok());
         let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains("chrom") && cmdline.contains(&marker) && which(&cmdline) {
-            found.push((pid, cmdline));
-        }
+        found.push(Process { pid, parent: parent.unwrap_or(0), cmdline });
     }
     found
+}
+
+/// A main Chromium process (no `--type=`) whose command line names the data directory.
+fn is_browser_of(process: &Process, marker: &str) -> bool {
+    let cmdline = &process.cmdline;
+    cmdline.contains("chrom") && cmdline.contains(marker) && !cmdline.contains("--type=")
+}
+
+/// The helper processes (zygotes, renderers, GPU, network) below the browsers of the server
+/// on `data`: their command lines need not name the data directory.
+fn helpers_of(data: &std::path::Path) -> Vec<Process> {
+    let marker = data.to_string_lossy().into_owned();
+    let all = processes();
+    let mut below: std::collections::BTreeSet<i32> =
+        all.iter().filter(|p| is_browser_of(p, &marker)).map(|p| p.pid).collect();
+    loop {
+        let more: Vec<i32> = all
+            .iter()
+            .filter(|p| below.contains(&p.parent) && !below.contains(&p.pid))
+            .map(|p| p.pid)
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        below.extend(more);
+    }
+    all.into_iter().filter(|p| below.contains(&p.pid) && p.cmdline.contains("--type=")).collect()
 }
 
 fn browser_command_lines(data: &std::path::Path) -> Vec<String> {
@@ -424,7 +464,7 @@ pub(crate) fn kill_browsers_of(data: &std::path::Path) -> usize {
 }
 
 /// Whether process `pid` runs: present in /proc and neither a zombie nor dead.
-fn still_running(pid: i32) -> bool {
+pub(crate) fn still_running(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
     })

@@ -315,11 +315,18 @@ async fn a_killed_server_takes_its_browsers_with_it() {
     assert_eq!(status, 200, "{body}");
     let browsers = crate::browser::browsers_of(dir.path());
     assert!(!browsers.is_empty(), "the scrape started a Chromium of this server");
+    let helpers = crate::browser::helper_pids_of(dir.path());
+    assert!(!helpers.is_empty(), "the browser runs its pages in helper processes");
 
     server.kill9();
-    // Nothing was left to stop them: they end because their parent did.
+    // Nothing was left to stop them: they end because their parent did, and their helpers
+    // with them.
     wait_for("the browsers to end with the server", Duration::from_secs(15), || async {
         crate::browser::browsers_of(dir.path()).is_empty().then_some(())
+    })
+    .await;
+    wait_for("the browsers' helpers to end", Duration::from_secs(15), || async {
+        (!helpers.iter().any(|pid| crate::browser::still_running(*pid))).then_some(())
     })
     .await;
     let left: Vec<_> =

@@ -1,8 +1,8 @@
-//! Starting one Chromium process: finding the executable (the system's `chromium`, never a
-//! downloaded browser), the launch flags, a fresh user-data directory that goes away with
-//! the process and its helpers ([`super::processes`]), and the task that drives the
-//! DevTools connection. When that task ends the process is gone (crashed or killed) and the
-//! instance reports itself dead.
+//! Starting one Chromium process: finding the executable (Debian's `chromium-headless-shell`
+//! or `chromium`, never a downloaded browser), the launch flags, a fresh user-data directory
+//! that goes away with the process and its helpers ([`super::processes`]), and the task that
+//! drives the DevTools connection. When that task ends the process is gone (crashed or
+//! killed) and the instance reports itself dead.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,14 +17,26 @@ use tokio::task::JoinHandle;
 
 use super::processes;
 
-/// The package that provides the browser, named in errors.
-pub const PACKAGE_HINT: &str =
-    "install the Debian package `chromium` (apt-get install -y chromium) or set browser.executable";
+/// The packages that provide the browser, named in errors.
+pub const PACKAGE_HINT: &str = "install the Debian package `chromium-headless-shell` or `chromium` \
+     (apt-get install -y chromium-headless-shell chromium) or set browser.executable";
+
+/// Executables looked for, in order: a path, or a name looked for on the PATH. Debian
+/// builds both from its `chromium` source (its `chromium-headless-shell` package is what
+/// `chromium --headless=old` was). The headless shell is Chromium without the
+/// desktop browser's window, tab strip and toolbar, which the full browser lays out and
+/// paints for every page even when headless (a third of its browser process's CPU per
+/// page here), so it is preferred. Its package puts the binary in Chromium's library
+/// folder, which is where it is looked for: the command on the PATH is a shell script that
+/// runs it without `exec`, so the script would be the process the server watches and
+/// signals, and the browser would outlive it.
+const EXECUTABLES: &[&str] = &["/usr/lib/chromium/chromium-headless-shell", "chromium"];
 
 /// Desktop viewport of rendered pages.
 pub const DESKTOP_VIEWPORT: (u32, u32) = (1920, 1080);
 
-/// Finds the Chromium executable: `configured` when set, else `chromium` on the PATH.
+/// Finds the Chromium executable: `configured` when set, else the first of [`EXECUTABLES`]
+/// found.
 pub fn find_executable(configured: &str) -> Result<PathBuf, String> {
     let configured = configured.trim();
     if !configured.is_empty() {
@@ -36,9 +48,13 @@ pub fn find_executable(configured: &str) -> Result<PathBuf, String> {
         };
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("chromium"))
-        .find(|p| p.is_file())
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    EXECUTABLES
+        .iter()
+        .find_map(|name| match Path::new(name) {
+            absolute if absolute.is_absolute() => absolute.is_file().then(|| absolute.to_owned()),
+            _ => dirs.iter().map(|dir| dir.join(name)).find(|p| p.is_file()),
+        })
         .ok_or_else(|| format!("no Chromium on this server: {PACKAGE_HINT}"))
 }
 
@@ -398,4 +414,25 @@ const FLAGS: &[&str] = &[
 fn running_as_root() -> bool {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_configured_browser_that_is_missing_is_named_with_the_packages() {
+        let error = find_executable(" /no/such/chromium ").expect_err("missing");
+        assert!(error.contains("/no/such/chromium"), "{error}");
+        assert!(error.contains("apt-get install -y chromium-headless-shell chromium"), "{error}");
+        let shell = std::env::current_exe().expect("this test's executable");
+        assert_eq!(find_executable(shell.to_str().expect("utf8")), Ok(shell), "a configured file is used as it is");
+    }
+
+    #[test]
+    fn the_headless_shell_is_found_before_the_full_browser() {
+        // scripts/test installs Debian's chromium-headless-shell.
+        let found = find_executable("").expect("a Chromium is installed");
+        assert_eq!(found, Path::new("/usr/lib/chromium/chromium-headless-shell"));
+    }
 }
