@@ -38,6 +38,13 @@ pub const DESKTOP_VIEWPORT: (u32, u32) = (1920, 1080);
 /// Finds the Chromium executable: `configured` when set, else the first of [`EXECUTABLES`]
 /// found.
 pub fn find_executable(configured: &str) -> Result<PathBuf, String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
+    find_among(configured, EXECUTABLES, &dirs)
+}
+
+/// [`find_executable`] with the candidates (paths, or names looked for in `dirs`) given.
+fn find_among(configured: &str, candidates: &[&str], dirs: &[PathBuf]) -> Result<PathBuf, String> {
     let configured = configured.trim();
     if !configured.is_empty() {
         let path = PathBuf::from(configured);
@@ -47,9 +54,7 @@ pub fn find_executable(configured: &str) -> Result<PathBuf, String> {
             Err(format!("browser.executable {configured} does not exist; {PACKAGE_HINT}"))
         };
     }
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    EXECUTABLES
+    candidates
         .iter()
         .find_map(|name| match Path::new(name) {
             absolute if absolute.is_absolute() => absolute.is_file().then(|| absolute.to_owned()),
@@ -426,13 +431,33 @@ mod tests {
         assert!(error.contains("/no/such/chromium"), "{error}");
         assert!(error.contains("apt-get install -y chromium-headless-shell chromium"), "{error}");
         let shell = std::env::current_exe().expect("this test's executable");
-        assert_eq!(find_executable(shell.to_str().expect("utf8")), Ok(shell), "a configured file is used as it is");
+        assert_eq!(
+            find_executable(shell.to_str().expect("utf8")),
+            Ok(shell),
+            "a configured file is used as it is"
+        );
     }
 
     #[test]
     fn the_headless_shell_is_found_before_the_full_browser() {
-        // scripts/test installs Debian's chromium-headless-shell.
-        let found = find_executable("").expect("a Chromium is installed");
-        assert_eq!(found, Path::new("/usr/lib/chromium/chromium-headless-shell"));
+        let root = tempfile::tempdir().expect("tempdir");
+        let (lib, bin) = (root.path().join("lib"), root.path().join("bin"));
+        std::fs::create_dir_all(&lib).expect("lib");
+        std::fs::create_dir_all(&bin).expect("bin");
+        let shell = lib.join("chromium-headless-shell");
+        let shell_name = shell.to_str().expect("utf8").to_owned();
+        let candidates = [shell_name.as_str(), "chromium"];
+        let dirs = [root.path().join("elsewhere"), bin.clone()];
+        let none = find_among("", &candidates, &dirs).expect_err("nothing installed");
+        assert!(none.contains("no Chromium"), "{none}");
+        std::fs::write(bin.join("chromium"), "").expect("chromium");
+        assert_eq!(find_among("", &candidates, &dirs), Ok(bin.join("chromium")), "the full browser alone");
+        std::fs::write(&shell, "").expect("shell");
+        assert_eq!(find_among("", &candidates, &dirs), Ok(shell), "the shell before the full browser");
+        assert_eq!(
+            find_among(bin.join("chromium").to_str().expect("utf8"), &candidates, &dirs),
+            Ok(bin.join("chromium")),
+            "a configured browser before both"
+        );
     }
 }
