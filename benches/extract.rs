@@ -18,6 +18,10 @@ use html5ever::tokenizer::{BufferQueue, Token, TokenSink, TokenSinkResult, Token
 #[path = "common/pages.rs"]
 mod pages;
 
+/// The allocator the `ferrocrawl` binary runs with, so the pipeline is timed as it runs.
+#[global_allocator]
+static ALLOCATOR: ferrocrawl::alloc::Allocator = ferrocrawl::alloc::Allocator::new();
+
 fn bench_extract(c: &mut Criterion) {
     let pages = pages::load();
     assert!(!pages.is_empty(), "no pages to benchmark");
