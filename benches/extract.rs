@@ -18,11 +18,13 @@ use html5ever::tokenizer::{BufferQueue, Token, TokenSink, TokenSinkResult, Token
 #[path = "common/pages.rs"]
 mod pages;
 
-/// The allocator the `ferrocrawl` binary runs with, so the pipeline is timed as it runs.
+/// The allocator the `ferrocrawl` binary runs with (tuned as it tunes it), so the pipeline
+/// is timed as it runs.
 #[global_allocator]
 static ALLOCATOR: ferrocrawl::alloc::Allocator = ferrocrawl::alloc::Allocator::new();
 
 fn bench_extract(c: &mut Criterion) {
+    ferrocrawl::alloc::tune_memory();
     let pages = pages::load();
     assert!(!pages.is_empty(), "no pages to benchmark");
     let bytes: usize = pages.iter().map(String::len).sum();

@@ -21,37 +21,6 @@ use ferrocrawl::store::Store;
 #[global_allocator]
 static GLOBAL: ferrocrawl::alloc::Allocator = ferrocrawl::alloc::Allocator::new();
 
-/// `mi_option_purge_delay` in mimalloc 3's `mi_option_e` (libmimalloc-sys has no name for it;
-/// both crates are pinned in Cargo.toml).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-/// Its default (ms), checked before the option is changed so a different layout is left alone.
-const MI_PURGE_DELAY_DEFAULT: std::ffi::c_long = 1000;
-/// How long freed pages stay with the allocator before going back to the system (ms). A
-/// second (the default) lets a long crawl's resident memory creep up; returning them at
-/// once makes every page's buffers fault in afresh, which costs a crawl about a tenth of
-/// its CPU time.
-const PURGE_DELAY_MS: std::ffi::c_long = 100;
-
-/// Tunes how the allocator returns memory, unless `MIMALLOC_PURGE_DELAY` was set in the
-/// environment, and turns transparent huge pages off for the process: the allocator asks
-/// for them on its arenas, and on a crawl's churn of short-lived buffers each fault then
-/// zeroes 2 MiB, of which most is freed again before use.
-fn tune_memory() {
-    // SAFETY: both calls only read or write an entry of mimalloc's option table, and the
-    // index is one mimalloc defines (its default value is checked first).
-    unsafe {
-        if libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) == MI_PURGE_DELAY_DEFAULT {
-            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
-        }
-    }
-    // SAFETY: PR_SET_THP_DISABLE takes plain integers and changes only this process's flag
-    // (children, Chromium among them, inherit it). A kernel without it answers EINVAL,
-    // which leaves things as they were.
-    unsafe {
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
-    }
-}
-
 #[derive(Debug, Parser)]
 #[command(name = "ferrocrawl", version, about = "Self-hosted web content extraction (Firecrawl v2 API)")]
 struct Cli {
@@ -256,7 +225,7 @@ enum TeamsCommand {
 }
 
 fn main() -> ExitCode {
-    tune_memory();
+    ferrocrawl::alloc::tune_memory();
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

@@ -114,8 +114,78 @@ pub(crate) fn prepare_document(dom: &mut Dom) {
     }
 }
 
-fn all_with_tag(dom: &Dom, root: Id, tag: Tag) -> Vec<Id> {
-    dom.descendants(root).filter(|&id| dom.tag(id) == tag).collect()
+/// The tags [`prep_article`]'s steps look for, in the order of [`Found`]'s lists (`h1`
+/// and `h2` share one: a step takes both, in document order).
+const FOUND: [Tag; 18] = [
+    Tag::Table,
+    Tag::Form,
+    Tag::Fieldset,
+    Tag::Object,
+    Tag::Embed,
+    Tag::Footer,
+    Tag::Link,
+    Tag::Aside,
+    Tag::Iframe,
+    Tag::Input,
+    Tag::Textarea,
+    Tag::Select,
+    Tag::Button,
+    Tag::H1,
+    Tag::Ul,
+    Tag::Div,
+    Tag::P,
+    Tag::Br,
+];
+
+/// The content's elements of each tag [`prep_article`] cleans, found in one walk before
+/// the first step, in document order. A step takes those still under the content's root
+/// and still of their tag (earlier steps remove subtrees and rename headings), which is
+/// what a walk of its own at that point would find: no step before the last one adds a
+/// node or moves one.
+struct Found {
+    root: Id,
+    lists: [Vec<Id>; FOUND.len()],
+}
+
+impl Found {
+    fn walk(dom: &Dom, root: Id) -> Self {
+        let mut lists: [Vec<Id>; FOUND.len()] = Default::default();
+        for id in dom.descendants(root) {
+            if let Some(list) = Self::list(dom.tag(id)).and_then(|i| lists.get_mut(i)) {
+                list.push(id);
+            }
+        }
+        Found { root, lists }
+    }
+
+    fn list(tag: Tag) -> Option<usize> {
+        let tag = if tag == Tag::H2 { Tag::H1 } else { tag };
+        FOUND.iter().position(|&t| t == tag)
+    }
+
+    /// The elements still in the content whose tag `wanted` accepts, in document order,
+    /// from the list of `tag`.
+    fn of(&self, dom: &Dom, tag: Tag, wanted: impl Fn(Tag) -> bool) -> Vec<Id> {
+        let list = Self::list(tag).and_then(|i| self.lists.get(i)).map_or(&[][..], Vec::as_slice);
+        list.iter().copied().filter(|&id| wanted(dom.tag(id)) && self.holds(dom, id)).collect()
+    }
+
+    /// The elements of `tag` still in the content, in document order.
+    fn tagged(&self, dom: &Dom, tag: Tag) -> Vec<Id> {
+        self.of(dom, tag, |t| t == tag)
+    }
+
+    /// Whether `id` is still under the root (no removed subtree between them).
+    fn holds(&self, dom: &Dom, id: Id) -> bool {
+        let mut cur = dom.parent(id);
+        while cur != NONE {
+            if cur == self.root {
+                return true;
+            }
+            cur = dom.parent(cur);
+        }
+        false
+    }
 }
 
 fn leading_int(s: &str) -> u32 {
@@ -125,8 +195,8 @@ fn leading_int(s: &str) -> u32 {
 }
 
 /// Flags tables that hold data (headers, captions, many cells) rather than layout.
-fn mark_data_tables(dom: &mut Dom, root: Id) {
-    for table in all_with_tag(dom, root, Tag::Table) {
+fn mark_data_tables(dom: &mut Dom, found: &Found) {
+    for table in found.tagged(dom, Tag::Table) {
         let is_data = {
             let d = &*dom;
             if d.attr(table, "role") == Some("presentation") || d.attr(table, "datatable") == Some("0") {
@@ -204,9 +274,9 @@ fn has_video(dom: &Dom, id: Id) -> bool {
 }
 
 /// Removes every `tag` element under `root` (video embeds survive).
-fn clean(dom: &mut Dom, root: Id, tag: Tag) {
+fn clean(dom: &mut Dom, found: &Found, tag: Tag) {
     let embed = matches!(tag, Tag::Object | Tag::Embed | Tag::Iframe);
-    for id in all_with_tag(dom, root, tag).into_iter().rev() {
+    for id in found.tagged(dom, tag).into_iter().rev() {
         if embed && has_video(dom, id) {
             continue;
         }
@@ -320,11 +390,11 @@ fn is_clutter(dom: &Dom, st: &stats::Table, id: Id, tag: Tag, flags: u8) -> bool
 
 /// Removes `tag` blocks that look like clutter, innermost first, keeping the stats of
 /// their ancestors current so each decision sees earlier removals.
-fn clean_conditionally(dom: &mut Dom, st: &mut stats::Table, root: Id, tag: Tag, flags: u8) {
+fn clean_conditionally(dom: &mut Dom, st: &mut stats::Table, found: &Found, tag: Tag, flags: u8) {
     if flags & CLEAN_CONDITIONALLY == 0 {
         return;
     }
-    for id in all_with_tag(dom, root, tag).into_iter().rev() {
+    for id in found.tagged(dom, tag).into_iter().rev() {
         let parent = dom.parent(id);
         if parent == NONE {
             continue;
@@ -358,46 +428,45 @@ fn clean_share_bars(dom: &mut Dom, st: &stats::Table, root: Id) {
 
 /// Cleans the chosen content in place.
 pub(crate) fn prep_article(dom: &mut Dom, st: &mut stats::Table, root: Id, flags: u8) {
-    mark_data_tables(dom, root);
+    let found = Found::walk(dom, root);
+    mark_data_tables(dom, &found);
     st.compute(dom, root);
-    clean_conditionally(dom, st, root, Tag::Form, flags);
-    clean_conditionally(dom, st, root, Tag::Fieldset, flags);
+    clean_conditionally(dom, st, &found, Tag::Form, flags);
+    clean_conditionally(dom, st, &found, Tag::Fieldset, flags);
     for tag in [Tag::Object, Tag::Embed, Tag::Footer, Tag::Link, Tag::Aside] {
-        clean(dom, root, tag);
+        clean(dom, &found, tag);
     }
     st.compute(dom, root);
     clean_share_bars(dom, st, root);
     for tag in [Tag::Iframe, Tag::Input, Tag::Textarea, Tag::Select, Tag::Button] {
-        clean(dom, root, tag);
+        clean(dom, &found, tag);
     }
-    let headings: Vec<Id> =
-        dom.descendants(root).filter(|&id| matches!(dom.tag(id), Tag::H1 | Tag::H2)).collect();
-    for h in headings.into_iter().rev() {
+    for h in found.of(dom, Tag::H1, |t| matches!(t, Tag::H1 | Tag::H2)).into_iter().rev() {
         if class_weight(dom, h, flags) < 0 {
             dom.detach(h);
         }
     }
     st.compute(dom, root);
     for tag in [Tag::Table, Tag::Ul, Tag::Div] {
-        clean_conditionally(dom, st, root, tag, flags);
+        clean_conditionally(dom, st, &found, tag, flags);
     }
-    for h in all_with_tag(dom, root, Tag::H1) {
+    for h in found.tagged(dom, Tag::H1) {
         dom.set_tag(h, Tag::H2);
     }
-    for p in all_with_tag(dom, root, Tag::P).into_iter().rev() {
+    for p in found.tagged(dom, Tag::P).into_iter().rev() {
         st.ensure(dom, p);
         let s = st.get(p);
         if s.img == 0 && s.embed == 0 && s.seg.empty {
             dom.detach(p);
         }
     }
-    for br in all_with_tag(dom, root, Tag::Br) {
+    for br in found.tagged(dom, Tag::Br) {
         let next = skip_blank(dom, dom.n(br).next);
         if next != NONE && dom.tag(next) == Tag::P {
             dom.detach(br);
         }
     }
-    for table in all_with_tag(dom, root, Tag::Table) {
+    for table in found.tagged(dom, Tag::Table) {
         unwrap_single_cell(dom, table);
     }
 }

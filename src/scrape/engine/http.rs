@@ -395,11 +395,18 @@ fn classify(err: reqwest::Error) -> FetchError {
     classify_source(&err)
 }
 
+/// Whether hyper gave up on a request the server never answered on a connection it
+/// closed: cut off mid-answer, or the connection gone (closed or dropped) before the
+/// request could go out. Such a request is sent again once on a new connection.
+fn unanswered(e: &hyper::Error) -> bool {
+    e.is_incomplete_message() || e.is_closed() || e.is_canceled()
+}
+
 /// Our kind of the error `err`, from its source chain.
 fn classify_source(err: &dyn std::error::Error) -> FetchError {
     let mut source: Option<&(dyn std::error::Error + 'static)> = err.source();
     while let Some(cause) = source {
-        if cause.downcast_ref::<hyper::Error>().is_some_and(hyper::Error::is_incomplete_message) {
+        if cause.downcast_ref::<hyper::Error>().is_some_and(unanswered) {
             return FetchError::Closed(detail_of(err));
         }
         if let Some(resolve) = cause.downcast_ref::<ResolveError>() {
