@@ -293,7 +293,8 @@ fn default_interval_margin_ms() -> u64 {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BrowserSettings {
-    /// Chromium executable; empty: `chromium` on the PATH.
+    /// Chromium executable; empty: Debian's `chromium-headless-shell` when installed, else
+    /// `chromium` on the PATH.
     pub executable: String,
     /// Chromium processes in the pool.
     pub pool_size: usize,

@@ -525,3 +525,29 @@ async fn a_data_directory_with_a_long_path_still_renders() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["data"]["metadata"]["engine"], "chromium", "{body}");
 }
+
+/// Where Debian's headless shell is not installed, the server drives the full `chromium`
+/// (the same source built with its desktop window): a detected shell is rendered, a
+/// screenshot taken, and a screenshot taken.
+#[tokio::test]
+async fn the_full_chromium_renders_when_the_shell_is_not_there() {
+    let site = FixtureSite::start();
+    // The command the server falls back to (`chromium` on the PATH, Debian's script that
+    // execs the browser).
+    let full = |s: &mut ferrocrawl::config::Settings| s.browser.executable = "/usr/bin/chromium".into();
+    let app = TestServer::builder().settings(full).start().await;
+    let (status, shell) = scrape(&app, json!({"url": site.url("/js/shell"), "maxAge": 0})).await;
+    assert_eq!(status, 200, "{shell}");
+    assert!(markdown(&shell).contains("sixteen hours of light"), "the app shell was rendered: {shell}");
+    assert_eq!(shell["data"]["metadata"]["engine"], "chromium");
+    let browsers = browsers_of(&app.data_dir());
+    assert!(!browsers.is_empty(), "a browser of this server runs");
+    for (_, command) in &browsers {
+        assert!(command.starts_with("/usr/lib/chromium/chromium "), "the full browser runs: {command}");
+    }
+    let formats = json!(["markdown", {"type": "screenshot", "viewport": {"width": 640, "height": 480}}]);
+    let (status, shot) = scrape(&app, json!({"url": site.url("/article"), "formats": formats})).await;
+    assert_eq!(status, 200, "{shot}");
+    let (status, png) = download(shot["data"]["screenshot"].as_str().expect("screenshot URL"), KEY).await;
+    assert_eq!((status, png_size(&png)), (200, (640, 480)));
+}
