@@ -95,10 +95,13 @@ const PURGE_DELAY_MS: std::ffi::c_long = 100;
 /// for them on its arenas, and on a crawl's churn of short-lived buffers each fault then
 /// zeroes 2 MiB, of which most is freed again before use.
 pub fn tune_memory() {
+    // An operator's own value stands, even one equal to the default.
+    let chosen =
+        ["MIMALLOC_PURGE_DELAY", "mimalloc_purge_delay"].iter().any(|name| std::env::var_os(name).is_some());
     // SAFETY: both calls only read or write an entry of mimalloc's option table, and the
     // index is one mimalloc defines (its default value is checked first).
     unsafe {
-        if libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) == MI_PURGE_DELAY_DEFAULT {
+        if !chosen && libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) == MI_PURGE_DELAY_DEFAULT {
             libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
         }
     }
