@@ -2,7 +2,8 @@
 //! or `id` hint at content, at boilerplate, at a byline or at a share bar.
 //!
 //! Each string is scanned once, case-insensitively, against all words at the same time
-//! (words are bucketed by first byte), so the filter never runs a pattern per word.
+//! (an Aho-Corasick automaton reporting every match, overlapping ones too), so the filter
+//! never runs a pattern per word.
 
 /// Word that suggests boilerplate strong enough to drop the element outright.
 pub(crate) const UNLIKELY: u8 = 1;
@@ -159,25 +160,6 @@ static PATS: &[Pat] = &[
     word("story", CONTENT),
 ];
 
-const BUCKET: usize = 24;
-
-const fn build_index() -> [[u8; BUCKET]; 256] {
-    let mut table = [[u8::MAX; BUCKET]; 256];
-    let mut i = 0;
-    while i < PATS.len() {
-        let first = PATS[i].word[0] as usize;
-        let mut k = 0;
-        while table[first][k] != u8::MAX {
-            k += 1;
-        }
-        table[first][k] = i as u8;
-        i += 1;
-    }
-    table
-}
-
-static INDEX: [[u8; BUCKET]; 256] = build_index();
-
 fn is_alnum(b: Option<&u8>) -> bool {
     b.is_some_and(|c| c.is_ascii_alphanumeric())
 }
@@ -186,46 +168,31 @@ fn is_space(b: Option<&u8>) -> bool {
     b.is_none_or(|&c| c == b' ')
 }
 
+/// Every word of [`PATS`] at once, ASCII case ignored (a DFA: one step a byte).
+static AUTOMATON: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::LazyLock::new(|| {
+    aho_corasick::AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+        .build(PATS.iter().map(|p| p.word))
+        .expect("the vocabulary builds")
+});
+
 /// Flags of every word found in `s` (a class attribute or an id).
 pub(crate) fn scan(s: &str) -> u8 {
-    if s.is_empty() {
-        return 0;
-    }
-    // Lower-case once into a stack buffer so matching is plain byte comparison.
-    let mut stack = [0u8; 128];
-    let mut heap = Vec::new();
-    let hay: &mut [u8] = if s.len() <= stack.len() {
-        &mut stack[..s.len()]
-    } else {
-        heap.resize(s.len(), 0);
-        &mut heap
-    };
-    hay.copy_from_slice(s.as_bytes());
-    hay.make_ascii_lowercase();
-    let hay = &*hay;
+    let hay = s.as_bytes();
     let mut flags = 0u8;
-    for (i, &first) in hay.iter().enumerate() {
-        for &pi in &INDEX[first as usize] {
-            let Some(pat) = PATS.get(pi as usize) else {
-                break;
-            };
-            if flags & pat.flags == pat.flags && pat.kind == Kind::Sub {
-                continue;
-            }
-            let end = i + pat.word.len();
-            if hay.get(i + 1) != pat.word.get(1) || hay.get(i..end) != Some(pat.word) {
-                continue;
-            }
-            let before = if i == 0 { None } else { hay.get(i - 1) };
-            let after = hay.get(end);
-            let ok = match pat.kind {
-                Kind::Sub => true,
-                Kind::SpaceToken => is_space(before) && is_space(after),
-                Kind::Word => !is_alnum(before) && !is_alnum(after),
-            };
-            if ok {
-                flags |= pat.flags;
-            }
+    for m in AUTOMATON.find_overlapping_iter(hay) {
+        let Some(pat) = PATS.get(m.pattern().as_usize()) else { continue };
+        let (start, end) = (m.start(), m.end());
+        let before = if start == 0 { None } else { hay.get(start - 1) };
+        let after = hay.get(end);
+        let ok = match pat.kind {
+            Kind::Sub => true,
+            Kind::SpaceToken => is_space(before) && is_space(after),
+            Kind::Word => !is_alnum(before) && !is_alnum(after),
+        };
+        if ok {
+            flags |= pat.flags;
         }
     }
     flags
@@ -244,6 +211,9 @@ mod tests {
         assert_eq!(scan("share-bar") & SHARE, SHARE);
         assert_eq!(scan("shared") & SHARE, 0);
         assert_eq!(scan("post_share") & SHARE, SHARE);
+        // Matches that overlap all count: "share" (glued to "d", no) inside "sharedaddy" (yes).
+        assert_eq!(scan("x Sharedaddy") & SHARE, SHARE);
+        assert_eq!(scan("combx-comment") & (UNLIKELY | NEGATIVE), UNLIKELY | NEGATIVE);
         assert_eq!(scan(""), 0);
         assert_eq!(scan("cookie-banner") & CHROME, CHROME);
         assert_eq!(scan("x Modal-Window") & CHROME, CHROME);
