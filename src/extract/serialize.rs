@@ -132,3 +132,16 @@ fn close(dom: &Dom, id: Id, out: &mut String) {
     out.push_str(close_name(dom, id));
     out.push('>');
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn text_is_escaped_around_other_characters() {
+        let mut out = String::new();
+        super::escape_html(&mut out, "a<b> & \"c\"\u{a0}é\u{a0}\u{c2}\u{e0}ü<");
+        assert_eq!(out, "a&lt;b&gt; &amp; &quot;c&quot;&nbsp;é&nbsp;\u{c2}\u{e0}ü&lt;");
+        let mut out = String::from("kept ");
+        super::escape_html(&mut out, "plain");
+        assert_eq!(out, "kept plain");
+    }
+}
