@@ -179,6 +179,10 @@ static AUTOMATON: std::sync::LazyLock<aho_corasick::AhoCorasick> = std::sync::La
 
 /// Flags of every word found in `s` (a class attribute or an id).
 pub(crate) fn scan(s: &str) -> u8 {
+    // Most elements have no class or id: no search set up for them.
+    if s.is_empty() {
+        return 0;
+    }
     let hay = s.as_bytes();
     let mut flags = 0u8;
     for m in AUTOMATON.find_overlapping_iter(hay) {
