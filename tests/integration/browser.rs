@@ -527,8 +527,8 @@ async fn a_data_directory_with_a_long_path_still_renders() {
 }
 
 /// Where Debian's headless shell is not installed, the server drives the full `chromium`
-/// (the same source built with its desktop window): a detected shell is rendered, a
-/// screenshot taken, and a screenshot taken.
+/// (the same source built with its desktop window): a detected app shell is rendered and a
+/// screenshot taken.
 #[tokio::test]
 async fn the_full_chromium_renders_when_the_shell_is_not_there() {
     let site = FixtureSite::start();
