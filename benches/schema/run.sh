@@ -34,7 +34,7 @@ done
 key="$(cat "$data/api-key")"
 
 status=0
-st run http://127.0.0.1:3002/v2/openapi.json \
+st --config-file benches/schema/schemathesis.toml run http://127.0.0.1:3002/v2/openapi.json \
   -H "Authorization: Bearer $key" \
   --checks all \
   --max-examples "$examples" \

@@ -89,6 +89,19 @@ pub fn typed<T: DeserializeOwned>(value: Value, prefix: &str) -> Result<T, ApiEr
     })
 }
 
+/// Reads the query string `query` into `T`, naming the failing parameter on error.
+pub fn query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+    let pairs = serde_urlencoded::Deserializer::new(url::form_urlencoded::parse(query.as_bytes()));
+    serde_path_to_error::deserialize(pairs).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        match path.as_str() {
+            "." => ApiError::bad_request(format!("Invalid query: {inner}")),
+            field => ApiError::bad_request(format!("Invalid value for query parameter `{field}`: {inner}")),
+        }
+    })
+}
+
 /// The field names a `#[derive(Deserialize)]` struct accepts (not for `flatten` structs).
 pub fn field_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
     struct Probe<'a>(&'a mut &'static [&'static str]);

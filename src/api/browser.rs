@@ -35,6 +35,11 @@ struct CreateBody {
     origin: Option<String>,
 }
 
+/// The keys the body of `POST /v2/browser` may have (for the API document).
+pub fn create_keys() -> &'static [&'static str] {
+    body::field_names::<CreateBody>()
+}
+
 /// What `POST /v2/browser` answers.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -172,8 +177,7 @@ pub async fn list(
     auth: Authenticated,
     request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let query = web::Query::<ListQuery>::from_query(request.query_string())
-        .map_err(|e| ApiError::bad_request(format!("Invalid query: {e}")))?;
+    let query: ListQuery = body::query(request.query_string())?;
     let wanted = match query.status.as_deref() {
         None => None,
         Some("active") => Some(true),

@@ -52,6 +52,11 @@ struct PreviewBody {
     integration: Option<String>,
 }
 
+/// The keys the body may have (for the API document).
+pub fn accepted_keys() -> &'static [&'static str] {
+    body::field_names::<PreviewBody>()
+}
+
 /// The prompt of a request, required.
 fn prompt_of(value: Option<Value>) -> Result<String, ApiError> {
     formats::prompt(value, "prompt")?.ok_or_else(|| ApiError::bad_request("`prompt` is required"))

@@ -5,7 +5,7 @@
 //! else is refused without content: a changed link 403, an expired link or someone else's
 //! file 404. Nothing lists files.
 
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
 use super::error::ApiError;
@@ -29,11 +29,12 @@ async fn get_file(
     state: web::Data<AppState>,
     auth: Result<Authenticated, ApiError>,
     name: web::Path<String>,
-    link: web::Query<LinkQuery>,
+    request: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
+    let link: LinkQuery = super::body::query(request.query_string())?;
     let missing = || ApiError::new(Code::NotFound, "File not found.");
     let scraper = state.scraper.clone();
-    let (name, link) = (name.into_inner(), link.into_inner());
+    let name = name.into_inner();
     let file = match (link.expires, link.signature) {
         (Some(expires), Some(signature)) => {
             let found =

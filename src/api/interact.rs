@@ -65,6 +65,12 @@ struct InteractBody {
     existing_session_id: Option<String>,
 }
 
+/// The keys the body of an interact call may have (for the API document; a session's
+/// `execute` takes them all but `existingSessionId`).
+pub fn accepted_keys() -> &'static [&'static str] {
+    body::field_names::<InteractBody>()
+}
+
 /// What `POST .../interact` and `POST /v2/browser/{id}/execute` answer.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

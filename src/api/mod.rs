@@ -27,6 +27,7 @@ pub mod map;
 pub mod model_jobs;
 pub mod observe;
 pub mod openapi;
+mod openapi_bodies;
 pub mod openapi_routes;
 pub mod options;
 pub mod parse;

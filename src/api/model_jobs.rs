@@ -58,6 +58,11 @@ struct ExtractBody {
     integration: Option<String>,
 }
 
+/// The keys an extract body may have (for the API document).
+pub fn extract_keys() -> &'static [&'static str] {
+    body::field_names::<ExtractBody>()
+}
+
 /// `POST /v2/agent` on the wire.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -76,6 +81,11 @@ struct AgentBody {
     origin: Option<String>,
     #[allow(dead_code)]
     integration: Option<String>,
+}
+
+/// The keys an agent body may have (for the API document).
+pub fn agent_keys() -> &'static [&'static str] {
+    body::field_names::<AgentBody>()
 }
 
 fn need_model(state: &AppState, what: &str) -> Result<(), ApiError> {

@@ -72,6 +72,7 @@ pub fn document() -> Value {
         &mut doc["paths"]["/v2/scrape"]["post"]["responses"]["200"]["content"]["application/json"]["schema"];
     *ok = json!({"oneOf": [ok.take(), {"$ref": "#/components/schemas/ErrorBody"}]});
     super::openapi_routes::add(&mut doc);
+    super::openapi_bodies::tighten(&mut doc);
     doc["components"]["securitySchemes"] = json!({
         "bearer": {"type": "http", "scheme": "bearer", "description": "An API key: `ferrocrawl keys create`"}
     });
@@ -127,9 +128,10 @@ async fn serve(doc: web::Data<OpenApiJson>) -> HttpResponse {
 pub struct OpenApiJson(pub String, std::collections::HashMap<String, String>);
 
 impl OpenApiJson {
-    /// Builds and serializes the document.
-    pub fn build() -> Self {
-        let doc = document();
+    /// Builds and serializes the document, for a server that runs code in `languages`.
+    pub fn build(languages: &[String]) -> Self {
+        let mut doc = document();
+        super::openapi_bodies::code_languages(&mut doc, languages);
         let methods = super::openapi_routes::methods(&doc);
         Self(doc.to_string(), methods)
     }

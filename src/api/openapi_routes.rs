@@ -31,6 +31,15 @@ fn success_with(props: Value) -> Value {
     json!({"type": "object", "required": required, "properties": properties})
 }
 
+/// As [`success_with`], and the properties of `optional`, which may be missing.
+fn success_with_optional(props: Value, optional: Value) -> Value {
+    let mut schema = success_with(props);
+    if let (Some(properties), Value::Object(more)) = (schema["properties"].as_object_mut(), optional) {
+        properties.extend(more);
+    }
+    schema
+}
+
 fn json_response(description: &str, schema: Value) -> Value {
     json!({"description": description, "content": {"application/json": {"schema": schema}}})
 }
@@ -111,11 +120,14 @@ pub fn add(doc: &mut Value) {
     paths["/v2/team/credit-usage"]["get"] =
         operation("Credits left", vec![], usage("remainingCredits"), true);
     paths["/v2/team/token-usage"]["get"] = operation("Tokens left", vec![], usage("remainingTokens"), true);
-    let by_month = || vec![query("byApiKey", json!({"type": "boolean"}), "One series per API key")];
+    // Credits are recorded per team: a series per key is refused there.
+    let per_team =
+        query("byApiKey", json!({"type": "boolean", "enum": [false]}), "Only false: credits are per team");
     paths["/v2/team/credit-usage/historical"]["get"] =
-        operation("Credits used per month", by_month(), history.clone(), true);
+        operation("Credits used per month", vec![per_team], history.clone(), true);
+    let per_key = query("byApiKey", json!({"type": "boolean"}), "One series per API key");
     paths["/v2/team/token-usage/historical"]["get"] =
-        operation("Tokens used per month", by_month(), history, true);
+        operation("Tokens used per month", vec![per_key], history, true);
     paths["/v2/team/queue-status"]["get"] = operation(
         "The team's jobs in the queue",
         vec![],
@@ -148,7 +160,11 @@ pub fn add(doc: &mut Value) {
                 "Only this endpoint",
             ),
             query("limit", json!({"type": "integer", "minimum": 1, "maximum": 100}), "Records per page"),
-            query("cursor", json!({"type": "string"}), "From a previous page"),
+            query(
+                "cursor",
+                json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{32}$"}),
+                "From a previous page",
+            ),
         ],
         json_response(
             "Activity",
@@ -156,69 +172,49 @@ pub fn add(doc: &mut Value) {
         ),
         true,
     );
-    let body_of = |properties: Value, required: Value| {
-        json!({"required": true, "content": {"application/json": {"schema": {
-            "type": "object", "required": required, "properties": properties}}}})
-    };
-    let prompt = json!({"type": "string", "minLength": 1, "maxLength": 10000});
     paths["/v2/crawl/params-preview"]["post"] = operation(
         "Crawl options proposed for a prompt (by the language model, or read by rules without one)",
         vec![],
         json_response(
             "Proposed options",
-            success_with(json!({"data": object.clone(), "warning": {"type": "string"}})),
+            success_with_optional(json!({"data": object.clone()}), json!({"warning": {"type": "string"}})),
         ),
         true,
-    );
-    paths["/v2/crawl/params-preview"]["post"]["requestBody"] = body_of(
-        json!({"url": {"type": "string", "format": "uri"}, "prompt": prompt}),
-        json!(["url", "prompt"]),
     );
     paths["/v2/support/docs-search"]["post"] = operation(
         "A question about this server answered from its documentation",
         vec![],
         json_response(
             "Answer",
-            success_with(json!({
-                "requestId": {"type": "string"}, "answer": {"type": "string"},
-                "evidence": list(json!({"type": "object", "properties": {
-                    "pathOrUrl": {"type": "string"}, "reason": {"type": "string"}}})),
-                "usage": object.clone(), "durationMs": {"type": "integer"}, "warning": {"type": "string"},
-            })),
+            success_with_optional(
+                json!({
+                    "requestId": {"type": "string"}, "answer": {"type": "string"},
+                    "evidence": list(json!({"type": "object", "properties": {
+                        "pathOrUrl": {"type": "string"}, "reason": {"type": "string"}}})),
+                    "usage": object.clone(), "durationMs": {"type": "integer"},
+                }),
+                json!({"warning": {"type": "string"}}),
+            ),
         ),
         true,
-    );
-    paths["/v2/support/docs-search"]["post"]["requestBody"] = body_of(
-        json!({"question": {"type": "string", "minLength": 1, "maxLength": 2000}}),
-        json!(["question"]),
     );
     let job_started = json_response("Job accepted", success_with(json!({"id": {"type": "string"}})));
     let job_state = json_response(
         "The job's state; `data` once completed",
-        success_with(json!({
-            "status": {"type": "string", "enum": ["processing", "completed", "failed", "cancelled"]},
-            "data": {}, "error": {"type": "string"}, "warning": {"type": "string"}, "sources": object.clone(),
-            "expiresAt": {"type": "string"}, "creditsUsed": {"type": "integer"}, "tokensUsed": {"type": "integer"},
-        })),
+        success_with_optional(
+            json!({"status": {"type": "string", "enum": ["processing", "completed", "failed", "cancelled"]}}),
+            json!({
+                "data": {}, "error": {"type": "string"}, "warning": {"type": "string"}, "sources": object.clone(),
+                "expiresAt": {"type": "string"}, "creditsUsed": {"type": "integer"}, "tokensUsed": {"type": "integer"},
+            }),
+        ),
     );
-    let urls = json!({"type": "array", "maxItems": 10, "items": {"type": "string", "format": "uri"}});
     paths["/v2/extract"]["post"] =
         operation("Extract structured data from pages (a job)", vec![], job_started.clone(), true);
-    paths["/v2/extract"]["post"]["requestBody"] = body_of(
-        json!({"urls": urls, "prompt": prompt, "systemPrompt": {"type": "string"}, "schema": object.clone(),
-            "enableWebSearch": {"type": "boolean"}, "scrapeOptions": object.clone(), "ignoreInvalidURLs": {"type": "boolean"},
-            "timeout": {"type": "integer"}}),
-        json!([]),
-    );
     paths["/v2/extract/{id}"]["get"] =
         operation("An extract job's state", vec![id()], job_state.clone(), true);
     paths["/v2/agent"]["post"] =
         operation("Research a prompt across pages (a job)", vec![], job_started, true);
-    paths["/v2/agent"]["post"]["requestBody"] = body_of(
-        json!({"prompt": prompt, "urls": urls, "schema": object.clone(), "maxCredits": {"type": "integer"},
-            "model": {"type": "string", "enum": ["spark-1-pro", "spark-1-mini", "spark-2"]}}),
-        json!(["prompt"]),
-    );
     paths["/v2/agent/{id}"]["get"] = operation("An agent job's state", vec![id()], job_state, true);
     paths["/v2/agent/{id}"]["delete"] = operation(
         "Cancel an agent job",

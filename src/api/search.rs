@@ -41,6 +41,11 @@ const KEYS: &[&str] = &[
     "integration",
 ];
 
+/// The keys the body may have (for the API document).
+pub fn accepted_keys() -> &'static [&'static str] {
+    KEYS
+}
+
 /// Registers the route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/v2/search").route(web::post().to(search_route)));

@@ -45,6 +45,11 @@ struct Question {
     integration: Option<String>,
 }
 
+/// The keys the body may have (for the API document).
+pub fn accepted_keys() -> &'static [&'static str] {
+    body::field_names::<Question>()
+}
+
 async fn docs_search(
     state: web::Data<AppState>,
     auth: Authenticated,

@@ -210,8 +210,20 @@ async fn history(
     req: &HttpRequest,
     field: &'static str,
 ) -> Result<Value, ApiError> {
-    let by_key = url::form_urlencoded::parse(req.query_string().as_bytes())
-        .any(|(k, v)| k == "byApiKey" && v == "true");
+    let mut by_key = false;
+    for (key, value) in url::form_urlencoded::parse(req.query_string().as_bytes()) {
+        if key == "byApiKey" {
+            by_key = match value.as_ref() {
+                "true" => true,
+                "false" => false,
+                _ => {
+                    return Err(ApiError::bad_request(format!(
+                        "`byApiKey` must be true or false (got `{value}`)"
+                    )));
+                }
+            };
+        }
+    }
     if by_key && field == "creditsUsed" {
         return Err(ApiError::not_available(
             "byApiKey",

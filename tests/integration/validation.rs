@@ -96,3 +96,26 @@ async fn unknown_routes_methods_and_ids() {
     let (status, body) = app.request(reqwest::Method::GET, "/health", None).await;
     assert_eq!((status, body["status"].as_str()), (200, Some("ok")));
 }
+
+#[tokio::test]
+async fn query_parameters_are_named_when_invalid() {
+    let app = TestServer::start().await;
+    for (path, field) in [
+        ("/v2/team/credit-usage/historical?byApiKey=yes", "`byApiKey`"),
+        ("/v2/team/token-usage/historical?byApiKey=1", "`byApiKey`"),
+        ("/v2/files/a.png?expires=-5&signature=x", "`expires`"),
+        ("/v2/browser?status=", "`status`"),
+        ("/v2/team/activity?limit=0", "`limit`"),
+    ] {
+        let got = app.request(reqwest::Method::GET, path, None).await;
+        let msg = assert_error(&got, 400, "BAD_REQUEST");
+        assert!(msg.contains(field), "{path} → {msg}");
+    }
+    // Both booleans are read as such.
+    let (status, body) =
+        app.request(reqwest::Method::GET, "/v2/team/token-usage/historical?byApiKey=false", None).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) =
+        app.request(reqwest::Method::GET, "/v2/team/token-usage/historical?byApiKey=true", None).await;
+    assert_eq!(status, 200, "{body}");
+}
