@@ -20,7 +20,10 @@ pub fn object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
         return Err(ApiError::bad_request("Request body is empty; send a JSON object"));
     }
     match serde_json::from_slice::<Value>(bytes) {
-        Ok(Value::Object(map)) => Ok(map),
+        Ok(Value::Object(mut map)) => {
+            map.values_mut().for_each(whole_numbers);
+            Ok(map)
+        }
         Ok(_) => Err(ApiError::bad_request("Request body must be a JSON object")),
         Err(e) => Err(ApiError::new(Code::InvalidJson, format!("Bad request, malformed JSON: {e}"))),
     }
@@ -42,12 +45,37 @@ pub fn object_keeping(bytes: &Bytes, kept: &str) -> Result<(Map<String, Value>, 
             slice = Some(bytes.slice_ref(value.get().as_bytes()));
             continue;
         }
-        let value = serde_json::from_str(value.get()).map_err(|e| {
+        let mut value = serde_json::from_str(value.get()).map_err(|e| {
             ApiError::new(Code::InvalidJson, format!("Bad request, malformed JSON in `{key}`: {e}"))
         })?;
+        whole_numbers(&mut value);
         map.insert(key, value);
     }
     Ok((map, slice))
+}
+
+/// Rewrites the numbers of `value` written with a fraction of zero (`30.0`, as Python's
+/// `json` writes a float) as the whole numbers they are, as JSON Schema counts them: a
+/// field of whole seconds or milliseconds takes them (a fraction proper is still refused).
+fn whole_numbers(value: &mut Value) {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            let Some(f) = n.as_f64() else { return };
+            if f.fract() != 0.0 {
+                return;
+            }
+            // Within the integers an f64 holds exactly.
+            const EXACT: f64 = 9_007_199_254_740_992.0;
+            if (0.0..=EXACT).contains(&f) {
+                *value = Value::from(f as u64);
+            } else if (-EXACT..0.0).contains(&f) {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers),
+        Value::Object(fields) => fields.values_mut().for_each(whole_numbers),
+        _ => {}
+    }
 }
 
 /// Drops internal `__` keys (forwarded by some clients, meaningless here) and rejects any
@@ -149,6 +177,16 @@ pub fn field_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_with_a_zero_fraction_are_whole() {
+        let map = object(br#"{"ttl": 2068.0, "x": 0.5, "list": [1.0, -3.0, 2.5], "big": 1e300, "n": -0.0}"#)
+            .expect("object");
+        assert_eq!(
+            Value::Object(map),
+            serde_json::json!({"ttl": 2068, "x": 0.5, "list": [1, -3, 2.5], "big": 1e300, "n": 0})
+        );
+    }
 
     #[derive(Debug, Deserialize)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -20,7 +20,7 @@ pub(super) fn tighten(doc: &mut Value) {
     if let Some(one_of) = schemas["Webhook"]["oneOf"].as_array_mut() {
         one_of.push(json!({"type": "null"}));
     }
-    for name in ["CrawlOptions", "CrawlRequest"] {
+    for name in ["CrawlOptions", "CrawlRequest", "MapOptions", "MapRequest"] {
         let props = &mut schemas[name]["properties"];
         if props["sitemap"].is_object() {
             props["sitemap"]["enum"] = json!(["skip", "include", "only", null]);
@@ -102,6 +102,8 @@ fn body(doc: &mut Value, path: &str, method: &str, schema: Value, required: bool
 /// The JSON bodies not built from option types.
 fn bodies(doc: &mut Value) {
     let text = |min: u64, max: u64| json!({"type": "string", "minLength": min, "maxLength": max});
+    // A prompt or a question: not only white space.
+    let words = |max: u64| json!({"type": "string", "minLength": 1, "maxLength": max, "pattern": "\\S"});
     let label = json!({"type": "string"});
     let url = json!({"type": "string", "format": "uri", "pattern": HTTP_URL});
     let urls = json!({"type": "array", "maxItems": 10, "items": url});
@@ -115,7 +117,7 @@ fn bodies(doc: &mut Value) {
         doc,
         "/v2/support/docs-search",
         "post",
-        exact(support::accepted_keys(), labels(json!({"question": text(1, 2000)})), &["question"]),
+        exact(support::accepted_keys(), labels(json!({"question": words(2000)})), &["question"]),
         true,
     );
     body(
@@ -124,13 +126,13 @@ fn bodies(doc: &mut Value) {
         "post",
         exact(
             crawl_prompt::accepted_keys(),
-            labels(json!({"url": url, "prompt": text(1, 10_000)})),
+            labels(json!({"url": url, "prompt": words(10_000)})),
             &["url", "prompt"],
         ),
         true,
     );
     let jobs = labels(json!({
-        "urls": urls, "prompt": text(1, 10_000), "systemPrompt": label, "schema": object,
+        "urls": urls, "prompt": words(10_000), "systemPrompt": label, "schema": object,
         "enableWebSearch": {"type": "boolean"}, "ignoreInvalidURLs": {"type": "boolean"},
         "scrapeOptions": object, "timeout": {"type": "integer", "minimum": 0},
         "maxCredits": {"type": "integer", "minimum": 0},
@@ -174,13 +176,33 @@ fn bodies(doc: &mut Value) {
     for path in ["/v2/browser/{sessionId}/execute", "/v2/interact/{sessionId}/execute"] {
         body(doc, path, "post", on_session.clone(), true);
     }
-    body(
-        doc,
-        "/v2/search",
-        "post",
-        exact(search::accepted_keys(), json!({"query": text(1, 500)}), &["query"]),
-        true,
-    );
+    // A kind of results or category: its name, or an object with it as `type`.
+    let kinds = |names: Value| {
+        json!({"type": "array", "items": {"oneOf": [
+            {"type": "string", "enum": names},
+            {"type": "object", "required": ["type"], "properties": {"type": {"type": "string", "enum": names}}},
+        ]}})
+    };
+    let period = "(qdr:[hdwmy]|sbd:[01]|cdr:1|cd_(min|max):[0-9]{1,2}/[0-9]{1,2}/[0-9]{4})";
+    let hosts = json!({"type": "array", "items": {"type": "string"}});
+    let query = labels(json!({
+        "query": text(1, 500),
+        "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+        "timeout": {"type": "integer", "minimum": 1000, "maximum": 300_000},
+        "sources": kinds(json!(["web", "images", "news"])),
+        "categories": kinds(json!(["github", "research", "pdf"])),
+        "includeDomains": hosts, "excludeDomains": hosts,
+        "tbs": {"type": "string", "pattern": format!("^{period}(,{period})*$")},
+        "country": {"type": "string", "pattern": "^[A-Za-z]{2}$"},
+        "lang": text(1, 8), "location": label, "filter": label,
+        "safe": {"type": "boolean"}, "ignoreInvalidURLs": {"type": "boolean"}, "highlights": {"type": "boolean"},
+        "asyncScraping": {"enum": [false]},
+        "scrapeOptions": {"$ref": "#/components/schemas/ScrapeOptions"},
+    }));
+    let mut search = exact(search::accepted_keys(), query, &["query"]);
+    // One of the two lists of hosts, not both.
+    search["not"] = json!({"required": ["includeDomains", "excludeDomains"]});
+    body(doc, "/v2/search", "post", search, true);
     doc["paths"]["/v2/parse"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"] = json!({
         "type": "object", "required": ["file"],
         "properties": {"file": {"type": "string", "format": "binary"}, "options": {"type": "string"}},
