@@ -38,6 +38,18 @@ pub(super) fn tighten(doc: &mut Value) {
             }
         }
     }
+    // Header names are HTTP tokens; tag selectors are not empty.
+    for schema in schemas.as_object_mut().into_iter().flat_map(|all| all.values_mut()) {
+        let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else { continue };
+        if let Some(headers) = props.get_mut("headers").filter(|h| h.is_object()) {
+            headers["propertyNames"] = json!({"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"});
+        }
+        for key in ["includeTags", "excludeTags"] {
+            if let Some(tags) = props.get_mut(key).filter(|t| t["items"].is_object()) {
+                tags["items"]["minLength"] = json!(1);
+            }
+        }
+    }
     unsigned(doc);
     optional_take_null(doc);
     bodies(doc);
@@ -192,7 +204,8 @@ fn bodies(doc: &mut Value) {
         "sources": kinds(json!(["web", "images", "news"])),
         "categories": kinds(json!(["github", "research", "pdf"])),
         "includeDomains": hosts, "excludeDomains": hosts,
-        "tbs": {"type": "string", "pattern": format!("^{period}(,{period})*$")},
+        // Comma-separated, blanks around a part and empty parts ignored.
+        "tbs": {"type": "string", "pattern": format!("^\\s*{period}?\\s*(,\\s*{period}?\\s*)*$")},
         "country": {"type": "string", "pattern": "^[A-Za-z]{2}$"},
         "lang": text(1, 8), "location": label, "filter": label,
         "safe": {"type": "boolean"}, "ignoreInvalidURLs": {"type": "boolean"}, "highlights": {"type": "boolean"},
@@ -428,6 +441,8 @@ mod tests {
             (status["name"].as_str(), &status["schema"]["enum"]),
             (Some("status"), &json!(["active", "destroyed"]))
         );
+        // Header names are tokens.
+        assert!(schemas["ScrapeOptions"]["properties"]["headers"]["propertyNames"]["pattern"].is_string());
         // A scrape's profile is described as a session's is.
         assert_eq!(schemas["ScrapeOptions"]["properties"]["profile"]["required"], json!(["name"]));
         // An interact call takes code or a prompt, not both.

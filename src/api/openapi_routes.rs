@@ -248,11 +248,14 @@ pub fn add(doc: &mut Value) {
         false,
     );
     paths["/v2/live/{token}/input"]["post"] = operation(
-        "A click, key or scroll in the session",
+        "A click, key or typed text in the session",
         vec![token()],
-        json_response("Done", success_with(json!({}))),
+        json!({"description": "Sent"}),
         false,
     );
+    // Answered with 204 and no body.
+    let sent = paths["/v2/live/{token}/input"]["post"]["responses"]["200"].take();
+    paths["/v2/live/{token}/input"]["post"]["responses"] = json!({"204": sent});
     // A click at a fraction of the frame, a key, or typed text.
     let fraction = json!({"type": "number", "minimum": 0, "maximum": 1});
     let input = |kind: &str, props: Value| {
