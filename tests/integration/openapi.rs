@@ -147,7 +147,11 @@ async fn every_served_route_is_documented_with_its_methods_and_error_envelope() 
                 "#/components/schemas/ErrorBody",
                 "{method} {template} describes its errors"
             );
-            assert!(op["responses"]["200"].is_object(), "{method} {template} describes its success");
+            let responses = op["responses"].as_object().expect("responses");
+            assert!(
+                responses.keys().any(|s| s.starts_with('2')),
+                "{method} {template} describes its success"
+            );
         }
         // A method the route does not take: 405 naming the ones it does, which proves the
         // template is served as documented (an unserved one would be a 404).
