@@ -7,6 +7,8 @@
 #   benches/schema/run.sh [EXAMPLES_PER_OPERATION]   (default 200; needs root for unshare)
 #
 # Installs schemathesis with pip when it is missing. Reports land in benches/.work/schema/.
+# The answers that are by design (a language-model route on a server without one, a
+# WebSocket-only address) are listed in benches/schema/schemathesis.toml.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
