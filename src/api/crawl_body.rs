@@ -61,10 +61,10 @@ pub struct CrawlBody {
     #[serde(rename = "deduplicateSimilarURLs")]
     pub deduplicate_similar_urls: Option<bool>,
     /// Where to send events: a URL or `{url, headers, metadata, events}`.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub webhook: Option<Value>,
     /// Scrape options applied to every page.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub scrape_options: Option<Value>,
     /// Keep nothing on disk for this crawl (team permission).
     pub zero_data_retention: Option<bool>,

@@ -42,7 +42,7 @@ pub struct MapBody {
     #[schema(minimum = 1000, maximum = 300000)]
     pub timeout: Option<u64>,
     /// Emulated location for the page fetch.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub location: Option<Value>,
     /// Headers for the page fetch.
     pub headers: Option<std::collections::BTreeMap<String, String>>,
@@ -77,10 +77,10 @@ pub struct MapBody {
     /// Not meaningful for a map (one page request); refused when set.
     pub delay: Option<f64>,
     /// Threat scanning (not available on this server).
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub threat_protection: Option<Value>,
     /// Audit label.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub audit_metadata: Option<Value>,
     /// Mock fixture name (not available on this server).
     pub use_mock: Option<String>,

@@ -25,7 +25,7 @@ const MAX_WAIT_FOR_MS: u64 = 60_000;
 #[schema(as = ScrapeOptions)]
 pub struct ScrapeOptionsBody {
     /// Output formats: names (`"markdown"`) or objects with a `type` (`{"type": "changeTracking", "modes": ["git-diff"]}`).
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Option<Vec<Object>>)]
     pub formats: Option<Vec<Value>>,
     /// Keep only the main content (default true).
     pub only_main_content: Option<bool>,
@@ -54,10 +54,10 @@ pub struct ScrapeOptionsBody {
     #[schema(minimum = 1000, maximum = 300000)]
     pub timeout: Option<u64>,
     /// File handling: `["pdf"]` (default) or `[]`.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Option<Vec<Object>>)]
     pub parsers: Option<Vec<Value>>,
     /// Page actions run in the browser before capture.
-    #[schema(value_type = Vec<Object>)]
+    #[schema(value_type = Option<Vec<Object>>)]
     pub actions: Option<Vec<Value>>,
     /// Emulated location.
     pub location: Option<LocationBody>,
@@ -74,19 +74,19 @@ pub struct ScrapeOptionsBody {
     /// Serve from cache only, never contacting the target.
     pub lockdown: Option<bool>,
     /// Persistent browser profile `{name, saveChanges}` shared with interact sessions.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub profile: Option<Value>,
     /// Write nothing to disk (team permission required).
     pub zero_data_retention: Option<bool>,
     /// PII redaction (not available on this server).
     #[serde(rename = "redactPII")]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub redact_pii: Option<Value>,
     /// Threat scanning (not available on this server).
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub threat_protection: Option<Value>,
     /// Audit label, e.g. `{"username": "..."}`; logged with the request.
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<Object>)]
     pub audit_metadata: Option<Value>,
     /// Mock fixture name (not available on this server).
     pub use_mock: Option<String>,
