@@ -15,45 +15,67 @@ const HTTP_URL: &str = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+([/?#]\\S*)?$";
 /// Tightens the request bodies and parameters of `doc`.
 pub(super) fn tighten(doc: &mut Value) {
     http_urls(doc);
-    hosted_only(doc);
     let schemas = &mut doc["components"]["schemas"];
     if let Some(one_of) = schemas["Webhook"]["oneOf"].as_array_mut() {
         one_of.push(json!({"type": "null"}));
     }
-    for name in ["CrawlOptions", "CrawlRequest", "MapOptions", "MapRequest"] {
-        let props = &mut schemas[name]["properties"];
-        if props["sitemap"].is_object() {
-            props["sitemap"]["enum"] = json!(["skip", "include", "only", null]);
-        }
-        if props["scrapeOptions"].is_object() {
-            props["scrapeOptions"] = nullable(props["scrapeOptions"].take());
-        }
+    for (name, schema) in schemas.as_object_mut().into_iter().flatten() {
+        option_type(name, schema);
     }
-    for schema in schemas.as_object_mut().into_iter().flat_map(|all| all.values_mut()) {
-        if schema["properties"]["profile"].is_object() {
-            let description = schema["properties"]["profile"]["description"].clone();
-            schema["properties"]["profile"] = nullable(profile());
-            if description.is_string() {
-                schema["properties"]["profile"]["description"] = description;
-            }
-        }
-    }
-    // Header names are HTTP tokens; tag selectors are not empty.
-    for schema in schemas.as_object_mut().into_iter().flat_map(|all| all.values_mut()) {
-        let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else { continue };
-        if let Some(headers) = props.get_mut("headers").filter(|h| h.is_object()) {
-            headers["propertyNames"] = json!({"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"});
-        }
-        for key in ["includeTags", "excludeTags"] {
-            if let Some(tags) = props.get_mut(key).filter(|t| t["items"].is_object()) {
-                tags["items"]["minLength"] = json!(1);
-            }
-        }
-    }
-    unsigned(doc);
-    optional_take_null(doc);
     bodies(doc);
     parameters(doc);
+}
+
+/// The option types whose keys are all read as an `Option` but the required ones: `null`
+/// there is the key left out.
+const OPTION_TYPES: &[&str] = &[
+    "ScrapeOptions",
+    "ScrapeRequest",
+    "CrawlOptions",
+    "CrawlRequest",
+    "MapOptions",
+    "MapRequest",
+    "BatchScrapeRequest",
+    "LocationBody",
+];
+
+/// The properties of the component schema `name` as the server reads them: profiles,
+/// sitemap modes, header names (HTTP tokens) and tag selectors (not empty) in their forms,
+/// unsigned ranges, optional keys taking `null`, and the hosted-service options off.
+fn option_type(name: &str, schema: &mut Value) {
+    let optional = OPTION_TYPES.contains(&name);
+    let required = schema["required"].clone();
+    let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else { return };
+    for (key, prop) in props.iter_mut() {
+        match key.as_str() {
+            "profile" => *prop = keeping_description(prop, nullable(profile())),
+            "sitemap" => prop["enum"] = json!(["skip", "include", "only"]),
+            "headers" if prop.is_object() => {
+                prop["propertyNames"] = json!({"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"});
+            }
+            "includeTags" | "excludeTags" if prop["items"].is_object() => {
+                prop["items"]["minLength"] = json!(1)
+            }
+            _ => {}
+        }
+        unsigned(prop);
+        let is_required = required.as_array().is_some_and(|r| r.contains(&json!(key)));
+        if optional && !is_required && *prop != json!({}) {
+            let taken = prop.take();
+            *prop = keeping_description(&taken, nullable(taken.clone()));
+        }
+    }
+    off_when_hosted(props);
+}
+
+/// `new`, with the description of `old` when `new` has none of its own.
+fn keeping_description(old: &Value, mut new: Value) -> Value {
+    if let (Some(description), None) =
+        (old.get("description").filter(|d| d.is_string()), new.get("description"))
+    {
+        new["description"] = description.clone();
+    }
+    new
 }
 
 /// A persistent browser profile, as sessions and scrapes take it.
@@ -63,8 +85,16 @@ fn profile() -> Value {
         "saveChanges": {"type": ["boolean", "null"]}}})
 }
 
-/// `schema` also taking `null`.
+/// `schema` also taking `null` (any of the two: a schema that takes `null` itself, such as
+/// a webhook's, still validates `null` once).
 fn nullable(mut schema: Value) -> Value {
+    let only_null = json!({"type": "null"});
+    if ["oneOf", "anyOf"]
+        .iter()
+        .any(|k| schema[*k].as_array().is_some_and(|choices| choices.contains(&only_null)))
+    {
+        return schema;
+    }
     if let Some(values) = schema.get_mut("enum").and_then(Value::as_array_mut)
         && !values.contains(&Value::Null)
     {
@@ -78,7 +108,7 @@ fn nullable(mut schema: Value) -> Value {
         }
         Some(_) => {}
         None if schema.get("enum").is_some() => {}
-        None => return json!({"oneOf": [schema, {"type": "null"}]}),
+        None => return json!({"anyOf": [schema, only_null]}),
     }
     schema
 }
@@ -216,62 +246,39 @@ fn bodies(doc: &mut Value) {
     // One of the two lists of hosts, not both.
     search["not"] = json!({"required": ["includeDomains", "excludeDomains"]});
     body(doc, "/v2/search", "post", search, true);
+    // A live view's input: a click at a fraction of the frame, a key, or typed text.
+    let fraction = json!({"type": "number", "minimum": 0, "maximum": 1});
+    let input = |kind: &str, mut properties: Value| {
+        properties["type"] = json!({"type": "string", "enum": [kind]});
+        let required: Vec<String> =
+            properties.as_object().into_iter().flat_map(|p| p.keys().cloned()).collect();
+        json!({"type": "object", "additionalProperties": false, "required": required, "properties": properties})
+    };
+    let inputs = json!({"oneOf": [
+        input("click", json!({"x": fraction, "y": fraction})),
+        input("key", json!({"key": {"type": "string", "minLength": 1}})),
+        input("text", json!({"text": {"type": "string"}})),
+    ]});
+    body(doc, "/v2/live/{token}/input", "post", inputs, true);
     doc["paths"]["/v2/parse"]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"] = json!({
         "type": "object", "required": ["file"],
         "properties": {"file": {"type": "string", "format": "binary"}, "options": {"type": "string"}},
     });
 }
 
-/// Unsigned fields of the option types with no upper bound of their own: the generator
-/// writes them as signed 32- or 64-bit numbers with a least value, and the server reads them
-/// up to the unsigned type's largest value.
-fn unsigned(doc: &mut Value) {
-    let Some(schemas) = doc["components"]["schemas"].as_object_mut() else { return };
-    for schema in schemas.values_mut() {
-        let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else { continue };
-        for prop in props.values_mut() {
-            let largest = match prop["format"].as_str() {
-                Some("int32") => json!(u32::MAX),
-                Some("int64") => json!(u64::MAX),
-                _ => continue,
-            };
-            let from_zero_up = prop["minimum"].as_u64().is_some();
-            if from_zero_up && prop.get("maximum").is_none() {
-                prop["maximum"] = largest;
-                if let Some(fields) = prop.as_object_mut() {
-                    fields.remove("format");
-                }
-            }
-        }
-    }
-}
-
-/// The option types' keys that are not required: the handlers read each as an `Option`, so
-/// `null` is the key left out.
-fn optional_take_null(doc: &mut Value) {
-    let Some(schemas) = doc["components"]["schemas"].as_object_mut() else { return };
-    for name in [
-        "ScrapeOptions",
-        "ScrapeRequest",
-        "CrawlOptions",
-        "CrawlRequest",
-        "MapOptions",
-        "MapRequest",
-        "BatchScrapeRequest",
-        "LocationBody",
-    ] {
-        let Some(schema) = schemas.get_mut(name) else { continue };
-        let required = schema["required"].clone();
-        let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else { continue };
-        for (key, prop) in props.iter_mut() {
-            let is_required = required.as_array().is_some_and(|r| r.contains(&json!(key)));
-            if !is_required && *prop != json!({}) {
-                let description = prop.get("description").cloned();
-                *prop = nullable(prop.take());
-                if let (Some(description), None) = (description, prop.get("description")) {
-                    prop["description"] = description;
-                }
-            }
+/// An unsigned field with no upper bound of its own: the generator writes it as a signed
+/// 32- or 64-bit number with a least value, and the server reads it up to the unsigned
+/// type's largest value.
+fn unsigned(prop: &mut Value) {
+    let largest = match prop["format"].as_str() {
+        Some("int32") => json!(u32::MAX),
+        Some("int64") => json!(u64::MAX),
+        _ => return,
+    };
+    if prop["minimum"].as_u64().is_some() && prop.get("maximum").is_none() {
+        prop["maximum"] = largest;
+        if let Some(fields) = prop.as_object_mut() {
+            fields.remove("format");
         }
     }
 }
@@ -296,17 +303,6 @@ fn http_urls(doc: &mut Value) {
     }
 }
 
-/// Options of the hosted service that this server refuses unless they are off, in every
-/// option type: documented as the values it takes.
-fn hosted_only(doc: &mut Value) {
-    let Some(schemas) = doc["components"]["schemas"].as_object_mut() else { return };
-    for schema in schemas.values_mut() {
-        if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
-            off_when_hosted(props);
-        }
-    }
-}
-
 /// The hosted-service options among `props`, as the values this server takes.
 fn off_when_hosted(props: &mut Map<String, Value>) {
     for (key, off) in [
@@ -315,11 +311,7 @@ fn off_when_hosted(props: &mut Map<String, Value>) {
         ("redactPII", json!({"enum": [false, null]})),
     ] {
         if let Some(prop) = props.get_mut(key) {
-            let description = prop.get("description").cloned();
-            *prop = off;
-            if let Some(description) = description {
-                prop["description"] = description;
-            }
+            *prop = keeping_description(prop, off);
         }
     }
 }
@@ -455,7 +447,9 @@ mod tests {
         assert_eq!(nullable(json!({"type": "string"})), json!({"type": ["string", "null"]}));
         assert_eq!(nullable(json!({"type": ["string", "null"]})), json!({"type": ["string", "null"]}));
         assert_eq!(nullable(json!({"type": "null"})), json!({"type": "null"}));
-        assert_eq!(nullable(json!({"$ref": "#/x"})), json!({"oneOf": [{"$ref": "#/x"}, {"type": "null"}]}));
+        let either = json!({"oneOf": [{"$ref": "#/x"}, {"type": "null"}]});
+        assert_eq!(nullable(either.clone()), either);
+        assert_eq!(nullable(json!({"$ref": "#/x"})), json!({"anyOf": [{"$ref": "#/x"}, {"type": "null"}]}));
         assert_eq!(nullable(json!({"enum": [false]})), json!({"enum": [false, null]}));
         assert_eq!(
             nullable(json!({"type": "string", "enum": ["a"]})),

@@ -253,23 +253,8 @@ pub fn add(doc: &mut Value) {
         json!({"description": "Sent"}),
         false,
     );
-    // Answered with 204 and no body.
-    let sent = paths["/v2/live/{token}/input"]["post"]["responses"]["200"].take();
-    paths["/v2/live/{token}/input"]["post"]["responses"] = json!({"204": sent});
-    // A click at a fraction of the frame, a key, or typed text.
-    let fraction = json!({"type": "number", "minimum": 0, "maximum": 1});
-    let input = |kind: &str, props: Value| {
-        let mut properties = props;
-        properties["type"] = json!({"type": "string", "enum": [kind]});
-        let required: Vec<&str> =
-            properties.as_object().map(|p| p.keys().map(String::as_str).collect()).unwrap_or_default();
-        json!({"type": "object", "additionalProperties": false, "required": required, "properties": properties})
-    };
-    paths["/v2/live/{token}/input"]["post"]["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"oneOf": [
-        input("click", json!({"x": fraction, "y": fraction})),
-        input("key", json!({"key": {"type": "string", "minLength": 1}})),
-        input("text", json!({"text": {"type": "string"}})),
-    ]}}}});
+    // Answered with 204 and no body (its request body: `openapi_bodies`).
+    paths["/v2/live/{token}/input"]["post"]["responses"] = json!({"204": {"description": "Sent"}});
     paths["/v2/cdp/{token}"]["get"] = operation(
         "A session's DevTools browser WebSocket (its cdpUrl, for Playwright connectOverCDP or \
          Puppeteer connect): the session's own context only; page commands pass, others are refused",
