@@ -1,7 +1,8 @@
 //! Strict JSON request bodies. A body must be a JSON object; keys the endpoint does not
 //! know are rejected with a 400 naming them (Firecrawl's schemas are strict too), except
 //! internal `__`-prefixed keys the official clients may forward; type errors name the
-//! path of the offending field (`formats[1].type`).
+//! path of the offending field (`formats[1].type`). Query strings are read the same way
+//! ([`query`]), naming the failing parameter.
 
 use std::collections::BTreeMap;
 

@@ -210,20 +210,13 @@ async fn history(
     req: &HttpRequest,
     field: &'static str,
 ) -> Result<Value, ApiError> {
-    let mut by_key = false;
-    for (key, value) in url::form_urlencoded::parse(req.query_string().as_bytes()) {
-        if key == "byApiKey" {
-            by_key = match value.as_ref() {
-                "true" => true,
-                "false" => false,
-                _ => {
-                    return Err(ApiError::bad_request(format!(
-                        "`byApiKey` must be true or false (got `{value}`)"
-                    )));
-                }
-            };
-        }
+    /// The history's query: one series per key, or one for the team.
+    #[derive(serde::Deserialize)]
+    struct HistoryQuery {
+        #[serde(rename = "byApiKey", default)]
+        by_api_key: bool,
     }
+    let by_key = super::body::query::<HistoryQuery>(req.query_string())?.by_api_key;
     if by_key && field == "creditsUsed" {
         return Err(ApiError::not_available(
             "byApiKey",
