@@ -131,6 +131,40 @@ pub fn query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
     })
 }
 
+/// Reads an optional nested object (`#[serde(default, deserialize_with = "body::object_only")]`)
+/// from a JSON object or `null` only: serde's derived structs also take an array, read
+/// field by field in order (`"location": ["US", ["en"]]`), which no client means. The
+/// object's own fields are read as usual, so an error still names the one that failed.
+pub fn object_only<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<T>, D::Error> {
+    struct Nested<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Deserialize<'de>> Visitor<'de> for Nested<T> {
+        type Value = Option<T>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+            deserializer.deserialize_map(self)
+        }
+
+        fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+            T::deserialize(de::value::MapAccessDeserializer::new(map)).map(Some)
+        }
+    }
+    deserializer.deserialize_option(Nested(std::marker::PhantomData))
+}
+
 /// The field names a `#[derive(Deserialize)]` struct accepts (not for `flatten` structs).
 pub fn field_names<'de, T: Deserialize<'de>>() -> &'static [&'static str] {
     struct Probe<'a>(&'a mut &'static [&'static str]);
@@ -219,6 +253,29 @@ mod tests {
         assert!(err.message().contains("`timeout`"), "{}", err.message());
         let err = typed::<Sample>(serde_json::json!({"timeout": -1}), "scrapeOptions.").unwrap_err();
         assert!(err.message().contains("`scrapeOptions.timeout`"), "{}", err.message());
+    }
+
+    #[derive(Debug, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Outer {
+        #[serde(default, deserialize_with = "object_only")]
+        inner: Option<Sample>,
+    }
+
+    #[test]
+    fn nested_objects_are_read_from_objects_only() {
+        let read = typed::<Outer>(serde_json::json!({"inner": {"timeout": 5}}), "").expect("an object");
+        assert_eq!(read.inner.and_then(|s| s.timeout), Some(5));
+        assert!(typed::<Outer>(serde_json::json!({"inner": null}), "").expect("null").inner.is_none());
+        assert!(typed::<Outer>(serde_json::json!({}), "").expect("absent").inner.is_none());
+        let err = typed::<Outer>(serde_json::json!({"inner": [true, 5]}), "").unwrap_err();
+        assert!(
+            err.message().contains("`inner`") && err.message().contains("an object"),
+            "{}",
+            err.message()
+        );
+        let err = typed::<Outer>(serde_json::json!({"inner": {"timeout": "soon"}}), "").unwrap_err();
+        assert!(err.message().contains("`inner.timeout`"), "{}", err.message());
     }
 
     #[test]

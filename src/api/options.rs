@@ -60,6 +60,7 @@ pub struct ScrapeOptionsBody {
     #[schema(value_type = Option<Vec<Object>>)]
     pub actions: Option<Vec<Value>>,
     /// Emulated location.
+    #[serde(default, deserialize_with = "super::body::object_only")]
     pub location: Option<LocationBody>,
     /// Replace inline base64 images in Markdown (default true).
     pub remove_base64_images: Option<bool>,

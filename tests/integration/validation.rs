@@ -36,6 +36,7 @@ async fn types_and_ranges_name_the_field() {
         (json!({"url": url, "onlyMainContent": "yes"}), "`onlyMainContent`"),
         (json!({"url": url, "headers": {"X": 1}}), "`headers.X`"),
         (json!({"url": url, "location": {"country": "Narnia"}}), "`location.country`"),
+        (json!({"url": url, "location": ["US", ["en-US"]]}), "`location`"),
         (json!({"url": url, "proxy": "tor"}), "`proxy`"),
         (json!({"url": url, "formats": ["markdown", "pdfText"]}), "`formats[1]`"),
         (json!({"url": url, "formats": [{"type": "markdown", "x": 1}]}), "`formats[0].x`"),
