@@ -3,7 +3,7 @@
 //! capability this server lacks (a language model when `llm.base_url` is not set, hosted
 //! media services) are refused with `FEATURE_NOT_AVAILABLE`.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::error::ApiError;
 use crate::extract;
@@ -36,6 +36,8 @@ pub const NO_MODEL: &str = "it needs a language model; the operator sets llm.bas
 
 /// Longest prompt, question or query (characters).
 const MAX_PROMPT_CHARS: usize = 10_000;
+/// Longest change-tracking tag (characters).
+const MAX_TAG_CHARS: usize = 256;
 
 /// The names of the formats `formats` asks for, as a job's options show them (the
 /// objects' settings left out).
@@ -60,6 +62,78 @@ pub fn names(formats: &Formats) -> Vec<&'static str> {
     .into_iter()
     .filter_map(|(on, name)| on.then_some(name))
     .collect()
+}
+
+/// Format names a bare string asks for (the others need settings of their own: an object
+/// with its `type`).
+pub const BY_NAME: &[&str] = &[
+    "markdown",
+    "html",
+    "rawHtml",
+    "rawBase64",
+    "links",
+    "images",
+    "changeTracking",
+    "screenshot",
+    "branding",
+    "json",
+    "summary",
+];
+
+/// The JSON Schema of one item of `formats`, as [`parse`] reads it: a name of
+/// [`BY_NAME`], or an object with its `type` and that format's settings. (What spans items,
+/// such as `rawBase64` alone or `changeTracking` with `markdown`, is in the description.)
+pub fn item_schema() -> Value {
+    let prompt = json!({"type": "string", "minLength": 1, "maxLength": MAX_PROMPT_CHARS, "pattern": "\\S"});
+    let optional_prompt =
+        json!({"type": ["string", "null"], "minLength": 1, "maxLength": MAX_PROMPT_CHARS, "pattern": "\\S"});
+    let schema = json!({"anyOf": [{"type": "object"}, {"const": true}, {"type": "null"}]});
+    let form = |name: &str, properties: Value, required: &[&str]| {
+        let mut properties = properties.as_object().cloned().unwrap_or_default();
+        properties.insert("type".into(), json!({"const": name}));
+        let required: Vec<&str> = std::iter::once("type").chain(required.iter().copied()).collect();
+        json!({"type": "object", "required": required, "additionalProperties": false, "properties": properties})
+    };
+    let side = |max: u32| json!({"type": "integer", "minimum": 1, "maximum": max});
+    let (width, height) = crate::model::actions::MAX_VIEWPORT;
+    let mut forms = vec![json!({"type": "string", "enum": BY_NAME})];
+    let plain = BY_NAME.iter().filter(|n| !matches!(**n, "screenshot" | "json" | "changeTracking"));
+    forms.extend(plain.map(|name| form(name, json!({}), &[])));
+    forms.extend([
+        form(
+            "screenshot",
+            json!({
+                "fullPage": {"type": "boolean"},
+                "quality": {"type": "integer", "minimum": 1, "maximum": 100},
+                "viewport": {"type": "object", "required": ["width", "height"], "additionalProperties": false,
+                    "properties": {"width": side(width), "height": side(height)}},
+            }),
+            &[],
+        ),
+        form("json", json!({"schema": schema, "prompt": optional_prompt}), &[]),
+        form(
+            "changeTracking",
+            json!({
+                "modes": {"type": "array", "items": {"enum": ["git-diff", "json"]}},
+                "tag": {"type": ["string", "null"], "minLength": 1, "maxLength": MAX_TAG_CHARS},
+                "schema": schema,
+                "prompt": optional_prompt,
+            }),
+            &[],
+        ),
+        form(
+            "attributes",
+            json!({"selectors": {"type": "array", "minItems": 1, "items": {
+                "type": "object", "required": ["selector", "attribute"], "additionalProperties": false,
+                "properties": {"selector": {"type": "string", "minLength": 1}, "attribute": {"type": "string", "minLength": 1}},
+            }}}),
+            &["selectors"],
+        ),
+        form("question", json!({"question": prompt}), &["question"]),
+        form("highlights", json!({"query": prompt}), &["query"]),
+        form("query", json!({"prompt": prompt, "mode": {"enum": ["freeform", "directQuote", null]}}), &["prompt"]),
+    ]);
+    json!({"anyOf": forms})
 }
 
 /// Formats of the API that need something this build lacks, with the reason.
@@ -254,10 +328,12 @@ fn change_tracking(
             }
             "tag" => match value {
                 Value::Null => spec.tag = None,
-                Value::String(tag) if !tag.is_empty() && tag.len() <= 256 => spec.tag = Some(tag.clone()),
+                Value::String(tag) if !tag.is_empty() && tag.chars().count() <= MAX_TAG_CHARS => {
+                    spec.tag = Some(tag.clone())
+                }
                 _ => {
                     return Err(ApiError::bad_request(format!(
-                        "`{at}.tag` must be a string of 1 to 256 characters or null"
+                        "`{at}.tag` must be a string of 1 to {MAX_TAG_CHARS} characters or null"
                     )));
                 }
             },
@@ -430,5 +506,47 @@ mod tests {
             .expect("ok");
         assert_eq!(f.attributes, vec![("a".to_owned(), "href".to_owned())]);
         assert!(p(json!([{"type": "attributes", "selectors": []}])).is_err());
+    }
+
+    #[test]
+    fn the_item_schema_takes_what_parse_takes() {
+        let schema = item_schema();
+        let checker = jsonschema::validator_for(&schema).expect("a valid schema");
+        for name in BY_NAME {
+            let list = if *name == "rawBase64" { json!([name]) } else { json!([name, "markdown"]) };
+            with_model(list).unwrap_or_else(|e| panic!("{name} by name: {}", e.message()));
+            assert!(checker.is_valid(&json!(name)), "{name}");
+        }
+        for name in ["attributes", "question", "highlights", "query", "pdfText", "audio"] {
+            assert!(with_model(json!([name])).is_err(), "{name} needs settings or is not ours");
+            assert!(!checker.is_valid(&json!(name)), "{name}");
+        }
+        let forms = [
+            json!({"type": "screenshot", "fullPage": true, "quality": 80, "viewport": {"width": 800, "height": 600}}),
+            json!({"type": "json", "schema": {"type": "object"}, "prompt": "prices"}),
+            json!({"type": "changeTracking", "modes": ["git-diff", "json"], "tag": "daily", "prompt": "p"}),
+            json!({"type": "attributes", "selectors": [{"selector": "a", "attribute": "href"}]}),
+            json!({"type": "question", "question": "who?"}),
+            json!({"type": "highlights", "query": "prices"}),
+            json!({"type": "query", "prompt": "who?", "mode": "directQuote"}),
+            json!({"type": "links"}),
+        ];
+        for form in forms {
+            with_model(json!(["markdown", form])).unwrap_or_else(|e| panic!("{form}: {}", e.message()));
+            assert!(checker.is_valid(&form), "{form}");
+        }
+        let refused = [
+            json!({"type": "screenshot", "quality": 0}),
+            json!({"type": "links", "x": 1}),
+            json!({"type": "attributes", "selectors": []}),
+            json!({"type": "changeTracking", "modes": ["word-diff"]}),
+            json!({"type": "question"}),
+            json!({"type": "query", "prompt": "q", "mode": "loose"}),
+            json!({"markdown": true}),
+        ];
+        for form in refused {
+            assert!(with_model(json!(["markdown", form])).is_err(), "{form} is refused");
+            assert!(!checker.is_valid(&form), "{form}");
+        }
     }
 }

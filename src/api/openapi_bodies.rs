@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{browser, crawl_prompt, interact, model_jobs, search, support};
+use super::{browser, crawl_prompt, formats, interact, model_jobs, search, support};
 
 /// A URL the server fetches or calls: http or https (the scheme in any case) and a host.
 const HTTP_URL: &str = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+([/?#]\\S*)?$";
@@ -50,6 +50,9 @@ fn option_type(name: &str, schema: &mut Value) {
         match key.as_str() {
             "profile" => *prop = keeping_description(prop, nullable(profile())),
             "sitemap" => prop["enum"] = json!(["skip", "include", "only"]),
+            "formats" if optional => {
+                *prop = keeping_description(prop, json!({"type": "array", "items": formats::item_schema()}))
+            }
             "headers" if prop.is_object() => {
                 prop["propertyNames"] = json!({"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"});
             }
@@ -435,6 +438,14 @@ mod tests {
         );
         // Header names are tokens.
         assert!(schemas["ScrapeOptions"]["properties"]["headers"]["propertyNames"]["pattern"].is_string());
+        // Formats are names or objects with their settings, wherever scrape options are.
+        for name in ["ScrapeOptions", "ScrapeRequest", "BatchScrapeRequest"] {
+            let formats = &schemas[name]["properties"]["formats"];
+            assert_eq!(formats["type"], json!(["array", "null"]), "{name}");
+            let items = jsonschema::validator_for(&formats["items"]).expect("a schema");
+            assert!(items.is_valid(&json!("markdown")) && items.is_valid(&json!({"type": "screenshot"})));
+            assert!(!items.is_valid(&json!("pdfText")) && !items.is_valid(&json!({"type": "links", "x": 1})));
+        }
         // A scrape's profile is described as a session's is.
         assert_eq!(schemas["ScrapeOptions"]["properties"]["profile"]["required"], json!(["name"]));
         // An interact call takes code or a prompt, not both.
