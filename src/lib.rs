@@ -168,7 +168,10 @@ pub async fn serve(
         search_providers,
         model_jobs,
     });
-    let openapi = web::Data::new(api::openapi::OpenApiJson::build(&settings.browser.code_languages));
+    let openapi = web::Data::new(api::openapi::OpenApiJson::build(
+        &settings.browser.code_languages,
+        settings.llm.enabled(),
+    ));
     let workers = match settings.server.workers {
         0 => std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
         n => n,

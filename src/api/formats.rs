@@ -80,14 +80,22 @@ pub const BY_NAME: &[&str] = &[
     "summary",
 ];
 
-/// The JSON Schema of one item of `formats`, as [`parse`] reads it: a name of
-/// [`BY_NAME`], or an object with its `type` and that format's settings. (What spans items,
-/// such as `rawBase64` alone or `changeTracking` with `markdown`, is in the description.)
-pub fn item_schema() -> Value {
+/// The JSON Schema of one item of `formats`, as [`parse`] reads it on a server with a
+/// language model or without (`model`): a name of [`BY_NAME`], or an object with its `type`
+/// and that format's settings. (What spans items, such as `rawBase64` alone or
+/// `changeTracking` with `markdown`, is in the description.)
+pub fn item_schema(model: bool) -> Value {
     let prompt = json!({"type": "string", "minLength": 1, "maxLength": MAX_PROMPT_CHARS, "pattern": "\\S"});
-    let optional_prompt =
-        json!({"type": ["string", "null"], "minLength": 1, "maxLength": MAX_PROMPT_CHARS, "pattern": "\\S"});
-    let schema = json!({"anyOf": [{"type": "object"}, {"const": true}, {"type": "null"}]});
+    // Without a model, a json format's or change tracking's schema and prompt only as null.
+    let (optional_prompt, schema, modes) = if model {
+        (
+            json!({"type": ["string", "null"], "minLength": 1, "maxLength": MAX_PROMPT_CHARS, "pattern": "\\S"}),
+            json!({"anyOf": [{"type": "object"}, {"const": true}, {"type": "null"}]}),
+            json!(["git-diff", "json"]),
+        )
+    } else {
+        (json!({"type": "null"}), json!({"type": "null"}), json!(["git-diff"]))
+    };
     let form = |name: &str, properties: Value, required: &[&str]| {
         let mut properties = properties.as_object().cloned().unwrap_or_default();
         properties.insert("type".into(), json!({"const": name}));
@@ -96,10 +104,12 @@ pub fn item_schema() -> Value {
     };
     let side = |max: u32| json!({"type": "integer", "minimum": 1, "maximum": max});
     let (width, height) = crate::model::actions::MAX_VIEWPORT;
-    let mut forms = vec![json!({"type": "string", "enum": BY_NAME})];
-    let plain = BY_NAME.iter().filter(|n| !matches!(**n, "screenshot" | "json" | "changeTracking"));
+    let available = |name: &str| model || !MODEL_FORMATS.contains(&name);
+    let names: Vec<&str> = BY_NAME.iter().copied().filter(|n| available(n)).collect();
+    let mut forms = vec![json!({"type": "string", "enum": names})];
+    let plain = names.iter().filter(|n| !matches!(**n, "screenshot" | "json" | "changeTracking"));
     forms.extend(plain.map(|name| form(name, json!({}), &[])));
-    forms.extend([
+    let with_settings = [
         form(
             "screenshot",
             json!({
@@ -114,7 +124,7 @@ pub fn item_schema() -> Value {
         form(
             "changeTracking",
             json!({
-                "modes": {"type": "array", "items": {"enum": ["git-diff", "json"]}},
+                "modes": {"type": "array", "items": {"enum": modes}},
                 "tag": {"type": ["string", "null"], "minLength": 1, "maxLength": MAX_TAG_CHARS},
                 "schema": schema,
                 "prompt": optional_prompt,
@@ -131,8 +141,17 @@ pub fn item_schema() -> Value {
         ),
         form("question", json!({"question": prompt}), &["question"]),
         form("highlights", json!({"query": prompt}), &["query"]),
-        form("query", json!({"prompt": prompt, "mode": {"enum": ["freeform", "directQuote", null]}}), &["prompt"]),
-    ]);
+        form(
+            "query",
+            json!({"prompt": prompt, "mode": {"enum": ["freeform", "directQuote", null]}}),
+            &["prompt"],
+        ),
+    ];
+    forms.extend(
+        with_settings
+            .into_iter()
+            .filter(|f| f["properties"]["type"]["const"].as_str().is_some_and(available)),
+    );
     json!({"anyOf": forms})
 }
 
@@ -510,7 +529,7 @@ mod tests {
 
     #[test]
     fn the_item_schema_takes_what_parse_takes() {
-        let schema = item_schema();
+        let schema = item_schema(true);
         let checker = jsonschema::validator_for(&schema).expect("a valid schema");
         for name in BY_NAME {
             let list = if *name == "rawBase64" { json!([name]) } else { json!([name, "markdown"]) };
@@ -548,5 +567,29 @@ mod tests {
             assert!(with_model(json!(["markdown", form])).is_err(), "{form} is refused");
             assert!(!checker.is_valid(&form), "{form}");
         }
+    }
+
+    #[test]
+    fn without_a_model_the_item_schema_leaves_the_model_formats_out() {
+        let checker = jsonschema::validator_for(&item_schema(false)).expect("a valid schema");
+        for name in ["markdown", "screenshot", "changeTracking"] {
+            assert!(checker.is_valid(&json!(name)), "{name}");
+        }
+        let refused = [
+            json!("json"),
+            json!("summary"),
+            json!({"type": "json", "prompt": "prices"}),
+            json!({"type": "question", "question": "who?"}),
+            json!({"type": "changeTracking", "modes": ["json"]}),
+            json!({"type": "changeTracking", "prompt": "prices"}),
+        ];
+        for form in refused {
+            assert!(p(json!(["markdown", form])).is_err(), "{form} is refused without a model");
+            assert!(!checker.is_valid(&form), "{form}");
+        }
+        let tracked =
+            json!({"type": "changeTracking", "modes": ["git-diff"], "tag": "daily", "prompt": null});
+        p(json!(["markdown", tracked])).expect("git-diff needs no model");
+        assert!(checker.is_valid(&tracked));
     }
 }

@@ -128,10 +128,14 @@ async fn serve(doc: web::Data<OpenApiJson>) -> HttpResponse {
 pub struct OpenApiJson(pub String, std::collections::HashMap<String, String>);
 
 impl OpenApiJson {
-    /// Builds and serializes the document, for a server that runs code in `languages`.
-    pub fn build(languages: &[String]) -> Self {
+    /// Builds and serializes the document, for a server that runs code in `languages` and
+    /// has a language model or not (`model`).
+    pub fn build(languages: &[String], model: bool) -> Self {
         let mut doc = document();
         super::openapi_bodies::code_languages(&mut doc, languages);
+        if !model {
+            super::openapi_bodies::without_model(&mut doc);
+        }
         let methods = super::openapi_routes::methods(&doc);
         Self(doc.to_string(), methods)
     }

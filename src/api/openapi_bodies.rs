@@ -51,7 +51,8 @@ fn option_type(name: &str, schema: &mut Value) {
             "profile" => *prop = keeping_description(prop, nullable(profile())),
             "sitemap" => prop["enum"] = json!(["skip", "include", "only"]),
             "formats" if optional => {
-                *prop = keeping_description(prop, json!({"type": "array", "items": formats::item_schema()}))
+                *prop =
+                    keeping_description(prop, json!({"type": "array", "items": formats::item_schema(true)}))
             }
             "headers" if prop.is_object() => {
                 prop["propertyNames"] = json!({"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"});
@@ -333,6 +334,18 @@ pub(super) fn code_languages(doc: &mut Value, languages: &[String]) {
     }
 }
 
+/// The formats of a server without a language model: the model's formats left out of
+/// every option type's `formats` (such a server answers them 400 FEATURE_NOT_AVAILABLE).
+pub(super) fn without_model(doc: &mut Value) {
+    let schemas = &mut doc["components"]["schemas"];
+    for name in OPTION_TYPES {
+        let items = &mut schemas[*name]["properties"]["formats"]["items"];
+        if items.is_object() {
+            *items = formats::item_schema(false);
+        }
+    }
+}
+
 /// Query parameters read into a set or a range.
 fn parameters(doc: &mut Value) {
     let Some(paths) = doc["paths"].as_object_mut() else { return };
@@ -451,6 +464,19 @@ mod tests {
         // An interact call takes code or a prompt, not both.
         let work = body_schema(&doc, "/v2/browser/{sessionId}/execute", "post");
         assert_eq!(work["oneOf"].as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn a_server_without_a_model_documents_no_model_formats() {
+        let names = |model: bool| {
+            let built = super::super::openapi::OpenApiJson::build(&[], model);
+            let doc: Value = serde_json::from_str(&built.0).expect("JSON");
+            let items = &doc["components"]["schemas"]["ScrapeOptions"]["properties"]["formats"]["items"];
+            let checker = jsonschema::validator_for(items).expect("a schema");
+            ["markdown", "summary", "json"].map(|name| checker.is_valid(&json!(name)))
+        };
+        assert_eq!(names(true), [true, true, true]);
+        assert_eq!(names(false), [true, false, false]);
     }
 
     #[test]
