@@ -64,24 +64,17 @@ pub fn names(formats: &Formats) -> Vec<&'static str> {
     .collect()
 }
 
-/// Format names a bare string asks for (the others need settings of their own: an object
-/// with its `type`).
-pub const BY_NAME: &[&str] = &[
-    "markdown",
-    "html",
-    "rawHtml",
-    "rawBase64",
-    "links",
-    "images",
-    "changeTracking",
-    "screenshot",
-    "branding",
-    "json",
-    "summary",
-];
+/// Formats that need settings of their own (an object with its `type`); the others may
+/// also be asked for by name alone.
+const SETTINGS_REQUIRED: &[&str] = &["attributes", "question", "query", "highlights"];
+
+/// Format names a bare string asks for.
+pub fn by_name() -> impl Iterator<Item = &'static str> {
+    SUPPORTED.iter().copied().filter(|name| !SETTINGS_REQUIRED.contains(name))
+}
 
 /// The JSON Schema of one item of `formats`, as [`parse`] reads it on a server with a
-/// language model or without (`model`): a name of [`BY_NAME`], or an object with its `type`
+/// language model or without (`model`): a name of [`by_name`], or an object with its `type`
 /// and that format's settings. (What spans items, such as `rawBase64` alone or
 /// `changeTracking` with `markdown`, is in the description.)
 pub fn item_schema(model: bool) -> Value {
@@ -105,7 +98,7 @@ pub fn item_schema(model: bool) -> Value {
     let side = |max: u32| json!({"type": "integer", "minimum": 1, "maximum": max});
     let (width, height) = crate::model::actions::MAX_VIEWPORT;
     let available = |name: &str| model || !MODEL_FORMATS.contains(&name);
-    let names: Vec<&str> = BY_NAME.iter().copied().filter(|n| available(n)).collect();
+    let names: Vec<&str> = by_name().filter(|n| available(n)).collect();
     let mut forms = vec![json!({"type": "string", "enum": names})];
     let plain = names.iter().filter(|n| !matches!(**n, "screenshot" | "json" | "changeTracking"));
     forms.extend(plain.map(|name| form(name, json!({}), &[])));
@@ -531,8 +524,8 @@ mod tests {
     fn the_item_schema_takes_what_parse_takes() {
         let schema = item_schema(true);
         let checker = jsonschema::validator_for(&schema).expect("a valid schema");
-        for name in BY_NAME {
-            let list = if *name == "rawBase64" { json!([name]) } else { json!([name, "markdown"]) };
+        for name in by_name() {
+            let list = if name == "rawBase64" { json!([name]) } else { json!([name, "markdown"]) };
             with_model(list).unwrap_or_else(|e| panic!("{name} by name: {}", e.message()));
             assert!(checker.is_valid(&json!(name)), "{name}");
         }

@@ -339,8 +339,9 @@ pub(super) fn code_languages(doc: &mut Value, languages: &[String]) {
 pub(super) fn without_model(doc: &mut Value) {
     let schemas = &mut doc["components"]["schemas"];
     for name in OPTION_TYPES {
-        let items = &mut schemas[*name]["properties"]["formats"]["items"];
-        if items.is_object() {
+        // Looked up, not indexed: indexing would add `formats` where there is none.
+        let items = schemas.pointer_mut(&format!("/{name}/properties/formats/items"));
+        if let Some(items) = items.filter(|items| items.is_object()) {
             *items = formats::item_schema(false);
         }
     }
@@ -477,6 +478,10 @@ mod tests {
         };
         assert_eq!(names(true), [true, true, true]);
         assert_eq!(names(false), [true, false, false]);
+        // And nothing else changes: a crawl's own keys have no `formats`.
+        let built = super::super::openapi::OpenApiJson::build(&[], false);
+        let doc: Value = serde_json::from_str(&built.0).expect("JSON");
+        assert!(doc["components"]["schemas"]["CrawlRequest"]["properties"].get("formats").is_none());
     }
 
     #[test]
