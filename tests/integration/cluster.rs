@@ -156,25 +156,7 @@ pub(crate) async fn call(
     path: &str,
     body: Option<&Value>,
 ) -> (u16, Value) {
-    call_with(&client(), base, key, method, path, body).await
-}
-
-/// A client for [`call_with`]: many calls at once share one (building a client loads its
-/// TLS roots, and a hundred built in one task can hold back the requests already
-/// connected until the server times them out).
-pub(crate) fn client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().build().expect("client")
-}
-
-/// [`call`] through `client`.
-pub(crate) async fn call_with(
-    client: &reqwest::Client,
-    base: &str,
-    key: &str,
-    method: reqwest::Method,
-    path: &str,
-    body: Option<&Value>,
-) -> (u16, Value) {
+    let client = reqwest::Client::builder().no_proxy().build().expect("client");
     let mut req = client.request(method, format!("{base}{path}")).bearer_auth(key);
     if let Some(body) = body {
         req = req.json(body);
