@@ -47,8 +47,8 @@ use super::{browser, interact};
 )]
 struct ApiDoc;
 
-/// Builds the document as JSON.
-pub fn document() -> Value {
+/// Builds the document as JSON, for a server with a language model or without (`model`).
+pub fn document(model: bool) -> Value {
     let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or_else(|_| json!({}));
     request_schema(
         &mut doc,
@@ -72,7 +72,7 @@ pub fn document() -> Value {
         &mut doc["paths"]["/v2/scrape"]["post"]["responses"]["200"]["content"]["application/json"]["schema"];
     *ok = json!({"oneOf": [ok.take(), {"$ref": "#/components/schemas/ErrorBody"}]});
     super::openapi_routes::add(&mut doc);
-    super::openapi_bodies::tighten(&mut doc);
+    super::openapi_bodies::tighten(&mut doc, model);
     doc["components"]["securitySchemes"] = json!({
         "bearer": {"type": "http", "scheme": "bearer", "description": "An API key: `ferrocrawl keys create`"}
     });
@@ -131,11 +131,8 @@ impl OpenApiJson {
     /// Builds and serializes the document, for a server that runs code in `languages` and
     /// has a language model or not (`model`).
     pub fn build(languages: &[String], model: bool) -> Self {
-        let mut doc = document();
+        let mut doc = document(model);
         super::openapi_bodies::code_languages(&mut doc, languages);
-        if !model {
-            super::openapi_bodies::without_model(&mut doc);
-        }
         let methods = super::openapi_routes::methods(&doc);
         Self(doc.to_string(), methods)
     }
@@ -152,7 +149,7 @@ mod tests {
 
     #[test]
     fn request_schemas_list_exactly_the_accepted_keys() {
-        let doc = document();
+        let doc = document(true);
         for (schema, mut accepted) in [
             ("ScrapeRequest", scrape::accepted_keys()),
             ("CrawlRequest", crawl::accepted_keys()),

@@ -12,15 +12,16 @@ use super::{browser, crawl_prompt, formats, interact, model_jobs, search, suppor
 /// A URL the server fetches or calls: http or https (the scheme in any case) and a host.
 const HTTP_URL: &str = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+([/?#]\\S*)?$";
 
-/// Tightens the request bodies and parameters of `doc`.
-pub(super) fn tighten(doc: &mut Value) {
+/// Tightens the request bodies and parameters of `doc`, for a server with a language model
+/// or without (`model`: which formats it takes).
+pub(super) fn tighten(doc: &mut Value, model: bool) {
     http_urls(doc);
     let schemas = &mut doc["components"]["schemas"];
     if let Some(one_of) = schemas["Webhook"]["oneOf"].as_array_mut() {
         one_of.push(json!({"type": "null"}));
     }
     for (name, schema) in schemas.as_object_mut().into_iter().flatten() {
-        option_type(name, schema);
+        option_type(name, schema, model);
     }
     bodies(doc);
     parameters(doc);
@@ -40,9 +41,10 @@ const OPTION_TYPES: &[&str] = &[
 ];
 
 /// The properties of the component schema `name` as the server reads them: profiles,
-/// sitemap modes, header names (HTTP tokens) and tag selectors (not empty) in their forms,
-/// unsigned ranges, optional keys taking `null`, and the hosted-service options off.
-fn option_type(name: &str, schema: &mut Value) {
+/// sitemap modes, formats (those of a language model only with `model`), header names (HTTP
+/// tokens) and tag selectors (not empty) in their forms, unsigned ranges, optional keys
+/// taking `null`, and the hosted-service options off.
+fn option_type(name: &str, schema: &mut Value, model: bool) {
     let optional = OPTION_TYPES.contains(&name);
     let required = schema["required"].clone();
     let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else { return };
@@ -52,7 +54,7 @@ fn option_type(name: &str, schema: &mut Value) {
             "sitemap" => prop["enum"] = json!(["skip", "include", "only"]),
             "formats" if optional => {
                 *prop =
-                    keeping_description(prop, json!({"type": "array", "items": formats::item_schema(true)}))
+                    keeping_description(prop, json!({"type": "array", "items": formats::item_schema(model)}))
             }
             "headers" if prop.is_object() => {
                 prop["propertyNames"] = json!({"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"});
@@ -334,19 +336,6 @@ pub(super) fn code_languages(doc: &mut Value, languages: &[String]) {
     }
 }
 
-/// The formats of a server without a language model: the model's formats left out of
-/// every option type's `formats` (such a server answers them 400 FEATURE_NOT_AVAILABLE).
-pub(super) fn without_model(doc: &mut Value) {
-    let schemas = &mut doc["components"]["schemas"];
-    for name in OPTION_TYPES {
-        // Looked up, not indexed: indexing would add `formats` where there is none.
-        let items = schemas.pointer_mut(&format!("/{name}/properties/formats/items"));
-        if let Some(items) = items.filter(|items| items.is_object()) {
-            *items = formats::item_schema(false);
-        }
-    }
-}
-
 /// Query parameters read into a set or a range.
 fn parameters(doc: &mut Value) {
     let Some(paths) = doc["paths"].as_object_mut() else { return };
@@ -386,7 +375,7 @@ mod tests {
 
     #[test]
     fn each_json_body_lists_exactly_the_keys_its_handler_accepts() {
-        let doc = super::super::openapi::document();
+        let doc = super::super::openapi::document(true);
         let execute: Vec<&str> =
             interact::accepted_keys().iter().copied().filter(|&k| k != "existingSessionId").collect();
         for (path, method, keys) in [
@@ -423,7 +412,7 @@ mod tests {
 
     #[test]
     fn what_the_server_takes_is_what_the_document_allows() {
-        let doc = super::super::openapi::document();
+        let doc = super::super::openapi::document(true);
         let schemas = &doc["components"]["schemas"];
         // Optional keys take null, as the handlers read them; required ones do not.
         let session = body_schema(&doc, "/v2/browser", "post");
