@@ -89,7 +89,7 @@ pub fn item_schema(model: bool) -> Value {
     } else {
         (json!({"type": "null"}), json!({"type": "null"}), json!(["git-diff"]))
     };
-    let form = |name: &str, properties: Value, required: &[&str]| {
+    let form = |name: &str, properties: &Value, required: &[&str]| {
         let mut properties = properties.as_object().cloned().unwrap_or_default();
         properties.insert("type".into(), json!({"const": name}));
         let required: Vec<&str> = std::iter::once("type").chain(required.iter().copied()).collect();
@@ -97,13 +97,9 @@ pub fn item_schema(model: bool) -> Value {
     };
     let side = |max: u32| json!({"type": "integer", "minimum": 1, "maximum": max});
     let (width, height) = crate::model::actions::MAX_VIEWPORT;
-    let available = |name: &str| model || !MODEL_FORMATS.contains(&name);
-    let names: Vec<&str> = by_name().filter(|n| available(n)).collect();
-    let mut forms = vec![json!({"type": "string", "enum": names})];
-    let plain = names.iter().filter(|n| !matches!(**n, "screenshot" | "json" | "changeTracking"));
-    forms.extend(plain.map(|name| form(name, json!({}), &[])));
-    let with_settings = [
-        form(
+    // The formats that take settings: each with its settings and those required.
+    let with_settings: [(&str, Value, &[&str]); 7] = [
+        (
             "screenshot",
             json!({
                 "fullPage": {"type": "boolean"},
@@ -113,8 +109,8 @@ pub fn item_schema(model: bool) -> Value {
             }),
             &[],
         ),
-        form("json", json!({"schema": schema, "prompt": optional_prompt}), &[]),
-        form(
+        ("json", json!({"schema": schema, "prompt": optional_prompt}), &[]),
+        (
             "changeTracking",
             json!({
                 "modes": {"type": "array", "items": {"enum": modes}},
@@ -124,7 +120,7 @@ pub fn item_schema(model: bool) -> Value {
             }),
             &[],
         ),
-        form(
+        (
             "attributes",
             json!({"selectors": {"type": "array", "minItems": 1, "items": {
                 "type": "object", "required": ["selector", "attribute"], "additionalProperties": false,
@@ -132,19 +128,21 @@ pub fn item_schema(model: bool) -> Value {
             }}}),
             &["selectors"],
         ),
-        form("question", json!({"question": prompt}), &["question"]),
-        form("highlights", json!({"query": prompt}), &["query"]),
-        form(
+        ("question", json!({"question": prompt}), &["question"]),
+        ("highlights", json!({"query": prompt}), &["query"]),
+        (
             "query",
             json!({"prompt": prompt, "mode": {"enum": ["freeform", "directQuote", null]}}),
             &["prompt"],
         ),
     ];
-    forms.extend(
-        with_settings
-            .into_iter()
-            .filter(|f| f["properties"]["type"]["const"].as_str().is_some_and(available)),
-    );
+    let available = |name: &str| model || !MODEL_FORMATS.contains(&name);
+    let names: Vec<&str> = by_name().filter(|n| available(n)).collect();
+    let has_settings = |name: &str| with_settings.iter().any(|(n, ..)| *n == name);
+    let bare = names.iter().filter(|n| !has_settings(n)).map(|name| form(name, &json!({}), &[]));
+    let set = with_settings.iter().filter(|(n, ..)| available(n)).map(|(n, p, r)| form(n, p, r));
+    let forms: Vec<Value> =
+        std::iter::once(json!({"type": "string", "enum": names})).chain(bare).chain(set).collect();
     json!({"anyOf": forms})
 }
 
