@@ -116,12 +116,11 @@ fn strings(value: &Value) -> Vec<String> {
     out
 }
 
-/// The fixtures' fixed addresses are shared by the tests of this module: one at a time.
-/// When what the fixture made with id `id` was made: a version-7 UUID's first 48 bits are
-/// the milliseconds since the epoch.
+/// When what the fixture made with id `id` was made (a version-7 UUID carries its time).
 fn made_ms(id: &str) -> u64 {
-    let hex: String = id.chars().filter(char::is_ascii_hexdigit).take(12).collect();
-    u64::from_str_radix(&hex, 16).expect("a version-7 id")
+    let stamp = uuid::Uuid::parse_str(id).ok().and_then(|id| id.get_timestamp()).expect("a version-7 id");
+    let (secs, nanos) = stamp.to_unix();
+    secs * 1000 + u64::from(nanos) / 1_000_000
 }
 
 /// Whether what the fixture made with id `id` is still within the day a model job and a
@@ -137,6 +136,7 @@ fn still_kept(id: &str) -> bool {
     ferrocrawl::model::time::now_ms() < made + DAY_MS
 }
 
+/// The fixtures' fixed addresses are shared by the tests of this module: one at a time.
 static FIXED_ADDRESSES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[tokio::test]
