@@ -103,6 +103,26 @@ async fn a_job_survives_a_restart_and_can_be_cancelled() {
     assert_eq!(body["error"], "The job was cancelled.");
 }
 
+/// A server stopped while a job's page is still being read runs the job again on its next
+/// start, reading the page anew.
+#[tokio::test]
+async fn a_job_stopped_mid_read_runs_again_after_the_restart() {
+    let (site, model) = (FixtureSite::start(), FakeModel::start(Behaviour::default()));
+    let app = model.server().start().await;
+    let body = json!({"urls": [site.url("/slow")], "prompt": "the text"});
+    let (_, started) = app.request(reqwest::Method::POST, "/v2/extract", Some(&body)).await;
+    let id = started["id"].as_str().expect("id").to_owned();
+    wait_for("the page read to begin", Duration::from_secs(10), || async {
+        (site.hits("/slow") > 0).then_some(())
+    })
+    .await;
+    let data = app.stop();
+    let app = model.server_on(data).start().await;
+    let done = finished(&app, &format!("/v2/extract/{id}")).await;
+    assert_eq!(done["status"], "completed", "run again after the restart: {done}");
+    assert_eq!(site.hits("/slow"), 2, "the page is read again by the restarted server");
+}
+
 #[tokio::test]
 async fn requests_are_checked() {
     let model = FakeModel::start(Behaviour::default());
