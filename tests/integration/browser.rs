@@ -336,7 +336,7 @@ async fn a_crashed_browser_is_replaced() {
     assert_eq!(status, 200, "{body}");
     assert!(markdown(&body).contains("harvest festival"), "{body}");
 
-    // Killed in the middle of a render: the work is retried once on a new browser.
+    // Killed in the middle of a render: the work is tried again on a new browser.
     let slow = scrape(&app, json!({"url": site.url("/js/late"), "waitFor": 2500}));
     let loaded_before = site.hits("/js/late");
     let killer = async {

@@ -1,6 +1,6 @@
 //! Rendering one page: set the tab up, navigate, wait smartly (network idle and a quiet DOM,
 //! bounded), add `waitFor`, run the actions, then capture the HTML, the screenshot and the
-//! branding. A browser that dies mid-way gets the work retried once on a fresh one.
+//! branding. A browser that dies mid-way gets the work tried again on another one.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -16,6 +16,11 @@ use url::Url;
 use super::proxy::BLOCKED_HEADER;
 use super::tab::{Presentation, Tab};
 use super::{BrowserError, BrowserPool, WarmKey, actions, adblock, branding, warm};
+
+/// Times a render whose browser died is tried again. Twice: a crash that takes every
+/// browser of the pool (the machine short of memory) may leave a second browser whose death
+/// is not yet noticed when the first retry picks it.
+const RENDER_RETRIES: usize = 2;
 use crate::model::actions::ScreenshotSpec;
 use crate::model::document::{PageSnapshot, ScriptValue};
 use crate::model::{Action, Location};
@@ -136,15 +141,19 @@ pub struct Rendered {
 }
 
 impl BrowserPool {
-    /// Renders a page; retried once on a fresh browser when the browser died during the work.
+    /// Renders a page; tried again on another browser when the browser died during the
+    /// work, up to [`RENDER_RETRIES`] times.
     pub async fn render(&self, request: &RenderRequest<'_>) -> Result<Rendered, BrowserError> {
         self.check_target(request.url).await?;
-        match self.render_once(request).await {
-            (Err(BrowserError::Failed(first)), true) => {
-                tracing::warn!(error = %first, "the browser died while rendering; retrying once");
-                self.render_once(request).await.0
+        let mut retries = 0;
+        loop {
+            match self.render_once(request).await {
+                (Err(BrowserError::Failed(error)), true) if retries < RENDER_RETRIES => {
+                    retries += 1;
+                    tracing::warn!(%error, retries, "the browser died while rendering; trying again");
+                }
+                (result, _) => return result,
             }
-            (result, _) => result,
         }
     }
 
