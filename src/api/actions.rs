@@ -2,7 +2,7 @@
 //! `screenshot` settings shared by the format and the action, and `profile`. Every error
 //! names the field, e.g. `actions[2].selector`.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::error::ApiError;
 use crate::extract;
@@ -13,8 +13,8 @@ use crate::model::{Action, PaperFormat, Profile, ScreenshotSpec};
 pub const MAX_ACTIONS: usize = 50;
 /// Budget of `waitFor` plus every wait action (ms), a selector wait counting one second.
 pub const MAX_TOTAL_WAIT_MS: u64 = 60_000;
-/// Largest script of an `executeJavascript` action.
-const MAX_SCRIPT_BYTES: usize = 100_000;
+/// Longest script of an `executeJavascript` action (characters).
+const MAX_SCRIPT_CHARS: usize = 100_000;
 
 /// Parses and checks `actions`; `wait_for_ms` counts against the wait budget.
 pub fn parse(list: Vec<Value>, wait_for_ms: u64, prefix: &str) -> Result<Vec<Action>, ApiError> {
@@ -157,9 +157,9 @@ fn action(mut object: Map<String, Value>, at: &str) -> Result<Action, ApiError> 
         "scrape" => Action::Scrape,
         "executeJavascript" => {
             let script = f.required("script")?;
-            if script.len() > MAX_SCRIPT_BYTES {
+            if script.chars().count() > MAX_SCRIPT_CHARS {
                 return Err(ApiError::bad_request(format!(
-                    "`{at}.script` is longer than {MAX_SCRIPT_BYTES} bytes"
+                    "`{at}.script` is longer than {MAX_SCRIPT_CHARS} characters"
                 )));
             }
             Action::ExecuteJavascript { script }
@@ -243,6 +243,72 @@ pub fn screenshot(object: &Map<String, Value>, at: &str) -> Result<ScreenshotSpe
     Ok(spec)
 }
 
+/// The JSON Schema of the settings of a screenshot format or action (the properties of
+/// its object beside `type`), as [`screenshot`] reads them.
+pub fn screenshot_settings() -> Value {
+    let side = |max: u32| json!({"type": "integer", "minimum": 1, "maximum": max});
+    let (width, height) = MAX_VIEWPORT;
+    json!({
+        "fullPage": {"type": "boolean"},
+        "quality": {"type": "integer", "minimum": 1, "maximum": 100},
+        "viewport": {"type": "object", "required": ["width", "height"], "additionalProperties": false,
+            "properties": {"width": side(width), "height": side(height)}},
+    })
+}
+
+/// An object of `type` `kind` with `properties` (those of `required` required): one form
+/// of an item whose `type` says what it is (an action, a format).
+pub fn typed_form(kind: &str, properties: &Value, required: &[&str]) -> Value {
+    let mut properties = properties.as_object().cloned().unwrap_or_default();
+    properties.insert("type".into(), json!({"const": kind}));
+    let required: Vec<&str> = std::iter::once("type").chain(required.iter().copied()).collect();
+    json!({"type": "object", "required": required, "additionalProperties": false, "properties": properties})
+}
+
+/// The JSON Schema of one item of `actions`, as [`parse`] reads it. (Whether a selector
+/// parses as CSS, and the wait budget the whole list shares, are checked on the server.)
+pub fn item_schema() -> Value {
+    let selector = json!({"type": "string", "minLength": 1});
+    let optional_selector = json!({"type": ["string", "null"], "minLength": 1});
+    let flag = json!({"type": ["boolean", "null"]});
+    let mut keys: Vec<&str> = chromiumoxide::keys::USKEYBOARD_LAYOUT.iter().map(|k| k.key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let papers: Vec<Value> =
+        PaperFormat::ALL.iter().map(|(name, _)| json!(name)).chain(std::iter::once(Value::Null)).collect();
+    let forms = [
+        typed_form(
+            "wait",
+            &json!({"milliseconds": {"type": "integer", "minimum": 1, "maximum": MAX_TOTAL_WAIT_MS},
+                "selector": {"type": "null"}}),
+            &["milliseconds"],
+        ),
+        typed_form("wait", &json!({"selector": selector}), &["selector"]),
+        typed_form("click", &json!({"selector": selector, "all": flag}), &["selector"]),
+        typed_form("write", &json!({"text": {"type": "string"}}), &["text"]),
+        typed_form("press", &json!({"key": {"enum": keys}}), &["key"]),
+        typed_form(
+            "scroll",
+            &json!({"direction": {"enum": ["up", "down", null]}, "selector": optional_selector}),
+            &[],
+        ),
+        typed_form("screenshot", &screenshot_settings(), &[]),
+        typed_form("scrape", &json!({}), &[]),
+        typed_form(
+            "executeJavascript",
+            &json!({"script": {"type": "string", "minLength": 1, "maxLength": MAX_SCRIPT_CHARS}}),
+            &["script"],
+        ),
+        typed_form(
+            "pdf",
+            &json!({"format": {"enum": papers}, "landscape": flag,
+                "scale": {"type": ["number", "null"], "minimum": 0.1, "maximum": 2}}),
+            &[],
+        ),
+    ];
+    json!({"anyOf": forms})
+}
+
 /// Parses `profile: {name, saveChanges}`.
 pub fn profile(value: Value, prefix: &str) -> Result<Option<Profile>, ApiError> {
     let at = format!("{prefix}profile");
@@ -313,6 +379,59 @@ mod tests {
         }
         assert!(parse(vec![json!({"type": "scrape"}); 51], 0, "").is_err());
         assert!(parse(vec![json!({"type": "wait", "milliseconds": 30000})], 31_000, "").is_err());
+    }
+
+    #[test]
+    fn the_item_schema_takes_what_parse_takes() {
+        let checker = jsonschema::validator_for(&item_schema()).expect("a valid schema");
+        let taken = [
+            json!({"type": "wait", "milliseconds": 10}),
+            json!({"type": "wait", "milliseconds": 10, "selector": null}),
+            json!({"type": "wait", "selector": "#x"}),
+            json!({"type": "click", "selector": "button", "all": true}),
+            json!({"type": "write", "text": ""}),
+            json!({"type": "press", "key": "Enter"}),
+            json!({"type": "press", "key": "a"}),
+            json!({"type": "scroll"}),
+            json!({"type": "scroll", "direction": "up", "selector": "main"}),
+            json!({"type": "screenshot", "fullPage": true, "quality": 80, "viewport": {"width": 800, "height": 600}}),
+            json!({"type": "scrape"}),
+            json!({"type": "executeJavascript", "script": "1 + 1"}),
+            json!({"type": "pdf", "format": "A4", "landscape": true, "scale": 0.5}),
+            json!({"type": "pdf", "format": null, "scale": null}),
+        ];
+        for action in taken {
+            p(json!([action])).unwrap_or_else(|e| panic!("{action}: {}", e.message()));
+            assert!(checker.is_valid(&action), "{action}");
+        }
+        let refused = [
+            json!({"type": "wait"}),
+            json!({"type": "wait", "milliseconds": 0}),
+            json!({"type": "wait", "milliseconds": 5, "selector": "a"}),
+            json!({"type": "wait", "selector": "a", "milliseconds": null}),
+            json!({"type": "click"}),
+            json!({"type": "click", "selector": ""}),
+            json!({"type": "write"}),
+            json!({"type": "press", "key": "NotAKey"}),
+            json!({"type": "scroll", "direction": "left"}),
+            json!({"type": "screenshot", "quality": 0}),
+            json!({"type": "screenshot", "fullPage": null}),
+            json!({"type": "screenshot", "viewport": {"width": 800}}),
+            json!({"type": "scrape", "extra": 1}),
+            json!({"type": "executeJavascript", "script": ""}),
+            json!({"type": "executeJavascript", "script": "é".repeat(MAX_SCRIPT_CHARS + 1)}),
+            json!({"type": "pdf", "format": "B5"}),
+            json!({"type": "pdf", "scale": 3}),
+            json!({"type": "fly"}),
+            json!({"selector": "a"}),
+        ];
+        for action in refused {
+            assert!(p(json!([action])).is_err(), "{action} is refused");
+            assert!(!checker.is_valid(&action), "{action}");
+        }
+        let long = json!({"type": "executeJavascript", "script": "é".repeat(MAX_SCRIPT_CHARS)});
+        p(json!([long])).expect("the limit is in characters");
+        assert!(checker.is_valid(&long));
     }
 
     #[test]

@@ -89,26 +89,10 @@ pub fn item_schema(model: bool) -> Value {
     } else {
         (json!({"type": "null"}), json!({"type": "null"}), json!(["git-diff"]))
     };
-    let form = |name: &str, properties: &Value, required: &[&str]| {
-        let mut properties = properties.as_object().cloned().unwrap_or_default();
-        properties.insert("type".into(), json!({"const": name}));
-        let required: Vec<&str> = std::iter::once("type").chain(required.iter().copied()).collect();
-        json!({"type": "object", "required": required, "additionalProperties": false, "properties": properties})
-    };
-    let side = |max: u32| json!({"type": "integer", "minimum": 1, "maximum": max});
-    let (width, height) = crate::model::actions::MAX_VIEWPORT;
+    let form = super::actions::typed_form;
     // The formats that take settings: each with its settings and those required.
     let with_settings: [(&str, Value, &[&str]); 7] = [
-        (
-            "screenshot",
-            json!({
-                "fullPage": {"type": "boolean"},
-                "quality": {"type": "integer", "minimum": 1, "maximum": 100},
-                "viewport": {"type": "object", "required": ["width", "height"], "additionalProperties": false,
-                    "properties": {"width": side(width), "height": side(height)}},
-            }),
-            &[],
-        ),
+        ("screenshot", super::actions::screenshot_settings(), &[]),
         ("json", json!({"schema": schema, "prompt": optional_prompt}), &[]),
         (
             "changeTracking",

@@ -41,7 +41,7 @@ const OPTION_TYPES: &[&str] = &[
 ];
 
 /// The properties of the component schema `name` as the server reads them: profiles,
-/// sitemap modes, formats (those of a language model only with `model`), header names (HTTP
+/// sitemap modes, actions, formats (those of a language model only with `model`), header names (HTTP
 /// tokens) and tag selectors (not empty) in their forms, unsigned ranges, optional keys
 /// taking `null`, and the hosted-service options off.
 fn option_type(name: &str, schema: &mut Value, model: bool) {
@@ -55,6 +55,13 @@ fn option_type(name: &str, schema: &mut Value, model: bool) {
             "formats" if optional => {
                 *prop =
                     keeping_description(prop, json!({"type": "array", "items": formats::item_schema(model)}))
+            }
+            "actions" if optional => {
+                *prop = keeping_description(
+                    prop,
+                    json!({"type": "array", "maxItems": super::actions::MAX_ACTIONS,
+                    "items": super::actions::item_schema()}),
+                )
             }
             "headers" if prop.is_object() => {
                 prop["propertyNames"] = json!({"pattern": "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"});
@@ -448,6 +455,12 @@ mod tests {
             let items = jsonschema::validator_for(&formats["items"]).expect("a schema");
             assert!(items.is_valid(&json!("markdown")) && items.is_valid(&json!({"type": "screenshot"})));
             assert!(!items.is_valid(&json!("pdfText")) && !items.is_valid(&json!({"type": "links", "x": 1})));
+            // Actions are described each by its type.
+            let actions = &schemas[name]["properties"]["actions"];
+            assert_eq!(actions["type"], json!(["array", "null"]), "{name}");
+            let items = jsonschema::validator_for(&actions["items"]).expect("a schema");
+            assert!(items.is_valid(&json!({"type": "click", "selector": "#buy"})), "{name}");
+            assert!(!items.is_valid(&json!({"type": "click"})) && !items.is_valid(&json!({"type": "fly"})));
         }
         // A scrape's profile is described as a session's is.
         assert_eq!(schemas["ScrapeOptions"]["properties"]["profile"]["required"], json!(["name"]));
