@@ -108,17 +108,7 @@ impl CrawlBody {
         if self.max_concurrency == Some(0) {
             return Err(ApiError::bad_request("`maxConcurrency` must be at least 1"));
         }
-        let delay_ms = match self.delay {
-            None => None,
-            Some(d) if d.is_finite() && (0.0..=MAX_DELAY_SECS).contains(&d) => {
-                Some((d * 1000.0).round() as u64)
-            }
-            Some(_) => {
-                return Err(ApiError::bad_request(format!(
-                    "`delay` must be between 0 and {MAX_DELAY_SECS} seconds"
-                )));
-            }
-        };
+        let delay_ms = delay_ms(self.delay)?;
         let sitemap = sitemap_mode(self.sitemap.as_deref())?;
         let (include_paths, exclude_paths) = path_patterns(self.include_paths, self.exclude_paths)?;
         let scrape = match self.scrape_options {
@@ -165,6 +155,18 @@ impl CrawlBody {
     }
 }
 
+/// A crawl's `delay` (seconds, at most [`MAX_DELAY_SECS`]) in milliseconds.
+pub fn delay_ms(delay: Option<f64>) -> Result<Option<u64>, ApiError> {
+    match delay {
+        None => Ok(None),
+        Some(d) if d.is_finite() && (0.0..=MAX_DELAY_SECS).contains(&d) => {
+            Ok(Some((d * 1000.0).round() as u64))
+        }
+        Some(_) => {
+            Err(ApiError::bad_request(format!("`delay` must be between 0 and {MAX_DELAY_SECS} seconds")))
+        }
+    }
+}
 /// `sitemap`: skip, include (the default) or only.
 pub fn sitemap_mode(value: Option<&str>) -> Result<SitemapMode, ApiError> {
     match value {

@@ -74,7 +74,9 @@ pub struct MapBody {
     /// Match patterns on the full URL.
     #[serde(rename = "regexOnFullURL")]
     pub regex_on_full_url: Option<bool>,
-    /// Not meaningful for a map (one page request); refused when set.
+    /// A crawl's pause between pages (seconds): checked as a crawl's, and of no effect on
+    /// a map, which reads one page (the answer's warning says so).
+    #[schema(minimum = 0, maximum = 60)]
     pub delay: Option<f64>,
     /// Threat scanning (not available on this server).
     #[schema(value_type = Option<Object>)]
@@ -118,6 +120,7 @@ pub async fn map_site(
     body::reject_unknown(&mut map, &[&["url"], body::field_names::<MapBody>()], "")?;
     let (url, _) = target::parse(map.remove("url"), "url")?;
     let body: MapBody = body::typed(Value::Object(map), "")?;
+    let delay_given = body.delay.is_some();
     let options = body.validate(&auth)?;
     let (runtime, team, target) = (state.runtime.clone(), auth.team.clone(), url.clone());
     let links = state
@@ -131,13 +134,18 @@ pub async fn map_site(
         .await?;
     let id = JobId::new();
     super::team::note_activity(&state, &auth, "map", id, Some(url.to_string())).await?;
-    let warning = (links.len() <= 1).then(|| {
-        "Few links found: try the site's home page, or set filterByPath false to map the whole domain"
-            .to_owned()
-    });
+    let warnings: Vec<&str> = [
+        (links.len() <= 1).then_some(
+            "Few links found: try the site's home page, or set filterByPath false to map the whole domain.",
+        ),
+        delay_given.then_some("`delay` has no effect on a map: it reads one page."),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let mut reply = json!({"success": true, "id": id.to_string(), "links": links, "creditsUsed": 1});
-    if let Some(w) = warning {
-        reply["warning"] = Value::String(w);
+    if !warnings.is_empty() {
+        reply["warning"] = Value::String(warnings.join(" "));
     }
     Ok(HttpResponse::Ok().json(reply))
 }
@@ -150,9 +158,7 @@ impl MapBody {
             self.audit_metadata.as_ref(),
             "",
         )?;
-        if self.delay.is_some() {
-            return Err(ApiError::bad_request("`delay` applies to crawls; a map reads a single page"));
-        }
+        crawl_body::delay_ms(self.delay)?;
         if (self.ignore_robots_txt == Some(true) || self.robots_user_agent.is_some())
             && !auth.flags.enterprise
         {

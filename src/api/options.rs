@@ -261,8 +261,12 @@ pub fn refuse_hosted(
             "mock fixtures are a hosted-service test feature",
         ));
     }
-    if let Some(audit) = audit_metadata {
-        tracing::info!(audit = %audit, "audit metadata");
+    match audit_metadata {
+        None | Some(Value::Null) => {}
+        Some(audit @ Value::Object(_)) => tracing::info!(audit = %audit, "audit metadata"),
+        Some(_) => {
+            return Err(ApiError::bad_request(format!("`{prefix}auditMetadata` must be an object")));
+        }
     }
     Ok(())
 }

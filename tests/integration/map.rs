@@ -76,4 +76,16 @@ async fn map_options_filter_and_rank() {
         .request(reqwest::Method::POST, "/v2/map", Some(&json!({"url": site.url("/"), "maxDepth": 2})))
         .await;
     assert!(assert_error(&got, 400, "BAD_REQUEST").contains("`maxDepth`"));
+    // A crawl's options the SDKs send along are taken: `delay` is checked as a crawl's,
+    // and the answer says it changes nothing here; audit labels are objects.
+    let reply = map(json!({"url": site.url("/"), "delay": 0.5})).await;
+    assert_eq!(urls(&reply, &site).len(), reply["links"].as_array().expect("links").len(), "{reply}");
+    assert!(reply["warning"].as_str().is_some_and(|w| w.contains("`delay` has no effect")), "{reply}");
+    for (body, field) in [
+        (json!({"url": site.url("/"), "delay": 61}), "`delay`"),
+        (json!({"url": site.url("/"), "auditMetadata": [1]}), "`auditMetadata`"),
+    ] {
+        let got = app.request(reqwest::Method::POST, "/v2/map", Some(&body)).await;
+        assert!(assert_error(&got, 400, "BAD_REQUEST").contains(field), "{body}");
+    }
 }

@@ -42,6 +42,7 @@ async fn types_and_ranges_name_the_field() {
         (json!({"url": url, "formats": [{"type": "markdown", "x": 1}]}), "`formats[0].x`"),
         (json!({"url": url, "includeTags": ["p", "a[["]}), "`includeTags[1]`"),
         (json!({"url": url, "waitFor": 70_000}), "`waitFor`"),
+        (json!({"url": url, "auditMetadata": 0}), "`auditMetadata`"),
         (json!({"url": "ftp://a.example.com/"}), "`url`"),
         (json!({"url": "not a url at all"}), "`url`"),
         (json!({"url": "http://intranet/"}), "`url`"),
