@@ -19,8 +19,6 @@ use crate::teams::{self as ledger, Month};
 const TOKENS_PER_CREDIT: u64 = 15;
 /// What "unlimited" remaining credits read as: 2^53 - 1.
 const UNLIMITED: u64 = 9_007_199_254_740_991;
-/// Months of history returned.
-const HISTORY_MONTHS: usize = 12;
 
 /// Registers the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -228,7 +226,7 @@ async fn history(
         .off_worker(async move {
             let mut month: Month = ledger::month_of(time::now_ms());
             let mut periods = Vec::new();
-            for _ in 0..HISTORY_MONTHS {
+            for _ in 0..ledger::HISTORY_MONTHS {
                 let (start, end) = ledger::month_bounds(month);
                 let (start, end) = (time::iso_ms(start), time::iso_ms(end));
                 if field == "creditsUsed" {

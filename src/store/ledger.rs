@@ -29,6 +29,15 @@ pub fn previous_month(month: Month) -> Month {
     if month % 100 == 1 { (month / 100 - 1) * 100 + 12 } else { month - 1 }
 }
 
+/// Months of use a team's history shows (`/v2/team/*-usage/historical`), the current one
+/// among them.
+pub const HISTORY_MONTHS: usize = 12;
+
+/// The oldest month of the history that ends with `month`.
+pub fn history_start(month: Month) -> Month {
+    (1..HISTORY_MONTHS).fold(month, |m, _| previous_month(m))
+}
+
 // Howard Hinnant's civil-date algorithms (public domain), for day counts since 1970-01-01.
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -118,6 +127,8 @@ mod tests {
         assert_eq!(month_bounds(202402).1 - month_bounds(202402).0, 29 * 86_400_000);
         assert_eq!(previous_month(202601), 202512);
         assert_eq!(previous_month(202611), 202610);
+        assert_eq!(history_start(202611), 202512);
+        assert_eq!(history_start(202612), 202601);
     }
 
     #[test]

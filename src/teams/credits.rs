@@ -20,8 +20,8 @@
 //! - a node that is down is counted as it last reported, so a team cannot overspend by what
 //!   it spent through that node, and its tokens stay in the team's report (unless the owner
 //!   went down with it: then what that node used is counted again once it is back). The
-//!   owner keeps the current and the previous month; older months are asked of the live
-//!   nodes;
+//!   owner keeps the months of a team's history ([`HISTORY_MONTHS`]), so a history shows
+//!   what a node that is down reported in each of them;
 //! - a node that cannot reach the owner, or whose owner is of an older protocol, asks every
 //!   live node, as before owners kept totals.
 //!
@@ -39,7 +39,7 @@ use super::cluster::{Request, Response, ask, ask_each, peers, team_key};
 use crate::cluster::Cluster;
 use crate::model::{TeamId, time};
 use crate::store::StoreError;
-use crate::store::ledger::{Month, month_of};
+use crate::store::ledger::{HISTORY_MONTHS, Month, history_start, month_of};
 
 /// How long after a charge its team's total is reported (charges made meanwhile go in the
 /// same report).
@@ -142,10 +142,11 @@ pub(super) struct Credits {
 
 impl Credits {
     /// Keeps `node`'s total for the team's month (the larger of two: totals only grow).
-    /// Months before the previous one are dropped.
+    /// Months older than a team's history ([`HISTORY_MONTHS`]) are dropped.
     pub(super) fn record(&self, ledger: Ledger, team: &str, month: Month, node: &str, tally: Tally) {
         let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
-        totals.retain(|(_, _, m), _| m + 1 >= month);
+        let oldest = history_start(month);
+        totals.retain(|(_, _, m), _| *m >= oldest);
         let known =
             totals.entry((ledger, team.to_owned(), month)).or_default().entry(node.to_owned()).or_default();
         if tally.total >= known.total {
@@ -364,27 +365,32 @@ mod tests {
     #[test]
     fn totals_only_grow_and_live_nodes_are_forgotten_at_a_change() {
         let credits = Credits::default();
-        let known = |c: &Credits| -> HashMap<String, u64> {
-            c.known(Ledger::Credits, "t", 10).into_iter().map(|(node, t)| (node, t.total)).collect()
+        let known = |c: &Credits, month: Month| -> HashMap<String, u64> {
+            c.known(Ledger::Credits, "t", month).into_iter().map(|(node, t)| (node, t.total)).collect()
         };
-        credits.record(Ledger::Credits, "t", 10, "a", tally(5, &[]));
-        credits.record(Ledger::Credits, "t", 10, "a", tally(3, &[]));
-        credits.record(Ledger::Credits, "t", 10, "b", tally(7, &[]));
-        assert_eq!(known(&credits), HashMap::from([("a".into(), 5), ("b".into(), 7)]));
+        credits.record(Ledger::Credits, "t", 202_602, "a", tally(5, &[]));
+        credits.record(Ledger::Credits, "t", 202_602, "a", tally(3, &[]));
+        credits.record(Ledger::Credits, "t", 202_602, "b", tally(7, &[]));
+        assert_eq!(known(&credits, 202_602), HashMap::from([("a".into(), 5), ("b".into(), 7)]));
         credits.forget(&["a".to_owned(), "c".to_owned()]);
-        assert_eq!(known(&credits), HashMap::from([("b".into(), 7)]), "b is down: kept");
-        credits.record(Ledger::Credits, "t", 12, "a", tally(1, &[]));
-        assert!(known(&credits).is_empty(), "months before the previous one are dropped");
+        assert_eq!(known(&credits, 202_602), HashMap::from([("b".into(), 7)]), "b is down: kept");
+        // A year of months is kept, across the turn of the year.
+        credits.record(Ledger::Credits, "t", 202_601, "b", tally(2, &[]));
+        credits.record(Ledger::Credits, "t", 202_612, "b", tally(4, &[]));
+        credits.record(Ledger::Credits, "t", 202_701, "a", tally(1, &[]));
+        assert_eq!(known(&credits, 202_612), HashMap::from([("b".into(), 4)]), "December in January");
+        assert_eq!(known(&credits, 202_602), HashMap::from([("b".into(), 7)]), "the year's first month");
+        assert!(known(&credits, 202_601).is_empty(), "older than a year: dropped");
     }
 
     #[test]
     fn the_two_ledgers_are_kept_apart_and_token_tallies_add_up_per_key() {
         let credits = Credits::default();
-        credits.record(Ledger::Credits, "t", 10, "a", tally(4, &[]));
-        credits.record(Ledger::Tokens, "t", 10, "a", tally(300, &[("k1", 200), ("k2", 100)]));
-        credits.record(Ledger::Tokens, "t", 10, "a", tally(250, &[("k1", 250)]));
-        assert_eq!(credits.known(Ledger::Credits, "t", 10)["a"], tally(4, &[]));
-        let tokens = &credits.known(Ledger::Tokens, "t", 10)["a"];
+        credits.record(Ledger::Credits, "t", 202_610, "a", tally(4, &[]));
+        credits.record(Ledger::Tokens, "t", 202_610, "a", tally(300, &[("k1", 200), ("k2", 100)]));
+        credits.record(Ledger::Tokens, "t", 202_610, "a", tally(250, &[("k1", 250)]));
+        assert_eq!(credits.known(Ledger::Credits, "t", 202_610)["a"], tally(4, &[]));
+        let tokens = &credits.known(Ledger::Tokens, "t", 202_610)["a"];
         assert_eq!(tokens, &tally(300, &[("k1", 200), ("k2", 100)]), "a smaller total is an older one");
         let mut sum = tokens.clone();
         sum.add(&tally(50, &[("k2", 20), ("k3", 30)]));

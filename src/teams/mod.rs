@@ -23,7 +23,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::config::Settings;
 use crate::model::{Code, ErrorCode, TeamId, time};
 use crate::store::ledger;
-pub use crate::store::ledger::{Month, month_bounds, month_of, previous_month};
+pub use crate::store::ledger::{
+    HISTORY_MONTHS, Month, history_start, month_bounds, month_of, previous_month,
+};
 use crate::store::{Store, StoreError};
 
 /// A team's plan as it applies now.
