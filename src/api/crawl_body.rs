@@ -14,7 +14,7 @@ use crate::model::crawl::DEFAULT_CRAWL_LIMIT;
 use crate::model::{Code, CrawlOptions, SitemapMode};
 
 /// Longest crawl `delay` in seconds.
-const MAX_DELAY_SECS: f64 = 60.0;
+pub const MAX_DELAY_SECS: f64 = 60.0;
 
 /// A crawl request on the wire (besides `url`).
 #[derive(Debug, Default, Deserialize, ToSchema)]

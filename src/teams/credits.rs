@@ -20,8 +20,9 @@
 //! - a node that is down is counted as it last reported, so a team cannot overspend by what
 //!   it spent through that node, and its tokens stay in the team's report (unless the owner
 //!   went down with it: then what that node used is counted again once it is back). The
-//!   owner keeps the months of a team's history ([`crate::store::ledger::HISTORY_MONTHS`]), so a history shows
-//!   what a node that is down reported in each of them;
+//!   owner keeps the months of a team's history
+//!   ([`crate::store::ledger::HISTORY_MONTHS`]), so a history shows what a node that is
+//!   down reported in each of them;
 //! - a node that cannot reach the owner, or whose owner is of an older protocol, asks every
 //!   live node, as before owners kept totals.
 //!
@@ -142,7 +143,8 @@ pub(super) struct Credits {
 
 impl Credits {
     /// Keeps `node`'s total for the team's month (the larger of two: totals only grow).
-    /// Months older than a team's history ([`crate::store::ledger::HISTORY_MONTHS`]) are dropped.
+    /// Months older than a team's history ([`crate::store::ledger::HISTORY_MONTHS`]) are
+    /// dropped.
     pub(super) fn record(&self, ledger: Ledger, team: &str, month: Month, node: &str, tally: Tally) {
         let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
         let oldest = history_start(month);
