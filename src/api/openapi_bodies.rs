@@ -46,6 +46,10 @@ const OPTION_TYPES: &[&str] = &[
 /// taking `null`, and the hosted-service options off.
 fn option_type(name: &str, schema: &mut Value, model: bool) {
     let optional = OPTION_TYPES.contains(&name);
+    if optional {
+        // Every option type's keys are checked: an unknown one is refused.
+        schema["additionalProperties"] = json!(false);
+    }
     let required = schema["required"].clone();
     let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else { return };
     for (key, prop) in props.iter_mut() {

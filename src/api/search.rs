@@ -275,7 +275,10 @@ fn check(mut map: Map<String, Value>, auth: &Authenticated) -> Result<Checked, A
         Some(_) => return Err(bad("Invalid value for `lang`: a language code such as en or de")),
         None => crate::search::location::language_of(&country).to_owned(),
     };
-    let _ = text(&mut map, "filter")?;
+    // Labels and a filter this server has no use for, still of their type.
+    for key in ["filter", "origin", "integration"] {
+        let _ = text(&mut map, key)?;
+    }
     let flag = |map: &mut Map<String, Value>, key: &str| -> Result<bool, ApiError> {
         match map.remove(key) {
             None | Some(Value::Null) => Ok(false),
