@@ -16,16 +16,16 @@ use url::Url;
 use super::proxy::BLOCKED_HEADER;
 use super::tab::{Presentation, Tab};
 use super::{BrowserError, BrowserPool, WarmKey, actions, adblock, branding, warm};
-
-/// Times a render whose browser died is tried again. Twice: a crash that takes every
-/// browser of the pool (the machine short of memory) may leave a second browser whose death
-/// is not yet noticed when the first retry picks it.
-const RENDER_RETRIES: usize = 2;
 use crate::model::actions::ScreenshotSpec;
 use crate::model::document::{PageSnapshot, ScriptValue};
 use crate::model::{Action, Location};
 use crate::scrape::engine::guard::ResolveError;
 use crate::store::profiles::ProfileState;
+
+/// Times a render whose browser died is tried again. Twice: a crash that takes every
+/// browser of the pool (the machine short of memory) may leave a second browser whose death
+/// is not yet noticed when the first retry picks it.
+const RENDER_RETRIES: usize = 2;
 
 /// The network must be idle this long to count as settled.
 const NETWORK_QUIET: Duration = Duration::from_millis(300);
