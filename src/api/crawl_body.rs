@@ -108,7 +108,7 @@ impl CrawlBody {
         if self.max_concurrency == Some(0) {
             return Err(ApiError::bad_request("`maxConcurrency` must be at least 1"));
         }
-        let delay_ms = delay_ms(self.delay)?;
+        let delay_ms = delay_ms_of(self.delay)?;
         let sitemap = sitemap_mode(self.sitemap.as_deref())?;
         let (include_paths, exclude_paths) = path_patterns(self.include_paths, self.exclude_paths)?;
         let scrape = match self.scrape_options {
@@ -156,7 +156,7 @@ impl CrawlBody {
 }
 
 /// A crawl's `delay` (seconds, at most [`MAX_DELAY_SECS`]) in milliseconds.
-pub fn delay_ms(delay: Option<f64>) -> Result<Option<u64>, ApiError> {
+pub fn delay_ms_of(delay: Option<f64>) -> Result<Option<u64>, ApiError> {
     match delay {
         None => Ok(None),
         Some(d) if d.is_finite() && (0.0..=MAX_DELAY_SECS).contains(&d) => {
@@ -167,6 +167,7 @@ pub fn delay_ms(delay: Option<f64>) -> Result<Option<u64>, ApiError> {
         }
     }
 }
+
 /// `sitemap`: skip, include (the default) or only.
 pub fn sitemap_mode(value: Option<&str>) -> Result<SitemapMode, ApiError> {
     match value {

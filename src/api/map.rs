@@ -158,7 +158,7 @@ impl MapBody {
             self.audit_metadata.as_ref(),
             "",
         )?;
-        crawl_body::delay_ms(self.delay)?;
+        crawl_body::delay_ms_of(self.delay)?;
         if (self.ignore_robots_txt == Some(true) || self.robots_user_agent.is_some())
             && !auth.flags.enterprise
         {

@@ -41,9 +41,9 @@ const OPTION_TYPES: &[&str] = &[
 ];
 
 /// The properties of the component schema `name` as the server reads them: profiles,
-/// sitemap modes, actions, formats (those of a language model only with `model`), header names (HTTP
-/// tokens) and tag selectors (not empty) in their forms, unsigned ranges, optional keys
-/// taking `null`, and the hosted-service options off.
+/// sitemap modes, actions, formats (those of a language model only with `model`), header
+/// names (HTTP tokens) and tag selectors (not empty) in their forms, unsigned ranges,
+/// optional keys taking `null`, no keys but those, and the hosted-service options off.
 fn option_type(name: &str, schema: &mut Value, model: bool) {
     let optional = OPTION_TYPES.contains(&name);
     if optional {
