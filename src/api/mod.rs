@@ -28,6 +28,7 @@ pub mod model_jobs;
 pub mod observe;
 pub mod openapi;
 mod openapi_bodies;
+mod openapi_links;
 pub mod openapi_routes;
 pub mod options;
 pub mod parse;

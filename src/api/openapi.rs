@@ -72,6 +72,7 @@ pub fn document(model: bool) -> Value {
         &mut doc["paths"]["/v2/scrape"]["post"]["responses"]["200"]["content"]["application/json"]["schema"];
     *ok = json!({"oneOf": [ok.take(), {"$ref": "#/components/schemas/ErrorBody"}]});
     super::openapi_routes::add(&mut doc);
+    super::openapi_links::add(&mut doc);
     super::openapi_bodies::tighten(&mut doc, model);
     doc["components"]["securitySchemes"] = json!({
         "bearer": {"type": "http", "scheme": "bearer", "description": "An API key: `ferrocrawl keys create`"}
