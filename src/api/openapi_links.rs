@@ -34,78 +34,64 @@ fn operation_id(method: &str, path: &str) -> String {
 
 /// An operation that takes the id another one answers with: its method, its path, and the
 /// path parameter the id fills.
-type Taker = (&'static str, &'static str, &'static str);
+type Taker = (&'static str, String, &'static str);
 
-/// An operation that starts something, and the operations that take what it started.
+/// An operation that starts something (always a `POST`), and the operations that take
+/// what it started.
 struct Start {
-    method: &'static str,
     path: &'static str,
     /// Where its answer holds the id (a JSON pointer into the body).
     id_at: &'static str,
-    takers: &'static [Taker],
+    takers: Vec<Taker>,
 }
 
-/// The links of the document.
-const LINKS: &[Start] = &[
-    Start {
-        method: "post",
-        path: "/v2/crawl",
+/// The links of the document: a crawl's or batch's status, errors and cancel; a browser
+/// session's execute and end (under both of its prefixes); a scrape's stored result and its
+/// interact session; a model job's status (and an agent's cancel).
+fn links() -> Vec<Start> {
+    let job = |path: &'static str| Start {
+        path,
         id_at: "/id",
-        takers: &[
-            ("get", "/v2/crawl/{id}", "id"),
-            ("get", "/v2/crawl/{id}/errors", "id"),
-            ("delete", "/v2/crawl/{id}", "id"),
+        takers: vec![
+            ("get", format!("{path}/{{id}}"), "id"),
+            ("get", format!("{path}/{{id}}/errors"), "id"),
+            ("delete", format!("{path}/{{id}}"), "id"),
         ],
-    },
-    Start {
-        method: "post",
-        path: "/v2/batch/scrape",
+    };
+    let session = |path: &'static str| Start {
+        path,
         id_at: "/id",
-        takers: &[
-            ("get", "/v2/batch/scrape/{id}", "id"),
-            ("get", "/v2/batch/scrape/{id}/errors", "id"),
-            ("delete", "/v2/batch/scrape/{id}", "id"),
+        takers: vec![
+            ("post", format!("{path}/{{sessionId}}/execute"), "sessionId"),
+            ("delete", format!("{path}/{{sessionId}}"), "sessionId"),
         ],
-    },
-    Start {
-        method: "post",
-        path: "/v2/scrape",
-        id_at: "/data/metadata/scrapeId",
-        takers: &[
-            ("get", "/v2/scrape/{id}", "id"),
-            ("post", "/v2/scrape/{id}/interact", "id"),
-            ("delete", "/v2/scrape/{id}/interact", "id"),
-        ],
-    },
-    Start { method: "post", path: "/v2/extract", id_at: "/id", takers: &[("get", "/v2/extract/{id}", "id")] },
-    Start {
-        method: "post",
-        path: "/v2/agent",
-        id_at: "/id",
-        takers: &[("get", "/v2/agent/{id}", "id"), ("delete", "/v2/agent/{id}", "id")],
-    },
-    Start {
-        method: "post",
-        path: "/v2/browser",
-        id_at: "/id",
-        takers: &[
-            ("post", "/v2/browser/{sessionId}/execute", "sessionId"),
-            ("delete", "/v2/browser/{sessionId}", "sessionId"),
-        ],
-    },
-    Start {
-        method: "post",
-        path: "/v2/interact",
-        id_at: "/id",
-        takers: &[
-            ("post", "/v2/interact/{sessionId}/execute", "sessionId"),
-            ("delete", "/v2/interact/{sessionId}", "sessionId"),
-        ],
-    },
-];
+    };
+    let scrape = "/v2/scrape/{id}";
+    vec![
+        job("/v2/crawl"),
+        job("/v2/batch/scrape"),
+        session("/v2/browser"),
+        session("/v2/interact"),
+        Start {
+            path: "/v2/scrape",
+            id_at: "/data/metadata/scrapeId",
+            takers: vec![
+                ("get", scrape.into(), "id"),
+                ("post", format!("{scrape}/interact"), "id"),
+                ("delete", format!("{scrape}/interact"), "id"),
+            ],
+        },
+        Start { path: "/v2/extract", id_at: "/id", takers: vec![("get", "/v2/extract/{id}".into(), "id")] },
+        Start {
+            path: "/v2/agent",
+            id_at: "/id",
+            takers: vec![("get", "/v2/agent/{id}".into(), "id"), ("delete", "/v2/agent/{id}".into(), "id")],
+        },
+    ]
+}
 
-/// Names every operation of `doc` and adds the links of [`LINKS`] to the starting
-/// operations' `200` answers.
+/// Names every operation of `doc` and adds the [`links`] to the starting operations'
+/// `200` answers.
 pub(super) fn add(doc: &mut Value) {
     if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
         for (path, item) in paths.iter_mut() {
@@ -117,18 +103,18 @@ pub(super) fn add(doc: &mut Value) {
             }
         }
     }
-    for Start { method, path, id_at, takers } in LINKS {
-        let mut links = Map::new();
-        for (target_method, target_path, parameter) in *takers {
-            let id = operation_id(target_method, target_path);
-            links.insert(
+    for Start { path, id_at, takers } in links() {
+        let mut to = Map::new();
+        for (target_method, target_path, parameter) in takers {
+            let id = operation_id(target_method, &target_path);
+            to.insert(
                 id.clone(),
-                json!({"operationId": id, "parameters": {*parameter: format!("$response.body#{id_at}")}}),
+                json!({"operationId": id, "parameters": {parameter: format!("$response.body#{id_at}")}}),
             );
         }
-        let answer = &mut doc["paths"][*path][*method]["responses"]["200"];
+        let answer = &mut doc["paths"][path]["post"]["responses"]["200"];
         if answer.is_object() {
-            answer["links"] = Value::Object(links);
+            answer["links"] = Value::Object(to);
         }
     }
 }
@@ -158,22 +144,22 @@ mod tests {
                 assert!(ids.insert(id.to_owned()), "{method} {path}: `{id}` twice");
             }
         }
-        let mut links = 0;
-        for Start { method, path, takers, .. } in LINKS {
-            let answer = &doc["paths"][*path][*method]["responses"]["200"];
-            for (target_method, target_path, parameter) in *takers {
-                let id = operation_id(target_method, target_path);
+        let mut linked = 0;
+        for Start { path, takers, .. } in links() {
+            let answer = &doc["paths"][path]["post"]["responses"]["200"];
+            for (target_method, target_path, parameter) in takers {
+                let id = operation_id(target_method, &target_path);
                 let link = &answer["links"][&id];
-                assert_eq!(link["operationId"], json!(id), "{method} {path}");
-                let target = &doc["paths"][*target_path][*target_method];
+                assert_eq!(link["operationId"], json!(id), "POST {path}");
+                let target = &doc["paths"][&target_path][target_method];
                 let params = target["parameters"].as_array().expect("parameters");
                 assert!(
                     params.iter().any(|p| p["name"] == json!(parameter) && p["in"] == json!("path")),
                     "{target_method} {target_path} takes `{parameter}`"
                 );
-                links += 1;
+                linked += 1;
             }
         }
-        assert_eq!(links, 16);
+        assert_eq!(linked, 16);
     }
 }
