@@ -159,7 +159,6 @@ pub async fn serve(
         Ok(n) => tracing::info!(jobs = n, "extract and agent jobs resumed"),
         Err(e) => tracing::warn!(error = %e, "extract and agent jobs could not be resumed"),
     }
-    let model_jobs_to_stop = model_jobs.clone();
     let state = web::Data::new(api::AppState {
         settings: Arc::clone(&settings),
         scraper,
@@ -223,7 +222,6 @@ pub async fn serve(
         failed
     };
     let (result, failed) = tokio::join!(server, stopper);
-    model_jobs_to_stop.stop();
     runtime.shutdown().await;
     if let Some(index) = runtime.services().scraper.search_index() {
         index.shutdown().await;

@@ -170,6 +170,8 @@ pub struct Runtime {
     root: ActorRef<RootMsg>,
     /// Becomes true when the root has stopped (shut down, or gave up on a failing child).
     ended: tokio::sync::watch::Receiver<bool>,
+    /// Becomes true as [`Runtime::shutdown`] begins, before any actor stops.
+    stopping: Arc<tokio::sync::watch::Sender<bool>>,
     /// Held while a long list of URLs is written: such writes go one at a time, so that
     /// many large batches submitted at once raise memory by about one batch's worth.
     bulk_writes: Arc<tokio::sync::Semaphore>,
@@ -189,7 +191,13 @@ impl Runtime {
             let _ = handle.await;
             let _ = tell.send(true);
         });
-        Ok(Self { services, root, ended, bulk_writes: Arc::new(tokio::sync::Semaphore::new(1)) })
+        Ok(Self {
+            services,
+            root,
+            ended,
+            stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
+            bulk_writes: Arc::new(tokio::sync::Semaphore::new(1)),
+        })
     }
 
     /// Resolves when the actor tree has stopped: after [`Runtime::shutdown`], or when the
@@ -197,6 +205,14 @@ impl Runtime {
     pub async fn ended(&self) {
         let mut ended = self.ended.clone();
         let _ = ended.wait_for(|&done| done).await;
+    }
+
+    /// Resolves once [`Runtime::shutdown`] has begun: work the actors do not hold (an
+    /// extract or agent job) stops there, before the parts it uses go away, and runs again
+    /// on the next start.
+    pub async fn stopping(&self) {
+        let mut stopping = self.stopping.subscribe();
+        let _ = stopping.wait_for(|&stop| stop).await;
     }
 
     /// The shared services.
@@ -406,6 +422,7 @@ impl Runtime {
 
     /// Stops every actor (running jobs resume on the next start).
     pub async fn shutdown(&self) {
+        self.stopping.send_replace(true);
         let _ = self.root.stop_and_wait(Some("shutting down".into()), None).await;
     }
 }

@@ -94,8 +94,6 @@ pub struct ModelJobRequest {
 pub struct ModelJobs {
     runtime: Runtime,
     providers: Arc<[Arc<dyn Provider>]>,
-    /// Set when the server stops ([`ModelJobs::stop`]).
-    stopping: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl std::fmt::Debug for ModelJobs {
@@ -116,14 +114,7 @@ impl ModelJobs {
     /// The jobs of the node running `runtime`, gathering pages with `providers` when a
     /// request gives no URLs.
     pub fn new(runtime: Runtime, providers: Arc<[Arc<dyn Provider>]>) -> Self {
-        Self { runtime, providers, stopping: Arc::new(tokio::sync::watch::Sender::new(false)) }
-    }
-
-    /// Stops the running jobs where they are, their outcome unwritten: they run again on
-    /// the next start. Called as the server stops, before the parts a job uses go away (a
-    /// read the stop cuts short is not the job's failure).
-    pub fn stop(&self) {
-        self.stopping.send_replace(true);
+        Self { runtime, providers }
     }
 
     /// Accepts a job for `payer`: checks the credits, keeps the request, starts it.
@@ -197,11 +188,12 @@ impl ModelJobs {
 
     fn spawn(&self, id: JobId, record: ModelJobRecord) {
         let jobs = self.clone();
-        let mut stopping = self.stopping.subscribe();
         tokio::spawn(async move {
+            // A server that stops ends the job where it is, its outcome unwritten (a read
+            // the stop cuts short is not the job's failure): it runs again on the next start.
             let outcome = tokio::select! {
                 biased;
-                _ = stopping.wait_for(|&stop| stop) => return,
+                () = jobs.runtime.stopping() => return,
                 outcome = jobs.run(&record) => outcome,
             };
             let services = jobs.runtime.services();
