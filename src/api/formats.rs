@@ -81,8 +81,10 @@ pub fn item_schema(model: bool) -> Value {
     let prompt = json!({"type": "string", "minLength": 1, "maxLength": MAX_PROMPT_CHARS, "pattern": "\\S"});
     // Without a model, a json format's or change tracking's schema and prompt only as null.
     let (optional_prompt, schema, modes) = if model {
+        let mut optional = prompt.clone();
+        optional["type"] = json!(["string", "null"]);
         (
-            json!({"type": ["string", "null"], "minLength": 1, "maxLength": MAX_PROMPT_CHARS, "pattern": "\\S"}),
+            optional,
             json!({"anyOf": [{"type": "object"}, {"const": true}, {"type": "null"}]}),
             json!(["git-diff", "json"]),
         )
