@@ -30,6 +30,7 @@
 //! call; two checks that close together on two nodes can both pass, as on one node.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -136,6 +137,9 @@ type Reports = HashMap<String, Tally>;
 pub(super) struct Credits {
     /// Per ledger, team and month: each node's total as it last reported it (or answered).
     totals: Mutex<HashMap<(Ledger, String, Month), Reports>>,
+    /// The oldest month kept in `totals` since it was last pruned: older ones are dropped
+    /// once, when a month begins, not at every report.
+    oldest_kept: AtomicU32,
     /// Teams charged (or whose tokens grew) here since their last report.
     unreported: Mutex<HashSet<(Ledger, String)>>,
     wake: Notify,
@@ -148,7 +152,9 @@ impl Credits {
     pub(super) fn record(&self, ledger: Ledger, team: &str, month: Month, node: &str, tally: Tally) {
         let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
         let oldest = history_start(month);
-        totals.retain(|(_, _, m), _| *m >= oldest);
+        if self.oldest_kept.fetch_max(oldest, Ordering::Relaxed) < oldest {
+            totals.retain(|(_, _, m), _| *m >= oldest);
+        }
         let known =
             totals.entry((ledger, team.to_owned(), month)).or_default().entry(node.to_owned()).or_default();
         if tally.total >= known.total {
