@@ -32,9 +32,10 @@ fn operation_id(method: &str, path: &str) -> String {
     id
 }
 
-/// An operation that takes the id another one answers with: its method, its path, and the
-/// path parameter the id fills.
-type Taker = (&'static str, String, &'static str);
+/// An operation that takes the id another one answers with: its method, and its path
+/// after the starting operation's, where the one path parameter (`{id}`) is what the id
+/// fills.
+type Taker = (&'static str, &'static str);
 
 /// An operation that starts something (always a `POST`), and the operations that take
 /// what it started.
@@ -42,55 +43,36 @@ struct Start {
     path: &'static str,
     /// Where its answer holds the id (a JSON pointer into the body).
     id_at: &'static str,
-    takers: Vec<Taker>,
+    takers: &'static [Taker],
 }
 
-/// The links of the document: a crawl's or batch's status, errors and cancel; a browser
-/// session's execute and end (under both of its prefixes); a scrape's stored result and its
-/// interact session; a model job's status (and an agent's cancel).
-fn links() -> Vec<Start> {
-    let job = |path: &'static str| Start {
-        path,
-        id_at: "/id",
-        takers: vec![
-            ("get", format!("{path}/{{id}}"), "id"),
-            ("get", format!("{path}/{{id}}/errors"), "id"),
-            ("delete", format!("{path}/{{id}}"), "id"),
-        ],
-    };
-    let session = |path: &'static str| Start {
-        path,
-        id_at: "/id",
-        takers: vec![
-            ("post", format!("{path}/{{sessionId}}/execute"), "sessionId"),
-            ("delete", format!("{path}/{{sessionId}}"), "sessionId"),
-        ],
-    };
-    let scrape = "/v2/scrape/{id}";
-    vec![
-        job("/v2/crawl"),
-        job("/v2/batch/scrape"),
-        session("/v2/browser"),
-        session("/v2/interact"),
-        Start {
-            path: "/v2/scrape",
-            id_at: "/data/metadata/scrapeId",
-            takers: vec![
-                ("get", scrape.into(), "id"),
-                ("post", format!("{scrape}/interact"), "id"),
-                ("delete", format!("{scrape}/interact"), "id"),
-            ],
-        },
-        Start { path: "/v2/extract", id_at: "/id", takers: vec![("get", "/v2/extract/{id}".into(), "id")] },
-        Start {
-            path: "/v2/agent",
-            id_at: "/id",
-            takers: vec![("get", "/v2/agent/{id}".into(), "id"), ("delete", "/v2/agent/{id}".into(), "id")],
-        },
-    ]
+/// What takes a crawl's or batch's id: its status, errors and cancel.
+const JOB: &[Taker] = &[("get", "/{id}"), ("get", "/{id}/errors"), ("delete", "/{id}")];
+/// What takes a browser session's id (under both of its prefixes): execute and end.
+const SESSION: &[Taker] = &[("post", "/{sessionId}/execute"), ("delete", "/{sessionId}")];
+
+/// The links of the document; also a scrape's stored result and its interact session, and
+/// a model job's status (and an agent's cancel).
+const LINKS: &[Start] = &[
+    Start { path: "/v2/crawl", id_at: "/id", takers: JOB },
+    Start { path: "/v2/batch/scrape", id_at: "/id", takers: JOB },
+    Start { path: "/v2/browser", id_at: "/id", takers: SESSION },
+    Start { path: "/v2/interact", id_at: "/id", takers: SESSION },
+    Start {
+        path: "/v2/scrape",
+        id_at: "/data/metadata/scrapeId",
+        takers: &[("get", "/{id}"), ("post", "/{id}/interact"), ("delete", "/{id}/interact")],
+    },
+    Start { path: "/v2/extract", id_at: "/id", takers: &[("get", "/{id}")] },
+    Start { path: "/v2/agent", id_at: "/id", takers: &[("get", "/{id}"), ("delete", "/{id}")] },
+];
+
+/// The path parameter of `suffix` (the name between its braces).
+fn parameter(suffix: &str) -> &str {
+    suffix.split_once('{').and_then(|(_, rest)| rest.split_once('}')).map_or("", |(name, _)| name)
 }
 
-/// Names every operation of `doc` and adds the [`links`] to the starting operations'
+/// Names every operation of `doc` and adds the [`LINKS`] to the starting operations'
 /// `200` answers.
 pub(super) fn add(doc: &mut Value) {
     if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
@@ -103,16 +85,16 @@ pub(super) fn add(doc: &mut Value) {
             }
         }
     }
-    for Start { path, id_at, takers } in links() {
+    for Start { path, id_at, takers } in LINKS {
         let mut to = Map::new();
-        for (target_method, target_path, parameter) in takers {
-            let id = operation_id(target_method, &target_path);
+        for (method, suffix) in *takers {
+            let id = operation_id(method, &format!("{path}{suffix}"));
             to.insert(
                 id.clone(),
-                json!({"operationId": id, "parameters": {parameter: format!("$response.body#{id_at}")}}),
+                json!({"operationId": id, "parameters": {parameter(suffix): format!("$response.body#{id_at}")}}),
             );
         }
-        let answer = &mut doc["paths"][path]["post"]["responses"]["200"];
+        let answer = &mut doc["paths"][*path]["post"]["responses"]["200"];
         if answer.is_object() {
             answer["links"] = Value::Object(to);
         }
@@ -145,13 +127,14 @@ mod tests {
             }
         }
         let mut linked = 0;
-        for Start { path, takers, .. } in links() {
-            let answer = &doc["paths"][path]["post"]["responses"]["200"];
-            for (target_method, target_path, parameter) in takers {
+        for Start { path, takers, .. } in LINKS {
+            let answer = &doc["paths"][*path]["post"]["responses"]["200"];
+            for (target_method, suffix) in *takers {
+                let (target_path, parameter) = (format!("{path}{suffix}"), parameter(suffix));
                 let id = operation_id(target_method, &target_path);
                 let link = &answer["links"][&id];
                 assert_eq!(link["operationId"], json!(id), "POST {path}");
-                let target = &doc["paths"][&target_path][target_method];
+                let target = &doc["paths"][&target_path][*target_method];
                 let params = target["parameters"].as_array().expect("parameters");
                 assert!(
                     params.iter().any(|p| p["name"] == json!(parameter) && p["in"] == json!("path")),
