@@ -29,6 +29,7 @@ pub mod page_cache;
 pub mod profiles;
 pub mod quarantine;
 pub mod replays;
+pub mod reports;
 pub mod scrapes;
 mod secrets;
 pub mod space;
@@ -72,6 +73,9 @@ pub mod trees {
     pub const LEDGER: &str = "credit_ledger";
     /// (team, month, key label) → language-model tokens used.
     pub const TOKENS: &str = "token_ledger";
+    /// (ledger, team, month, node) → that node's total as it reported it to this node, the
+    /// team's owner.
+    pub const REPORTS: &str = "team_reports";
     /// Extract or agent job id → its request, state and result.
     pub const MODEL_JOBS: &str = "model_jobs";
     /// (team, time, id) → activity record.
@@ -175,6 +179,8 @@ pub struct Store {
     pub ledger: Ledger,
     /// Language-model tokens used.
     pub tokens: tokens::TokenLedger,
+    /// Other nodes' totals, as reported to this node as a team's owner.
+    pub reports: reports::ReportStore,
     /// Extract and agent jobs.
     pub model_jobs: model_jobs::ModelJobStore,
     /// What teams started, for a day.
@@ -272,6 +278,7 @@ impl Store {
             teams: TeamStore::new(db.open_tree(trees::TEAMS)?, q.clone()),
             ledger: Ledger::new(db.open_tree(trees::LEDGER)?, q.clone()),
             tokens: tokens::TokenLedger::new(db.open_tree(trees::TOKENS)?, q.clone()),
+            reports: reports::ReportStore::new(db.open_tree(trees::REPORTS)?, q.clone()),
             model_jobs: model_jobs::ModelJobStore::new(db.open_tree(trees::MODEL_JOBS)?, q.clone()),
             activity: ActivityLog::new(db.open_tree(trees::ACTIVITY)?, q.clone()),
             files: files::FileStore::new(db.open_tree(trees::FILES)?, q.clone()),

@@ -22,7 +22,8 @@
 //!   went down with it: then what that node used is counted again once it is back). The
 //!   owner keeps the months of a team's history
 //!   ([`crate::store::ledger::HISTORY_MONTHS`]), so a history shows what a node that is
-//!   down reported in each of them;
+//!   down reported in each of them, and keeps them on disk (`store::reports`), so that
+//!   it still counts them after a restart of its own;
 //! - a node that cannot reach the owner, or whose owner is of an older protocol, asks every
 //!   live node, as before owners kept totals.
 //!
@@ -42,6 +43,7 @@ use crate::cluster::Cluster;
 use crate::model::{TeamId, time};
 use crate::store::StoreError;
 use crate::store::ledger::{Month, history_start, month_of};
+use crate::store::reports::{Report, ReportKey, ReportStore};
 
 /// How long after a charge its team's total is reported (charges made meanwhile go in the
 /// same report).
@@ -57,6 +59,18 @@ pub(super) enum Ledger {
 }
 
 impl Ledger {
+    /// How reports of this ledger are told apart on disk.
+    fn byte(self) -> u8 {
+        match self {
+            Self::Credits => 0,
+            Self::Tokens => 1,
+        }
+    }
+
+    fn of_byte(byte: u8) -> Option<Self> {
+        [Self::Credits, Self::Tokens].into_iter().find(|l| l.byte() == byte)
+    }
+
     /// The first protocol version whose nodes report this ledger's totals to a team's owner
     /// and answer for the others ([`Request::UsedBeyond`], [`Request::TokensBeyond`]).
     pub(super) fn since(self) -> u32 {
@@ -143,22 +157,64 @@ pub(super) struct Credits {
     /// Teams charged (or whose tokens grew) here since their last report.
     unreported: Mutex<HashSet<(Ledger, String)>>,
     wake: Notify,
+    /// Where `totals` is kept on disk (none: in memory only).
+    kept: Option<ReportStore>,
 }
 
 impl Credits {
-    /// Keeps `node`'s total for the team's month (the larger of two: totals only grow).
-    /// Months older than a team's history ([`crate::store::ledger::HISTORY_MONTHS`]) are
-    /// dropped.
+    /// The reports `kept` holds of the months of a team's history that ends now, kept there
+    /// from now on.
+    pub(super) fn kept_in(kept: ReportStore) -> Self {
+        let oldest = history_start(month_of(time::now_ms()));
+        let mut totals: HashMap<(Ledger, String, Month), Reports> = HashMap::new();
+        match kept.since(oldest) {
+            Ok(reports) => {
+                for (key, report) in reports {
+                    let Some(ledger) = Ledger::of_byte(key.ledger) else { continue };
+                    let tally = Tally { total: report.total, by_key: report.by_key.into_iter().collect() };
+                    totals.entry((ledger, key.team, key.month)).or_default().insert(key.node, tally);
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "the reports kept as a team's owner are not read"),
+        }
+        Self {
+            totals: Mutex::new(totals),
+            oldest_kept: AtomicU32::new(oldest),
+            kept: Some(kept),
+            ..Self::default()
+        }
+    }
+
+    /// Keeps `node`'s total for the team's month (the larger of two: totals only grow), on
+    /// disk too. Months older than a team's history
+    /// ([`crate::store::ledger::HISTORY_MONTHS`]) are dropped.
     pub(super) fn record(&self, ledger: Ledger, team: &str, month: Month, node: &str, tally: Tally) {
         let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
         let oldest = history_start(month);
         if self.oldest_kept.fetch_max(oldest, Ordering::Relaxed) < oldest {
             totals.retain(|(_, _, m), _| *m >= oldest);
+            self.drop_kept(&[], oldest);
         }
         let known =
             totals.entry((ledger, team.to_owned(), month)).or_default().entry(node.to_owned()).or_default();
-        if tally.total >= known.total {
-            *known = tally;
+        if tally.total < known.total || tally == *known {
+            return;
+        }
+        if let Some(kept) = &self.kept {
+            let key =
+                ReportKey { ledger: ledger.byte(), team: team.to_owned(), month, node: node.to_owned() };
+            let report = Report { total: tally.total, by_key: tally.by_key.clone().into_iter().collect() };
+            if let Err(e) = kept.put(&key, &report) {
+                tracing::warn!(error = %e, node, team, "a node's report is kept in memory only");
+            }
+        }
+        *known = tally;
+    }
+
+    /// Drops the kept reports of `nodes` and of months before `oldest` from the disk.
+    fn drop_kept(&self, nodes: &[String], oldest: Month) {
+        if let Some(Err(e)) = self.kept.as_ref().map(|kept| kept.drop_where(nodes, oldest)) {
+            tracing::warn!(error = %e, "reports no longer wanted are left on disk");
         }
     }
 
@@ -175,6 +231,7 @@ impl Credits {
         for nodes in totals.values_mut() {
             nodes.retain(|node, _| !live.contains(node));
         }
+        self.drop_kept(live, self.oldest_kept.load(Ordering::Relaxed));
     }
 
     /// Notes that the team's total grew here (it is reported soon).
@@ -198,6 +255,10 @@ impl Teams {
         let teams = Arc::clone(self);
         let mut members = cluster.watch();
         tokio::spawn(async move {
+            // Reports kept from before a restart, of nodes live now, may be older than what
+            // they reported to another owner meanwhile: they are asked again.
+            let live = Arc::clone(&members.borrow_and_update());
+            teams.credits.forget(&live);
             while members.changed().await.is_ok() {
                 let live = Arc::clone(&members.borrow_and_update());
                 teams.credits.forget(&live);
@@ -389,6 +450,31 @@ mod tests {
         assert_eq!(known(&credits, 202_612), HashMap::from([("b".into(), 4)]), "December in January");
         assert_eq!(known(&credits, 202_602), HashMap::from([("b".into(), 7)]), "the year's first month");
         assert!(known(&credits, 202_601).is_empty(), "older than a year: dropped");
+    }
+
+    #[test]
+    fn an_owner_reads_back_what_it_kept_of_nodes_down_and_forgets_live_ones() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = crate::store::Store::open(dir.path()).expect("open");
+        let month = month_of(time::now_ms());
+        let credits = Credits::kept_in(store.reports.clone());
+        credits.record(Ledger::Credits, "t", month, "b", tally(5, &[]));
+        credits.record(Ledger::Credits, "t", month, "c", tally(2, &[]));
+        credits.record(Ledger::Tokens, "t", month, "b", tally(40, &[("k1", 40)]));
+        credits.record(Ledger::Credits, "t", history_start(month), "b", tally(7, &[]));
+        drop(credits);
+
+        let again = Credits::kept_in(store.reports.clone());
+        let credits_of = |c: &Credits, month: Month| -> HashMap<String, u64> {
+            c.known(Ledger::Credits, "t", month).into_iter().map(|(node, t)| (node, t.total)).collect()
+        };
+        assert_eq!(credits_of(&again, month), HashMap::from([("b".into(), 5), ("c".into(), 2)]));
+        assert_eq!(again.known(Ledger::Tokens, "t", month)["b"], tally(40, &[("k1", 40)]));
+        assert_eq!(credits_of(&again, history_start(month)), HashMap::from([("b".into(), 7)]));
+        // c is back: what it reported may be older than what it reported elsewhere since.
+        again.forget(&["a".to_owned(), "c".to_owned()]);
+        let third = Credits::kept_in(store.reports.clone());
+        assert_eq!(credits_of(&third, month), HashMap::from([("b".into(), 5)]), "c forgotten on disk too");
     }
 
     #[test]

@@ -116,12 +116,13 @@ pub struct Teams {
 impl Teams {
     /// Team policy over `store` and `settings`.
     pub fn new(settings: Arc<Settings>, store: Store) -> Self {
+        let credits = credits::Credits::kept_in(store.reports.clone());
         Self {
             settings,
             store,
             cluster: std::sync::OnceLock::new(),
             keys: cluster::KeyMemory::default(),
-            credits: credits::Credits::default(),
+            credits,
             gates: Mutex::new(HashMap::new()),
             pools: Arc::default(),
             limiters: Mutex::new(HashMap::new()),

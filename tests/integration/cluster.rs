@@ -98,6 +98,11 @@ impl Node {
         self.launch(Some(seed), &[]);
     }
 
+    /// [`Node::restart`] joining `seed` when given, with settings `env`.
+    pub(crate) fn restart_with(&mut self, seed: Option<&str>, env: &[(&str, &str)]) {
+        self.launch(seed, env);
+    }
+
     pub(crate) fn base(&self) -> &str {
         &self.process.as_ref().expect("running").base
     }

@@ -1,6 +1,7 @@
 //! A team's credits across a cluster: a key made on one node works on every node, the
 //! credits hold for the cluster as a whole, what a node spent still counts while it is
-//! down (the team's owner keeps every node's reported total), and a node of the previous
+//! down (the team's owner keeps every node's reported total, on its disk too), and a node
+//! of the previous
 //! protocol version, which reports nothing, is counted too. A team's queue, as
 //! `/v2/team/queue-status` shows it, is the whole cluster's through any node.
 
@@ -92,6 +93,46 @@ async fn credits_spent_through_a_node_still_count_while_it_is_down() {
     assert_eq!(remaining(&nodes[checker], key).await, Some(2), "the down node's spending is still counted");
     let others = [&nodes[checker], &nodes[owner]];
     assert_eq!(scrapes(&others, key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
+}
+
+/// The team's owner restarts while a node that spent the team's credits is down: it reads
+/// that node's report back from its disk, so the credits stay spent.
+#[tokio::test]
+async fn an_owner_restarted_while_a_spender_is_down_still_counts_its_spending() {
+    let site = crate::common::FixtureSite::start();
+    let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
+    let key = "fc-small-team-key-4";
+    // A name for the spender under which node "a" owns the team.
+    let spender_name = (0..)
+        .map(|n| format!("b{n}"))
+        .find(|name| owner_of(&["a", name], "team:small") == "a")
+        .expect("a name");
+    let mut owner = Node::start_with_keys("a", None, &plan, &[("small", key)]);
+    let spender = Node::start_with_keys(&spender_name, Some(&owner.cluster_addr), &plan, &[("small", key)]);
+    let mut names = ["a", spender_name.as_str()];
+    names.sort_unstable();
+    for node in [&owner, &spender] {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    assert_eq!(scrapes(&[&spender], key, &site.url("/article"), 3).await, (3, 0));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while remaining(&owner, key).await != Some(2) {
+        assert!(Instant::now() < deadline, "the owner does not count the spender's credits");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let mut spender = spender;
+    spender.process.take().expect("spender").kill9();
+    owner.wait_live(&["a"], Duration::from_secs(10)).await;
+    owner.process.take().expect("owner").kill9();
+    owner.restart_with(None, &plan);
+    owner.wait_live(&["a"], Duration::from_secs(20)).await;
+    assert_eq!(
+        remaining(&owner, key).await,
+        Some(2),
+        "the down node's spending is counted after the restart"
+    );
+    assert_eq!(scrapes(&[&owner], key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
 }
 
 /// A node of the previous protocol version reports nothing to a team's owner: the owner
