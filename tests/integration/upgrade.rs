@@ -23,6 +23,9 @@ const V3: &[u8] = include_bytes!("../fixtures/datadir/v3.tar.gz");
 const V3_FACTS: &str = include_str!("../fixtures/datadir/v3.json");
 const V4: &[u8] = include_bytes!("../fixtures/datadir/v4.tar.gz");
 const V4_FACTS: &str = include_str!("../fixtures/datadir/v4.json");
+const V5: &[u8] = include_bytes!("../fixtures/datadir/v5.tar.gz");
+const V5_PEER: &[u8] = include_bytes!("../fixtures/datadir/v5-peer.tar.gz");
+const V5_FACTS: &str = include_str!("../fixtures/datadir/v5.json");
 
 /// The fixture site's pages (as `tests/fixtures/datadir/site.py` serves them).
 async fn fixture_page(req: HttpRequest) -> HttpResponse {
@@ -159,9 +162,67 @@ async fn a_data_directory_of_format_4_keeps_its_model_jobs_tokens_and_browser_se
     opens_and_finishes_its_jobs(V4, V4_FACTS).await;
 }
 
+#[tokio::test]
+async fn a_data_directory_of_format_5_and_its_peer_keep_what_a_teams_owner_was_reported() {
+    let a = opens_and_finishes_its_jobs(V5, V5_FACTS).await;
+    let facts: Value = serde_json::from_str(V5_FACTS).expect("facts");
+    let peer = tempfile::tempdir().expect("tempdir");
+    unpack(V5_PEER, peer.path());
+    let owner = crate::cluster::owner_of(&["a", "b"], "team:default");
+    let (dir, other) = if owner == "a" { (a.path(), "b") } else { (peer.path(), "a") };
+    let key = facts["api_key"].as_str().expect("key");
+    // The owner's own ledger, then the owner as a node of the cluster, alone: the other node
+    // is down, and counts as it last reported.
+    let alone = Binary::serve(dir, &[]);
+    let own = usage(&alone, key).await;
+    alone.terminate();
+    let listen = format!(
+        "127.0.0.1:{}",
+        TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port()
+    );
+    let secret = facts["cluster"]["secret"].as_str().expect("secret");
+    let node = Binary::serve_with(
+        dir,
+        &["--cluster-listen", &listen],
+        &[("FERROCRAWL_CLUSTER__NODE_NAME", owner.as_str()), ("FERROCRAWL_CLUSTER__SECRET", secret)],
+    );
+    let with_reports = usage(&node, key).await;
+    let reported = &facts["cluster"]["nodes"][other];
+    let month = made_ms(facts["crawl"]["id"].as_str().expect("id"));
+    let expected = if shown_in_history(&with_reports.2, month) {
+        (reported["credits"].as_u64().expect("credits"), reported["tokens"].as_u64().expect("tokens"))
+    } else {
+        (0, 0)
+    };
+    assert_eq!(
+        (with_reports.0 - own.0, with_reports.1 - own.1),
+        expected,
+        "node {owner}, the team's owner, counts what node {other} reported ({own:?} alone)"
+    );
+}
+
+/// A node's usage history of the default team: credits and tokens over every month shown,
+/// and the oldest month's start.
+async fn usage(node: &Binary, key: &str) -> (u64, u64, String) {
+    let sum = |history: &Value, field: &str| -> u64 {
+        history["periods"].as_array().expect("periods").iter().filter_map(|p| p[field].as_u64()).sum()
+    };
+    let (status, credits) = get(&node.base, key, "/v2/team/credit-usage/historical").await;
+    assert_eq!(status, 200, "{credits}");
+    let (_, tokens) = get(&node.base, key, "/v2/team/token-usage/historical").await;
+    let oldest =
+        credits["periods"].as_array().expect("periods").iter().filter_map(|p| p["startDate"].as_str()).min();
+    (sum(&credits, "creditsUsed"), sum(&tokens, "tokensUsed"), oldest.expect("a period").to_owned())
+}
+
+/// Whether a usage history whose oldest month starts at `oldest` shows the month of `ms`.
+fn shown_in_history(oldest: &str, ms: u64) -> bool {
+    oldest <= ferrocrawl::model::time::iso_ms(ms).as_str()
+}
+
 /// Opens a copy of `archive`, a frozen data directory that `facts` describes, and checks
-/// that nothing it holds was lost.
-async fn opens_and_finishes_its_jobs(archive: &[u8], facts: &str) {
+/// that nothing it holds was lost; the directory is handed back.
+async fn opens_and_finishes_its_jobs(archive: &[u8], facts: &str) -> tempfile::TempDir {
     let _one_at_a_time = FIXED_ADDRESSES.lock().await;
     ferrocrawl::scrape::engine::http::install_crypto_provider();
     let facts: Value = serde_json::from_str(facts).expect("facts");
@@ -272,9 +333,8 @@ async fn opens_and_finishes_its_jobs(archive: &[u8], facts: &str) {
         let (_, usage) = get(&base, &key, "/v2/team/token-usage/historical").await;
         let periods = usage["periods"].as_array().expect("periods");
         let used: u64 = periods.iter().filter_map(|p| p["tokensUsed"].as_u64()).sum();
-        let made = ferrocrawl::model::time::iso_ms(made_ms(id));
         let oldest = periods.iter().filter_map(|p| p["startDate"].as_str()).min().expect("a period");
-        if oldest <= made.as_str() {
+        if shown_in_history(oldest, made_ms(id)) {
             assert_eq!(Some(used), facts["tokens_used"].as_u64(), "{usage}");
         } else {
             assert_eq!(used, 0, "the fixture's month is older than the history shows: {usage}");
@@ -302,6 +362,7 @@ async fn opens_and_finishes_its_jobs(archive: &[u8], facts: &str) {
 
     let checked = run(&["store", "check", "--data", dir.path().to_str().expect("utf8")], &[]);
     assert!(checked.status.success(), "{}", String::from_utf8_lossy(&checked.stdout));
+    dir
 }
 
 /// The upgrade of a data directory killed half-way (the process aborts after its first
