@@ -103,7 +103,15 @@ pub fn reject_unknown(
 /// Deserializes `value` into `T`, naming the failing field (under `prefix`) on error.
 pub fn typed<T: DeserializeOwned>(value: Value, prefix: &str) -> Result<T, ApiError> {
     serde_path_to_error::deserialize(value).map_err(|err| {
-        let path = err.path().to_string();
+        let mut path = err.path().to_string();
+        // An unknown key is the object's fault: the object is named, not the key (which the
+        // message names, and which may be empty).
+        if let Some(serde_path_to_error::Segment::Map { key }) = err.path().iter().last()
+            && err.inner().to_string().starts_with("unknown field")
+        {
+            path.truncate(path.len() - key.len());
+            path = path.strip_suffix('.').filter(|p| !p.is_empty()).unwrap_or(".").to_owned();
+        }
         let field = match (prefix.is_empty(), path.as_str()) {
             (_, ".") => prefix.trim_end_matches('.').to_owned(),
             (true, p) => p.to_owned(),
@@ -276,6 +284,19 @@ mod tests {
         );
         let err = typed::<Outer>(serde_json::json!({"inner": {"timeout": "soon"}}), "").unwrap_err();
         assert!(err.message().contains("`inner.timeout`"), "{}", err.message());
+        // An unknown key names its object, even when the key is empty.
+        for key in ["", "zone"] {
+            let err = typed::<Outer>(serde_json::json!({"inner": {key: 1}}), "").unwrap_err();
+            assert!(
+                err.message().starts_with("Invalid value for `inner`: unknown field"),
+                "{}",
+                err.message()
+            );
+            let err = typed::<Outer>(serde_json::json!({"inner": {key: 1}}), "scrapeOptions.").unwrap_err();
+            assert!(err.message().contains("`scrapeOptions.inner`: unknown field"), "{}", err.message());
+        }
+        let err = typed::<Sample>(serde_json::json!({"zone": 1}), "").unwrap_err();
+        assert!(err.message().starts_with("Invalid request body: unknown field `zone`"), "{}", err.message());
     }
 
     #[test]

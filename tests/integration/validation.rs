@@ -37,6 +37,7 @@ async fn types_and_ranges_name_the_field() {
         (json!({"url": url, "headers": {"X": 1}}), "`headers.X`"),
         (json!({"url": url, "location": {"country": "Narnia"}}), "`location.country`"),
         (json!({"url": url, "location": ["US", ["en-US"]]}), "`location`"),
+        (json!({"url": url, "location": {"": "US"}}), "`location`: unknown field ``"),
         (json!({"url": url, "proxy": "tor"}), "`proxy`"),
         (json!({"url": url, "formats": ["markdown", "pdfText"]}), "`formats[1]`"),
         (json!({"url": url, "formats": [{"type": "markdown", "x": 1}]}), "`formats[0].x`"),
