@@ -714,5 +714,9 @@ mod tests {
         s.proxy.enhanced_url = "ftp://nope".into();
         let err = s.validate().unwrap_err().to_string();
         assert!(err.contains("proxy.enhanced_url"), "{err}");
+        let mut s = Settings::defaults_with_data_dir("x");
+        s.llm.job_ttl_secs = 0;
+        let err = s.validate().unwrap_err().to_string();
+        assert!(err.contains("llm.job_ttl_secs"), "{err}");
     }
 }

@@ -30,6 +30,9 @@ pub struct LlmSettings {
     pub max_input_tokens: usize,
     /// Output tokens asked for at most (`max_tokens`).
     pub max_output_tokens: usize,
+    /// How long an extract or agent job and its result are kept after it was accepted,
+    /// seconds.
+    pub job_ttl_secs: u64,
 }
 
 impl Default for LlmSettings {
@@ -44,6 +47,7 @@ impl Default for LlmSettings {
             max_concurrency: 4,
             max_input_tokens: 12_000,
             max_output_tokens: 2_048,
+            job_ttl_secs: 86_400,
         }
     }
 }
@@ -56,6 +60,9 @@ impl LlmSettings {
 
     /// Checks the settings: the key at fault and why.
     pub fn validate(&self) -> Result<(), (&'static str, String)> {
+        if self.job_ttl_secs == 0 {
+            return Err(("llm.job_ttl_secs", "must be at least 1".to_owned()));
+        }
         if !self.enabled() {
             return Ok(());
         }
@@ -91,6 +98,11 @@ impl LlmSettings {
                 .map_err(|e| format!("llm.api_key_file {}: {e}", path.display())),
             None => Ok(self.api_key.trim().to_owned()),
         }
+    }
+
+    /// How long a model job is kept after it was accepted, ms.
+    pub fn job_ttl_ms(&self) -> u64 {
+        self.job_ttl_secs.saturating_mul(1000)
     }
 
     /// The model for summaries and cleaning.

@@ -33,8 +33,6 @@ const TOKENS_PER_CREDIT: u64 = 15;
 pub const MAX_PAGES: usize = 10;
 /// Pages scraped and extracted at once.
 const PARALLEL: usize = 4;
-/// How long a job is kept after it was accepted.
-const KEEP_MS: u64 = 24 * 3_600_000;
 /// Links a `…/*` URL's map collects, and the time it may take.
 const MAP_LINKS: usize = 500;
 const MAP_TIMEOUT_MS: u64 = 30_000;
@@ -123,6 +121,10 @@ impl ModelJobs {
         services.teams.require(&payer.team, MIN_CREDITS).await?;
         let id = services.new_id();
         let now = time::now_ms();
+        let keep_ms = services.scraper.llm().map_or_else(
+            || crate::config::LlmSettings::default().job_ttl_ms(),
+            |llm| llm.settings().job_ttl_ms(),
+        );
         let record = ModelJobRecord {
             kind: request.kind.name().to_owned(),
             team: payer.team.as_str().to_owned(),
@@ -134,7 +136,7 @@ impl ModelJobs {
             sources: Vec::new(),
             warnings: Vec::new(),
             created_ms: now,
-            expires_ms: now + KEEP_MS,
+            expires_ms: now.saturating_add(keep_ms),
             credits: 0,
             tokens: 0,
         };

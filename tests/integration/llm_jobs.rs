@@ -23,11 +23,13 @@ async fn finished(app: &TestServer, path: &str) -> Value {
 async fn extract_merges_the_values_of_every_page() {
     let (site, model) = (FixtureSite::start(), FakeModel::start(Behaviour::default()));
     model.queue(&[r#"{"topics": ["tomatoes"]}"#, r#"{"topics": ["tomatoes", "compost"]}"#]);
-    let app = model.server().start().await;
+    let app = model.server().settings(|s| s.llm.job_ttl_secs = 3_600).start().await;
     let schema =
         json!({"type": "object", "properties": {"topics": {"type": "array", "items": {"type": "string"}}}});
     let body = json!({"urls": [site.url("/article"), site.url("/short-post"), "not a url"], "prompt": "the topics", "schema": schema});
+    let before = ferrocrawl::model::time::now_ms();
     let (status, started) = app.request(reqwest::Method::POST, "/v2/extract", Some(&body)).await;
+    let after = ferrocrawl::model::time::now_ms();
     assert_eq!(status, 200, "{started}");
     assert_eq!(started["invalidURLs"], json!(["not a url"]));
     let id = started["id"].as_str().expect("id").to_owned();
@@ -39,7 +41,10 @@ async fn extract_merges_the_values_of_every_page() {
     assert_eq!(done["sources"]["topics"].as_array().map(Vec::len), Some(2), "{done}");
     assert_eq!(done["tokensUsed"], 240, "two calls of 120 tokens: {done}");
     assert_eq!(done["creditsUsed"], 16, "15 tokens a credit, rounded up: {done}");
-    assert!(done["expiresAt"].as_str().is_some());
+    // Kept for `llm.job_ttl_secs` after it was accepted.
+    let kept = |ms: u64| ferrocrawl::model::time::iso_ms(ms + 3_600_000);
+    let expires = done["expiresAt"].as_str().expect("expiresAt");
+    assert!((kept(before).as_str()..=kept(after).as_str()).contains(&expires), "{done}");
     // The task the model got carries the prompt.
     let task = model.requests()[0]["messages"][0]["content"].as_str().unwrap_or_default().to_owned();
     assert!(task.contains("What to extract: the topics"), "{task}");
