@@ -106,7 +106,7 @@ pub fn typed<T: DeserializeOwned>(value: Value, prefix: &str) -> Result<T, ApiEr
         let mut path = err.path().to_string();
         // An unknown key is the object's fault: the object is named, not the key (which the
         // message names, and which may be empty).
-        if let Some(serde_path_to_error::Segment::Map { key }) = err.path().iter().last()
+        if let Some(serde_path_to_error::Segment::Map { key }) = err.path().iter().next_back()
             && err.inner().to_string().starts_with("unknown field")
         {
             path.truncate(path.len() - key.len());
