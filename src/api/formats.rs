@@ -73,10 +73,45 @@ pub fn by_name() -> impl Iterator<Item = &'static str> {
     SUPPORTED.iter().copied().filter(|name| !SETTINGS_REQUIRED.contains(name))
 }
 
+/// Formats `rawBase64` excludes (the others of a page's content; the model formats may go
+/// with it).
+const NOT_WITH_RAW_BASE64: &[&str] = &[
+    "markdown",
+    "html",
+    "rawHtml",
+    "links",
+    "images",
+    "changeTracking",
+    "attributes",
+    "screenshot",
+    "branding",
+];
+
+/// The JSON Schema of `formats`, as [`parse`] reads it on a server with a language model or
+/// without (`model`): items of [`item_schema`], and what spans items: `changeTracking` only
+/// with `markdown`, `rawBase64` without the other content formats, one screenshot at most.
+pub fn list_schema(model: bool) -> Value {
+    // An item asking for one of `names`, by name or as an object.
+    let any_of = |names: &[&str]| {
+        json!({"anyOf": [
+            {"enum": names},
+            {"type": "object", "required": ["type"], "properties": {"type": {"enum": names}}},
+        ]})
+    };
+    json!({
+        "type": "array",
+        "items": item_schema(model),
+        "allOf": [
+            {"if": {"contains": any_of(&["changeTracking"])}, "then": {"contains": any_of(&["markdown"])}},
+            {"if": {"contains": any_of(&["rawBase64"])}, "then": {"not": {"contains": any_of(NOT_WITH_RAW_BASE64)}}},
+            {"not": {"contains": any_of(&["screenshot"]), "minContains": 2}},
+        ],
+    })
+}
+
 /// The JSON Schema of one item of `formats`, as [`parse`] reads it on a server with a
 /// language model or without (`model`): a name of [`by_name`], or an object with its `type`
-/// and that format's settings. (What spans items, such as `rawBase64` alone or
-/// `changeTracking` with `markdown`, is in the description.)
+/// and that format's settings. (What spans items is in [`list_schema`].)
 pub fn item_schema(model: bool) -> Value {
     let prompt = json!({"type": "string", "minLength": 1, "maxLength": MAX_PROMPT_CHARS, "pattern": "\\S"});
     // Without a model, a json format's or change tracking's schema and prompt only as null.
@@ -235,15 +270,7 @@ pub fn parse(entries: Vec<Value>, prefix: &str, model: bool) -> Result<Formats, 
             "`{prefix}formats`: changeTracking requires the markdown format as well"
         )));
     }
-    let others = formats.markdown
-        || formats.html
-        || formats.raw_html
-        || formats.links
-        || formats.images
-        || formats.change_tracking.is_some()
-        || !formats.attributes.is_empty()
-        || formats.screenshot.is_some()
-        || formats.branding;
+    let others = names(&formats).iter().any(|name| NOT_WITH_RAW_BASE64.contains(name));
     if formats.raw_base64 && others {
         return Err(ApiError::bad_request(format!("`{prefix}formats`: rawBase64 must be the only format")));
     }
@@ -543,6 +570,36 @@ mod tests {
         for form in refused {
             assert!(with_model(json!(["markdown", form])).is_err(), "{form} is refused");
             assert!(!checker.is_valid(&form), "{form}");
+        }
+    }
+
+    #[test]
+    fn the_list_schema_takes_what_parse_takes_across_items() {
+        let checker = jsonschema::validator_for(&list_schema(true)).expect("a valid schema");
+        let taken = [
+            json!(["markdown", "html"]),
+            json!(["changeTracking", "markdown"]),
+            json!([{"type": "changeTracking", "modes": ["git-diff"]}, {"type": "markdown"}]),
+            json!(["rawBase64"]),
+            json!(["rawBase64", {"type": "json", "prompt": "prices"}, "summary"]),
+            json!(["markdown", {"type": "screenshot", "fullPage": true}]),
+            json!([]),
+        ];
+        for list in taken {
+            with_model(list.clone()).unwrap_or_else(|e| panic!("{list}: {}", e.message()));
+            assert!(checker.is_valid(&list), "{list}");
+        }
+        let refused = [
+            json!(["changeTracking"]),
+            json!([{"type": "changeTracking"}, "html"]),
+            json!(["rawBase64", "markdown"]),
+            json!([{"type": "rawBase64"}, {"type": "links"}]),
+            json!(["rawBase64", {"type": "attributes", "selectors": [{"selector": "a", "attribute": "href"}]}]),
+            json!(["screenshot", {"type": "screenshot", "fullPage": true}]),
+        ];
+        for list in refused {
+            assert!(with_model(list.clone()).is_err(), "{list} is refused");
+            assert!(!checker.is_valid(&list), "{list}");
         }
     }
 

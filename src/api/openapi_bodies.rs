@@ -56,10 +56,7 @@ fn option_type(name: &str, schema: &mut Value, model: bool) {
         match key.as_str() {
             "profile" => *prop = keeping_description(prop, nullable(profile())),
             "sitemap" => prop["enum"] = json!(["skip", "include", "only"]),
-            "formats" if optional => {
-                *prop =
-                    keeping_description(prop, json!({"type": "array", "items": formats::item_schema(model)}))
-            }
+            "formats" if optional => *prop = keeping_description(prop, formats::list_schema(model)),
             "actions" if optional => {
                 *prop = keeping_description(
                     prop,
