@@ -11,6 +11,8 @@
 # nodes=N pages=P wall_s=W cpu_s=C cpu_ms_per_page=X cpu_s_by_node=C1,C2,..
 # minor_faults_per_page=F calls=K messages=M bytes_out=B bytes_in=B
 # (calls: requests between nodes; messages: what carried them, batches and collections)
+# With THREADS=1 a second line gives each node's CPU seconds in the crawl by kind of thread
+# (threads named alike summed, a trailing number dropped): threads=n1:tokio-rt-worker=3.21,..
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:?usage: cluster/bench.sh N URL [LIMIT]}
@@ -33,6 +35,23 @@ pids=$(cat "$dir"/n*/pid)
 cpu() { for p in $pids; do awk '{print $14+$15}' "/proc/$p/stat"; done | awk -v hz="$(getconf CLK_TCK)" '{s+=$1} END {printf "%.2f", s/hz}'; }
 ticks() { for p in $pids; do awk '{printf "%d ", $14+$15}' "/proc/$p/stat"; done; }
 faults() { for p in $pids; do awk '{s+=$10} END {printf "%d ", s}' "/proc/$p/stat"; done; }
+# Each thread's CPU ticks, as "node tid name ticks" lines (THREADS=1).
+threads() {
+  [[ ${THREADS:-0} == 1 ]] || return 0
+  python3 - $pids <<'PY'
+import glob, sys
+for i, pid in enumerate(sys.argv[1:], 1):
+    for stat in glob.glob(f"/proc/{pid}/task/*/stat"):
+        try:
+            s = open(stat).read()
+        except OSError:
+            continue
+        r = s[s.rindex(")") + 2:].split()
+        name = s[s.index("(") + 1:s.rindex(")")].replace(" ", "_")
+        print(f"n{i}", stat.split("/")[4], name, int(r[11]) + int(r[12]))
+PY
+}
+threads >"$dir/threads-before"
 before=$(cpu); before_each=$(ticks); faults_before=$(faults)
 start=$(date +%s.%N)
 id=$(curl -sf "${auth[@]}" -H 'content-type: application/json' \
@@ -49,6 +68,7 @@ while :; do
 done
 end=$(date +%s.%N)
 after=$(cpu); after_each=$(ticks); faults_after=$(faults)
+threads >"$dir/threads-after"
 traffic=$(for i in $(seq 1 "$n"); do curl -sf "${auth[@]}" "http://127.0.0.1:$((API_PORT + i - 1))/v2/cluster"; echo; done |
   python3 -c 'import json,sys
 c=m=bo=bi=0
@@ -68,3 +88,19 @@ print(f"nodes={n} pages={pages} wall_s={wall:.2f} pages_per_s={pages / wall:.0f}
       f"cpu_ms_per_page={1000 * cpu / max(pages, 1):.3f} cpu_s_by_node={each} "
       f"minor_faults_per_page={faults / max(pages, 1):.1f} {traffic}")
 PY
+if [[ ${THREADS:-0} == 1 ]]; then
+  python3 - "$dir/threads-before" "$dir/threads-after" "$(getconf CLK_TCK)" <<'PY'
+import collections, re, sys
+def read(path):
+    out = {}
+    for line in open(path):
+        node, tid, name, ticks = line.split()
+        out[(node, tid)] = (name, int(ticks))
+    return out
+before, after, hz = read(sys.argv[1]), read(sys.argv[2]), int(sys.argv[3])
+kinds = collections.Counter()
+for key, (name, ticks) in after.items():
+    kinds[(key[0], re.sub(r"[-_]?\d+$", "", name))] += ticks - before.get(key, (name, 0))[1]
+print("threads=" + ",".join(f"{node}:{name}={t / hz:.2f}" for (node, name), t in sorted(kinds.items()) if t))
+PY
+fi

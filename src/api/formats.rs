@@ -98,13 +98,18 @@ pub fn list_schema(model: bool) -> Value {
             {"type": "object", "required": ["type"], "properties": {"type": {"enum": names}}},
         ]})
     };
+    // Each rule is an `if` with a positive `then` (no `not`, no `minContains`), which
+    // request generators such as schemathesis can draw from.
+    let with_raw_base64: Vec<&str> =
+        SUPPORTED.iter().copied().filter(|name| !NOT_WITH_RAW_BASE64.contains(name)).collect();
+    let (screenshot, tracking) = (any_of(&["screenshot"]), any_of(&["changeTracking"]));
     json!({
         "type": "array",
         "items": item_schema(model),
         "allOf": [
-            {"if": {"contains": any_of(&["changeTracking"])}, "then": {"contains": any_of(&["markdown"])}},
-            {"if": {"contains": any_of(&["rawBase64"])}, "then": {"not": {"contains": any_of(NOT_WITH_RAW_BASE64)}}},
-            {"not": {"contains": any_of(&["screenshot"]), "minContains": 2}},
+            {"if": {"contains": tracking}, "then": {"contains": any_of(&["markdown"])}},
+            {"if": {"contains": any_of(&["rawBase64"])}, "then": {"items": any_of(&with_raw_base64)}},
+            {"if": {"contains": screenshot}, "then": {"contains": screenshot, "maxContains": 1}},
         ],
     })
 }

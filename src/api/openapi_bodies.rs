@@ -56,7 +56,17 @@ fn option_type(name: &str, schema: &mut Value, model: bool) {
         match key.as_str() {
             "profile" => *prop = keeping_description(prop, nullable(profile())),
             "sitemap" => prop["enum"] = json!(["skip", "include", "only"]),
-            "formats" if optional => *prop = keeping_description(prop, formats::list_schema(model)),
+            "formats" if optional => {
+                // `null` as a choice of its own beside the list and its rules, not a type of
+                // the list's (generators read rules over `["array", "null"]` as the list's).
+                let list = formats::list_schema(model);
+                let taken = if required.as_array().is_some_and(|r| r.contains(&json!(key))) {
+                    list
+                } else {
+                    json!({"anyOf": [list, {"type": "null"}]})
+                };
+                *prop = keeping_description(prop, taken)
+            }
             "actions" if optional => {
                 *prop = keeping_description(
                     prop,
@@ -452,8 +462,11 @@ mod tests {
         // Formats are names or objects with their settings, wherever scrape options are.
         for name in ["ScrapeOptions", "ScrapeRequest", "BatchScrapeRequest"] {
             let formats = &schemas[name]["properties"]["formats"];
-            assert_eq!(formats["type"], json!(["array", "null"]), "{name}");
-            let items = jsonschema::validator_for(&formats["items"]).expect("a schema");
+            assert_eq!(formats["anyOf"][1], json!({"type": "null"}), "{name}");
+            let list = jsonschema::validator_for(formats).expect("a schema");
+            assert!(list.is_valid(&Value::Null) && list.is_valid(&json!(["changeTracking", "markdown"])));
+            assert!(!list.is_valid(&json!(["changeTracking"])), "what spans items is stated: {name}");
+            let items = jsonschema::validator_for(&formats["anyOf"][0]["items"]).expect("a schema");
             assert!(items.is_valid(&json!("markdown")) && items.is_valid(&json!({"type": "screenshot"})));
             assert!(!items.is_valid(&json!("pdfText")) && !items.is_valid(&json!({"type": "links", "x": 1})));
             // Actions are described each by its type.
@@ -475,7 +488,8 @@ mod tests {
         let names = |model: bool| {
             let built = super::super::openapi::OpenApiJson::build(&[], model);
             let doc: Value = serde_json::from_str(&built.0).expect("JSON");
-            let items = &doc["components"]["schemas"]["ScrapeOptions"]["properties"]["formats"]["items"];
+            let items =
+                &doc["components"]["schemas"]["ScrapeOptions"]["properties"]["formats"]["anyOf"][0]["items"];
             let checker = jsonschema::validator_for(items).expect("a schema");
             ["markdown", "summary", "json"].map(|name| checker.is_valid(&json!(name)))
         };
