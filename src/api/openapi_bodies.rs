@@ -56,6 +56,10 @@ fn option_type(name: &str, schema: &mut Value, model: bool) {
         match key.as_str() {
             "profile" => *prop = keeping_description(prop, nullable(profile())),
             "sitemap" => prop["enum"] = json!(["skip", "include", "only"]),
+            // Read as any value and then as a location: described as the location it must be.
+            "location" if optional && prop.get("$ref").is_none() && name != "LocationBody" => {
+                *prop = keeping_description(prop, json!({"$ref": "#/components/schemas/LocationBody"}))
+            }
             "formats" if optional => {
                 // `null` as a choice of its own beside the list and its rules, not a type of
                 // the list's (generators read rules over `["array", "null"]` as the list's).
@@ -476,6 +480,13 @@ mod tests {
             assert!(items.is_valid(&json!({"type": "click", "selector": "#buy"})), "{name}");
             assert!(!items.is_valid(&json!({"type": "click"})) && !items.is_valid(&json!({"type": "fly"})));
         }
+        // A map's location is a location, as a scrape's is.
+        let map = jsonschema::options()
+            .build(&json!({"$ref": "#/components/schemas/MapRequest/properties/location",
+            "components": doc["components"]}))
+            .expect("a schema");
+        assert!(map.is_valid(&json!({"country": "US"})) && map.is_valid(&Value::Null));
+        assert!(!map.is_valid(&json!({"": "US"})) && !map.is_valid(&json!("US")));
         // A scrape's profile is described as a session's is.
         assert_eq!(schemas["ScrapeOptions"]["properties"]["profile"]["required"], json!(["name"]));
         // An interact call takes code or a prompt, not both.
