@@ -294,6 +294,15 @@ fn headers(map: BTreeMap<String, String>, name: &str) -> Result<Vec<(String, Str
         .collect()
 }
 
+/// What [`location`] takes as a country, as a JSON Schema pattern: two letters, or one of
+/// the two US pools, in any case, around white space.
+pub const COUNTRY_PATTERN: &str =
+    r"^\s*([A-Za-z]{2}|[Uu][Ss]-([Gg][Ee][Nn][Ee][Rr][Ii][Cc]|[Ww][Hh][Ii][Tt][Ee][Ll][Ii][Ss][Tt]))\s*$";
+/// What [`location`] takes as a locale tag (at most [`MAX_LANGUAGE_CHARS`]), as a pattern.
+pub const LANGUAGE_PATTERN: &str = "^[A-Za-z0-9]+(-[A-Za-z0-9]+)*$";
+/// The longest locale tag.
+pub const MAX_LANGUAGE_CHARS: usize = 35;
+
 fn location(body: LocationBody, prefix: &str) -> Result<Location, ApiError> {
     let country = match body.country {
         None => None,
@@ -312,7 +321,7 @@ fn location(body: LocationBody, prefix: &str) -> Result<Location, ApiError> {
     let languages = body.languages.unwrap_or_default();
     for (i, lang) in languages.iter().enumerate() {
         let valid = !lang.is_empty()
-            && lang.len() <= 35
+            && lang.len() <= MAX_LANGUAGE_CHARS
             && lang
                 .split('-')
                 .all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric()));
@@ -376,6 +385,25 @@ fn parsers(list: Option<Vec<Value>>, name: &str, prefix: &str) -> Result<PdfPars
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_location_patterns_take_what_location_takes() {
+        let country = regex::Regex::new(COUNTRY_PATTERN).expect("pattern");
+        let language = regex::Regex::new(LANGUAGE_PATTERN).expect("pattern");
+        let read = |country: &str, language: &str| {
+            let body = LocationBody { country: Some(country.into()), languages: Some(vec![language.into()]) };
+            location(body, "").is_ok()
+        };
+        for (c, l) in [("US", "en-US"), (" de ", "de"), ("US-Generic", "zh-Hant-TW"), ("fr", "x1")] {
+            assert!(read(c, l) && country.is_match(c) && language.is_match(l), "{c} {l}");
+        }
+        for c in ["USA", "U", "", "us generic", "1a"] {
+            assert!(!read(c, "en") && !country.is_match(c), "{c}");
+        }
+        for l in ["", "en_US", "en-", "-en", "é"] {
+            assert!(!read("us", l) && !language.is_match(l), "{l}");
+        }
+    }
+
     use super::*;
     use serde_json::json;
 
