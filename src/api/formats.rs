@@ -73,19 +73,11 @@ pub fn by_name() -> impl Iterator<Item = &'static str> {
     SUPPORTED.iter().copied().filter(|name| !SETTINGS_REQUIRED.contains(name))
 }
 
-/// Formats `rawBase64` excludes (the others of a page's content; the model formats may go
-/// with it).
-const NOT_WITH_RAW_BASE64: &[&str] = &[
-    "markdown",
-    "html",
-    "rawHtml",
-    "links",
-    "images",
-    "changeTracking",
-    "attributes",
-    "screenshot",
-    "branding",
-];
+/// Whether `rawBase64` excludes format `name`: it excludes the others of a page's content,
+/// not the model formats.
+fn not_with_raw_base64(name: &str) -> bool {
+    name != "rawBase64" && !MODEL_FORMATS.contains(&name)
+}
 
 /// The JSON Schema of `formats`, as [`parse`] reads it on a server with a language model or
 /// without (`model`): items of [`item_schema`], and what spans items: `changeTracking` only
@@ -100,8 +92,7 @@ pub fn list_schema(model: bool) -> Value {
     };
     // Each rule is an `if` with a positive `then` (no `not`, no `minContains`), which
     // request generators such as schemathesis can draw from.
-    let with_raw_base64: Vec<&str> =
-        SUPPORTED.iter().copied().filter(|name| !NOT_WITH_RAW_BASE64.contains(name)).collect();
+    let with_raw_base64: Vec<&str> = SUPPORTED.iter().copied().filter(|n| !not_with_raw_base64(n)).collect();
     let (screenshot, tracking) = (any_of(&["screenshot"]), any_of(&["changeTracking"]));
     json!({
         "type": "array",
@@ -275,7 +266,7 @@ pub fn parse(entries: Vec<Value>, prefix: &str, model: bool) -> Result<Formats, 
             "`{prefix}formats`: changeTracking requires the markdown format as well"
         )));
     }
-    let others = names(&formats).iter().any(|name| NOT_WITH_RAW_BASE64.contains(name));
+    let others = names(&formats).into_iter().any(not_with_raw_base64);
     if formats.raw_base64 && others {
         return Err(ApiError::bad_request(format!("`{prefix}formats`: rawBase64 must be the only format")));
     }
