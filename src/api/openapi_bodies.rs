@@ -66,17 +66,7 @@ fn option_type(name: &str, schema: &mut Value, model: bool) {
             "location" if optional && prop.get("$ref").is_none() && name != "LocationBody" => {
                 *prop = keeping_description(prop, json!({"$ref": "#/components/schemas/LocationBody"}))
             }
-            "formats" if optional => {
-                // `null` as a choice of its own beside the list and its rules, not a type of
-                // the list's (generators read rules over `["array", "null"]` as the list's).
-                let list = formats::list_schema(model);
-                let taken = if required.as_array().is_some_and(|r| r.contains(&json!(key))) {
-                    list
-                } else {
-                    json!({"anyOf": [list, {"type": "null"}]})
-                };
-                *prop = keeping_description(prop, taken)
-            }
+            "formats" if optional => *prop = keeping_description(prop, formats::list_schema(model)),
             "actions" if optional => {
                 *prop = keeping_description(
                     prop,
@@ -120,7 +110,9 @@ fn profile() -> Value {
 }
 
 /// `schema` also taking `null` (any of the two: a schema that takes `null` itself, such as
-/// a webhook's, still validates `null` once).
+/// a webhook's, still validates `null` once). A schema with rules of its own (`allOf`) gets
+/// `null` as a choice beside it, not as one of its types: request generators read rules over
+/// `["array", "null"]` as rules of the `null` too.
 fn nullable(mut schema: Value) -> Value {
     let only_null = json!({"type": "null"});
     if ["oneOf", "anyOf"]
@@ -128,6 +120,9 @@ fn nullable(mut schema: Value) -> Value {
         .any(|k| schema[*k].as_array().is_some_and(|choices| choices.contains(&only_null)))
     {
         return schema;
+    }
+    if schema.get("allOf").is_some() {
+        return json!({"anyOf": [schema, only_null]});
     }
     if let Some(values) = schema.get_mut("enum").and_then(Value::as_array_mut)
         && !values.contains(&Value::Null)
@@ -527,6 +522,8 @@ mod tests {
         assert_eq!(nullable(either.clone()), either);
         assert_eq!(nullable(json!({"$ref": "#/x"})), json!({"anyOf": [{"$ref": "#/x"}, {"type": "null"}]}));
         assert_eq!(nullable(json!({"enum": [false]})), json!({"enum": [false, null]}));
+        let ruled = json!({"type": "array", "allOf": [{"maxItems": 3}]});
+        assert_eq!(nullable(ruled.clone()), json!({"anyOf": [ruled, {"type": "null"}]}));
         assert_eq!(
             nullable(json!({"type": "string", "enum": ["a"]})),
             json!({"type": ["string", "null"], "enum": ["a", null]})

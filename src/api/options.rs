@@ -385,6 +385,9 @@ fn parsers(list: Option<Vec<Value>>, name: &str, prefix: &str) -> Result<PdfPars
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use serde_json::json;
+
     #[test]
     fn the_location_patterns_take_what_location_takes() {
         let country = regex::Regex::new(COUNTRY_PATTERN).expect("pattern");
@@ -403,9 +406,6 @@ mod tests {
             assert!(!read("us", l) && !language.is_match(l), "{l}");
         }
     }
-
-    use super::*;
-    use serde_json::json;
 
     fn flags() -> TeamSettings {
         TeamSettings::default()

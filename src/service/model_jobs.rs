@@ -121,10 +121,6 @@ impl ModelJobs {
         services.teams.require(&payer.team, MIN_CREDITS).await?;
         let id = services.new_id();
         let now = time::now_ms();
-        let keep_ms = services.scraper.llm().map_or_else(
-            || crate::config::LlmSettings::default().job_ttl_ms(),
-            |llm| llm.settings().job_ttl_ms(),
-        );
         let record = ModelJobRecord {
             kind: request.kind.name().to_owned(),
             team: payer.team.as_str().to_owned(),
@@ -136,7 +132,7 @@ impl ModelJobs {
             sources: Vec::new(),
             warnings: Vec::new(),
             created_ms: now,
-            expires_ms: now.saturating_add(keep_ms),
+            expires_ms: now.saturating_add(services.settings.llm.job_ttl_ms()),
             credits: 0,
             tokens: 0,
         };
