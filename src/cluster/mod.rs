@@ -356,6 +356,15 @@ impl Cluster {
         place::owner(&live, key).unwrap_or(self.name()).to_owned()
     }
 
+    /// The live member that takes `key` over when its owner goes down, were this node to
+    /// go down with it: never this node nor the owner (`None` when no other member is live).
+    /// While this node lives, an owner gone down leaves `key` to it or to that member.
+    pub fn next_owner_of(&self, key: &str) -> Option<String> {
+        let live = self.live();
+        let owner = place::owner(&live, key)?;
+        place::owner_but(&live, key, &[owner, self.name()]).map(str::to_owned)
+    }
+
     /// The tag job ids made on this node carry.
     pub fn tag(&self) -> u32 {
         place::tag_of(self.name())

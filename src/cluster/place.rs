@@ -31,8 +31,16 @@ pub fn tag_of(node: &str) -> u32 {
 
 /// The member that owns `key` (`None` when there are no members). Ties go to the smaller name.
 pub fn owner<'m>(members: &'m [String], key: &str) -> Option<&'m str> {
+    owner_but(members, key, &[])
+}
+
+/// The member that would own `key` were the members named in `but` gone: the next in
+/// `key`'s order after them. With `but` the owner, the node that takes `key` over when the
+/// owner goes down.
+pub fn owner_but<'m>(members: &'m [String], key: &str, but: &[&str]) -> Option<&'m str> {
     members
         .iter()
+        .filter(|m| !but.contains(&m.as_str()))
         .map(|m| (weight(m, key), m))
         .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.cmp(a.1)))
         .map(|(_, m)| m.as_str())
@@ -86,6 +94,13 @@ mod tests {
             }
         }
         assert_eq!(owner(&[], "x"), None);
+        // The next owner of a key is the owner once the first is gone.
+        for k in &keys {
+            let first = owner(&three, k).expect("owner");
+            let rest: Vec<String> = three.iter().filter(|m| *m != first).cloned().collect();
+            assert_eq!(owner_but(&three, k, &[first]), owner(&rest, k), "{k}");
+        }
+        assert_eq!(owner_but(&three, "x", &["a", "b", "c"]), None);
         // Fixed values: a change of the hash would move every site in a mixed-build cluster.
         assert_eq!(weight("node-1", "example.com"), weight("node-1", "example.com"));
         assert_eq!(owner(&three, "example.com"), owner(&names(&["c", "b", "a"]), "example.com"));

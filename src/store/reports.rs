@@ -92,12 +92,11 @@ impl ReportStore {
         Ok(out)
     }
 
-    /// Drops the reports of the nodes `nodes` and those of months before `oldest`.
-    pub fn drop_where(&self, nodes: &[String], oldest: Month) -> Result<()> {
+    /// Drops the reports of months before `oldest`.
+    pub fn drop_before(&self, oldest: Month) -> Result<()> {
         for entry in self.tree.iter().keys() {
             let k = entry?;
-            let stale =
-                ReportKey::parse(&k).is_none_or(|key| key.month < oldest || nodes.contains(&key.node));
+            let stale = ReportKey::parse(&k).is_none_or(|key| key.month < oldest);
             if stale {
                 self.tree.remove(k)?;
             }
@@ -143,10 +142,16 @@ mod tests {
             ],
             "a month older than the history is left out; the last report of each is kept"
         );
-        store.reports.drop_where(&["b".to_owned()], 202_512).expect("drop");
+        store.reports.drop_before(202_611).expect("drop");
+        let mut kept = store.reports.since(0).expect("since");
+        kept.sort_by_key(|(k, _)| k.bytes());
         assert_eq!(
-            store.reports.since(0).expect("since"),
-            vec![(key(0, "team-2", 202_610, "node-c"), Report { total: 1, by_key: vec![] })]
+            kept,
+            vec![
+                (key(0, "t", 202_611, "b"), Report { total: 5, by_key: vec![] }),
+                (key(1, "t", 202_611, "b"), tokens),
+            ],
+            "months before the oldest are dropped"
         );
     }
 }

@@ -26,7 +26,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use super::Teams;
-use super::credits::{Ledger, Tally};
+use super::credits::{Heard, Ledger, Tally};
 use super::slots::{Grant, SYNC};
 use crate::cluster::{Channel, Cluster};
 use crate::model::TeamId;
@@ -339,12 +339,12 @@ impl crate::cluster::Handler for TeamsHandler {
                 }
                 Request::Charged { team, month, total } => {
                     let tally = Tally { total, by_key: BTreeMap::new() };
-                    teams.credits.record(Ledger::Credits, &team, month, &from, tally);
+                    teams.credits.record(Ledger::Credits, &team, month, &from, tally, Heard::Reported);
                     Response::Noted
                 }
                 Request::TokensUsed { team, month, total, by_key } => {
                     let tally = Tally { total, by_key: by_key.into_iter().collect() };
-                    teams.credits.record(Ledger::Tokens, &team, month, &from, tally);
+                    teams.credits.record(Ledger::Tokens, &team, month, &from, tally, Heard::Reported);
                     Response::Noted
                 }
                 Request::UsedBeyond(team, month) => {

@@ -4,26 +4,29 @@
 //! reported of its ledgers, so that a credit check or a token report is one call to the
 //! owner instead of one to every node:
 //!
-//! - a node that charged a team reports its month's total to the team's owner: before it
-//!   answers a request whose answer waits for the charge (scrape, map, parse, search; see
-//!   [`Teams::charge_reported`]), so the team's next request is checked with it through any
-//!   node; within [`REPORT_AFTER`] for work charged in the background (crawl and batch
-//!   pages, browser sessions, model jobs). Tokens a team's model calls used here are
-//!   reported the same way, within [`REPORT_AFTER`], with their part per API key. A report
-//!   holds the total, not the charge, so a report lost or repeated changes nothing; a failed
-//!   report is sent again;
+//! - a node that charged a team reports its month's total to the team's owner, and a copy
+//!   to the team's **next owner** (the node that takes the team over should the owner and
+//!   the reporting node go down together; see [`Cluster::next_owner_of`]; the owner itself
+//!   reports to it too): before it answers a request whose answer waits for the charge
+//!   (scrape, map, parse, search; see [`Teams::charge_reported`]), so the team's next
+//!   request is checked with it through any node; within [`REPORT_AFTER`] for work charged
+//!   in the background (crawl and batch pages, browser sessions, model jobs). Tokens a
+//!   team's model calls used here are reported the same way, within [`REPORT_AFTER`], with
+//!   their part per API key. A report holds the total, not the charge, so a report lost or
+//!   repeated changes nothing; a failed report is sent again;
 //! - a credit check (or a token report) adds this node's own ledger to what the owner
 //!   answers: its own ledger and the others' totals as reported. The owner asks a live node
-//!   it has not heard from (after a membership change it forgets what the live nodes
-//!   reported: they may have reported to another owner meanwhile), and a node of a protocol
-//!   older than the ledger's ([`Ledger::since`]) every time (it does not report);
-//! - a node that is down is counted as it last reported, so a team cannot overspend by what
-//!   it spent through that node, and its tokens stay in the team's report (unless the owner
-//!   went down with it: then what that node used is counted again once it is back). The
-//!   owner keeps the months of a team's history
-//!   ([`crate::store::ledger::HISTORY_MONTHS`]), so a history shows what a node that is
-//!   down reported in each of them, and keeps them on disk (`store::reports`), so that
-//!   it still counts them after a restart of its own;
+//!   it has not heard from since the last membership change (the node may have reported to
+//!   another owner meanwhile), and a node of a protocol older than the ledger's
+//!   ([`Ledger::since`]) every time (it does not report);
+//! - a node that is down, or that does not answer, is counted as last heard, so a team
+//!   cannot overspend by what it spent through that node, and its tokens stay in the team's
+//!   report. Every node keeps what it heard, on disk too (`store::reports`), for the months
+//!   of a team's history ([`crate::store::ledger::HISTORY_MONTHS`]): an owner that restarts
+//!   still counts what a node that is down spent, and when the owner goes down with a node
+//!   that spent, the next owner has that node's copy. Left open: the owner and its next
+//!   owner both going down loses what only they knew (a node that comes back is asked
+//!   again);
 //! - a node that cannot reach the owner, or whose owner is of an older protocol, asks every
 //!   live node, as before owners kept totals.
 //!
@@ -142,8 +145,27 @@ impl Tally {
     }
 }
 
-/// Each node's total of one ledger, team and month, as it last reported it (or answered).
-type Reports = HashMap<String, Tally>;
+/// How a node's total was heard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Heard {
+    /// The node reported it (reports may arrive out of order: the larger total is the later).
+    Reported,
+    /// The node answered when asked (its word, as of now).
+    Answered,
+}
+
+/// A node's total as last heard, and whether it was heard since the last membership change.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Known {
+    /// The total.
+    pub tally: Tally,
+    /// Heard since the last membership change (else read back from disk, or from before:
+    /// a node that is live may have reported more to another node since).
+    pub current: bool,
+}
+
+/// Each node's total of one ledger, team and month, as last heard.
+type Reports = HashMap<String, Known>;
 
 /// What a team's owner knows of other nodes' ledgers, and which teams this node has yet
 /// to report.
@@ -172,7 +194,8 @@ impl Credits {
                 for (key, report) in reports {
                     let Some(ledger) = Ledger::of_byte(key.ledger) else { continue };
                     let tally = Tally { total: report.total, by_key: report.by_key.into_iter().collect() };
-                    totals.entry((ledger, key.team, key.month)).or_default().insert(key.node, tally);
+                    let known = Known { tally, current: false };
+                    totals.entry((ledger, key.team, key.month)).or_default().insert(key.node, known);
                 }
             }
             Err(e) => tracing::warn!(error = %e, "the reports kept as a team's owner are not read"),
@@ -185,19 +208,33 @@ impl Credits {
         }
     }
 
-    /// Keeps `node`'s total for the team's month (the larger of two: totals only grow), on
-    /// disk too. Months older than a team's history
+    /// Keeps `node`'s total for the team's month, on disk too: the larger of two reports
+    /// (totals only grow), but a node's answer, or its first report since a membership
+    /// change, as it is (a node whose data directory was replaced starts again from
+    /// nothing). Months older than a team's history
     /// ([`crate::store::ledger::HISTORY_MONTHS`]) are dropped.
-    pub(super) fn record(&self, ledger: Ledger, team: &str, month: Month, node: &str, tally: Tally) {
+    pub(super) fn record(
+        &self,
+        ledger: Ledger,
+        team: &str,
+        month: Month,
+        node: &str,
+        tally: Tally,
+        heard: Heard,
+    ) {
         let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
         let oldest = history_start(month);
         if self.oldest_kept.fetch_max(oldest, Ordering::Relaxed) < oldest {
             totals.retain(|(_, _, m), _| *m >= oldest);
-            self.drop_kept(&[], oldest);
+            self.drop_kept(oldest);
         }
         let known =
             totals.entry((ledger, team.to_owned(), month)).or_default().entry(node.to_owned()).or_default();
-        if tally.total < known.total || tally == *known {
+        if heard == Heard::Reported && known.current && tally.total < known.tally.total {
+            return;
+        }
+        known.current = true;
+        if tally == known.tally {
             return;
         }
         if let Some(kept) = &self.kept {
@@ -208,12 +245,12 @@ impl Credits {
                 tracing::warn!(error = %e, node, team, "a node's report is kept in memory only");
             }
         }
-        *known = tally;
+        known.tally = tally;
     }
 
-    /// Drops the kept reports of `nodes` and of months before `oldest` from the disk.
-    fn drop_kept(&self, nodes: &[String], oldest: Month) {
-        if let Some(Err(e)) = self.kept.as_ref().map(|kept| kept.drop_where(nodes, oldest)) {
+    /// Drops the kept reports of months before `oldest` from the disk.
+    fn drop_kept(&self, oldest: Month) {
+        if let Some(Err(e)) = self.kept.as_ref().map(|kept| kept.drop_before(oldest)) {
             tracing::warn!(error = %e, "reports no longer wanted are left on disk");
         }
     }
@@ -224,14 +261,22 @@ impl Credits {
         totals.get(&(ledger, team.to_owned(), month)).cloned().unwrap_or_default()
     }
 
-    /// Forgets what the nodes in `live` reported: after a membership change they may have
-    /// reported to another owner. What nodes that are down reported is kept.
-    fn forget(&self, live: &[String]) {
+    /// What `node` was last heard to hold of the team's month, if anything.
+    fn known_of(&self, ledger: Ledger, team: &str, month: Month, node: &str) -> Option<Tally> {
+        let totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
+        Some(totals.get(&(ledger, team.to_owned(), month))?.get(node)?.tally.clone())
+    }
+
+    /// After a membership change: what the nodes in `live` reported may be older than what
+    /// they reported to another node since, so they are asked again before it counts. It is
+    /// kept meanwhile: should such a node go down first, it counts as last heard.
+    fn doubt(&self, live: &[String]) {
         let mut totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
-        for nodes in totals.values_mut() {
-            nodes.retain(|node, _| !live.contains(node));
+        for (node, known) in totals.values_mut().flat_map(HashMap::iter_mut) {
+            if live.contains(node) {
+                known.current = false;
+            }
         }
-        self.drop_kept(live, self.oldest_kept.load(Ordering::Relaxed));
     }
 
     /// Notes that the team's total grew here (it is reported soon).
@@ -256,12 +301,12 @@ impl Teams {
         let mut members = cluster.watch();
         tokio::spawn(async move {
             // Reports kept from before a restart, of nodes live now, may be older than what
-            // they reported to another owner meanwhile: they are asked again.
+            // they reported to another node meanwhile: they are asked again.
             let live = Arc::clone(&members.borrow_and_update());
-            teams.credits.forget(&live);
+            teams.credits.doubt(&live);
             while members.changed().await.is_ok() {
                 let live = Arc::clone(&members.borrow_and_update());
-                teams.credits.forget(&live);
+                teams.credits.doubt(&live);
             }
         });
         let teams = Arc::clone(self);
@@ -314,17 +359,26 @@ impl Teams {
         })
     }
 
-    /// Reports this node's month's total of `team` in `ledger` to the team's owner; false
-    /// when the owner should have had it and did not answer.
+    /// Reports this node's month's total of `team` in `ledger` to the team's owner and to
+    /// its next owner (see [`Cluster::next_owner_of`]), at once; false when one that should
+    /// have had it did not answer.
     async fn report(&self, cluster: &Cluster, ledger: Ledger, team: &str) -> bool {
-        let owner = cluster.owner_of(&team_key(team));
-        if owner == cluster.name() || cluster.version_of(&owner).is_none_or(|v| v < ledger.since()) {
+        let key = team_key(team);
+        let to: Vec<String> = [Some(cluster.owner_of(&key)), cluster.next_owner_of(&key)]
+            .into_iter()
+            .flatten()
+            .filter(|node| {
+                node != cluster.name() && cluster.version_of(node).is_some_and(|v| v >= ledger.since())
+            })
+            .collect();
+        let Ok(id) = TeamId::parse(team) else { return true };
+        if to.is_empty() {
             return true;
         }
-        let Ok(id) = TeamId::parse(team) else { return true };
         let month = month_of(time::now_ms());
         let Ok(tally) = self.tally(ledger, &id, month) else { return false };
-        matches!(ask(cluster, &owner, &ledger.report(team, month, tally)).await, Some(Response::Noted))
+        let answers = ask_each(cluster, &to, &ledger.report(team, month, tally)).await;
+        answers.iter().all(|answer| matches!(answer, Some(Response::Noted)))
     }
 
     /// Credits the team used in `month` on every node (this one alone when it is not part
@@ -384,11 +438,17 @@ impl Teams {
             match answer.and_then(Tally::of) {
                 Some(tally) => {
                     sum.add(&tally);
-                    self.credits.record(ledger, team.as_str(), month, node, tally);
+                    self.credits.record(ledger, team.as_str(), month, node, tally, Heard::Answered);
                 }
-                None => {
-                    tracing::warn!(node = %node, team = %team.as_str(), ?ledger, "a node's total is not counted")
-                }
+                None => match self.credits.known_of(ledger, team.as_str(), month, node) {
+                    Some(kept) => {
+                        tracing::warn!(node = %node, team = %team.as_str(), ?ledger, "a node's total is counted as last heard");
+                        sum.add(&kept);
+                    }
+                    None => {
+                        tracing::warn!(node = %node, team = %team.as_str(), ?ledger, "a node's total is not counted")
+                    }
+                },
             }
         }
         sum
@@ -408,15 +468,21 @@ impl Teams {
         let me = cluster.name();
         let mut sum = if asker == me { Tally::default() } else { self.tally(ledger, team, month)? };
         let known = self.credits.known(ledger, team.as_str(), month);
+        let live = cluster.live();
         let reports = |node: &str| cluster.version_of(node).is_none_or(|v| v >= ledger.since());
-        for (node, tally) in &known {
-            if node != asker && node != me && reports(node) {
-                sum.add(tally);
+        // A live node is counted as heard since the last membership change, or asked; one
+        // that is down, as last heard.
+        let settled = |node: &str, known: &Known| known.current || !live.iter().any(|m| m == node);
+        for (node, known) in &known {
+            if node != asker && node != me && reports(node) && settled(node, known) {
+                sum.add(&known.tally);
             }
         }
         let unheard: Vec<String> = peers(cluster)
             .into_iter()
-            .filter(|node| node != asker && (!known.contains_key(node) || !reports(node)))
+            .filter(|node| {
+                node != asker && (!reports(node) || known.get(node).is_none_or(|k| !settled(node, k)))
+            })
             .collect();
         sum.add(&self.ledgers_of(cluster, ledger, team, month, &unheard).await);
         Ok(sum)
@@ -431,60 +497,89 @@ mod tests {
         Tally { total, by_key: by_key.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect() }
     }
 
-    #[test]
-    fn totals_only_grow_and_live_nodes_are_forgotten_at_a_change() {
-        let credits = Credits::default();
-        let known = |c: &Credits, month: Month| -> HashMap<String, u64> {
-            c.known(Ledger::Credits, "t", month).into_iter().map(|(node, t)| (node, t.total)).collect()
-        };
-        credits.record(Ledger::Credits, "t", 202_602, "a", tally(5, &[]));
-        credits.record(Ledger::Credits, "t", 202_602, "a", tally(3, &[]));
-        credits.record(Ledger::Credits, "t", 202_602, "b", tally(7, &[]));
-        assert_eq!(known(&credits, 202_602), HashMap::from([("a".into(), 5), ("b".into(), 7)]));
-        credits.forget(&["a".to_owned(), "c".to_owned()]);
-        assert_eq!(known(&credits, 202_602), HashMap::from([("b".into(), 7)]), "b is down: kept");
-        // A year of months is kept, across the turn of the year.
-        credits.record(Ledger::Credits, "t", 202_601, "b", tally(2, &[]));
-        credits.record(Ledger::Credits, "t", 202_612, "b", tally(4, &[]));
-        credits.record(Ledger::Credits, "t", 202_701, "a", tally(1, &[]));
-        assert_eq!(known(&credits, 202_612), HashMap::from([("b".into(), 4)]), "December in January");
-        assert_eq!(known(&credits, 202_602), HashMap::from([("b".into(), 7)]), "the year's first month");
-        assert!(known(&credits, 202_601).is_empty(), "older than a year: dropped");
+    /// Each node's total as `credits` knows it, and whether it was heard since the last
+    /// membership change.
+    fn totals(credits: &Credits, month: Month) -> HashMap<String, (u64, bool)> {
+        credits
+            .known(Ledger::Credits, "t", month)
+            .into_iter()
+            .map(|(node, k)| (node, (k.tally.total, k.current)))
+            .collect()
+    }
+
+    fn record(credits: &Credits, month: Month, node: &str, total: u64, heard: Heard) {
+        credits.record(Ledger::Credits, "t", month, node, tally(total, &[]), heard);
     }
 
     #[test]
-    fn an_owner_reads_back_what_it_kept_of_nodes_down_and_forgets_live_ones() {
+    fn reported_totals_only_grow_until_a_membership_change_and_answers_stand() {
+        let credits = Credits::default();
+        record(&credits, 202_602, "a", 5, Heard::Reported);
+        record(&credits, 202_602, "a", 3, Heard::Reported);
+        record(&credits, 202_602, "b", 7, Heard::Reported);
+        let both = HashMap::from([("a".into(), (5, true)), ("b".into(), (7, true))]);
+        assert_eq!(totals(&credits, 202_602), both, "a smaller report is an older one");
+        credits.doubt(&["a".to_owned(), "c".to_owned()]);
+        let a_doubted = HashMap::from([("a".into(), (5, false)), ("b".into(), (7, true))]);
+        assert_eq!(totals(&credits, 202_602), a_doubted, "a is live: asked again, kept meanwhile");
+        assert_eq!(credits.known_of(Ledger::Credits, "t", 202_602, "a"), Some(tally(5, &[])));
+        // Its first report since the change stands as it is (its disk may be a new one).
+        record(&credits, 202_602, "a", 2, Heard::Reported);
+        record(&credits, 202_602, "a", 1, Heard::Reported);
+        assert_eq!(totals(&credits, 202_602)["a"], (2, true));
+        // What a node answers stands as it is.
+        record(&credits, 202_602, "b", 4, Heard::Answered);
+        assert_eq!(totals(&credits, 202_602)["b"], (4, true));
+        // A year of months is kept, across the turn of the year.
+        record(&credits, 202_601, "b", 2, Heard::Reported);
+        record(&credits, 202_612, "b", 4, Heard::Reported);
+        record(&credits, 202_701, "a", 1, Heard::Reported);
+        assert_eq!(
+            totals(&credits, 202_612),
+            HashMap::from([("b".into(), (4, true))]),
+            "December in January"
+        );
+        assert_eq!(totals(&credits, 202_602)["b"], (4, true), "the year's first month");
+        assert!(totals(&credits, 202_601).is_empty(), "older than a year: dropped");
+    }
+
+    #[test]
+    fn a_node_reads_back_what_it_kept_as_heard_before() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = crate::store::Store::open(dir.path()).expect("open");
         let month = month_of(time::now_ms());
         let credits = Credits::kept_in(store.reports.clone());
-        credits.record(Ledger::Credits, "t", month, "b", tally(5, &[]));
-        credits.record(Ledger::Credits, "t", month, "c", tally(2, &[]));
-        credits.record(Ledger::Tokens, "t", month, "b", tally(40, &[("k1", 40)]));
-        credits.record(Ledger::Credits, "t", history_start(month), "b", tally(7, &[]));
+        record(&credits, month, "b", 5, Heard::Reported);
+        record(&credits, month, "c", 2, Heard::Answered);
+        credits.record(Ledger::Tokens, "t", month, "b", tally(40, &[("k1", 40)]), Heard::Reported);
+        record(&credits, history_start(month), "b", 7, Heard::Reported);
+        record(&credits, history_start(month) - 1, "b", 9, Heard::Reported);
         drop(credits);
 
         let again = Credits::kept_in(store.reports.clone());
-        let credits_of = |c: &Credits, month: Month| -> HashMap<String, u64> {
-            c.known(Ledger::Credits, "t", month).into_iter().map(|(node, t)| (node, t.total)).collect()
-        };
-        assert_eq!(credits_of(&again, month), HashMap::from([("b".into(), 5), ("c".into(), 2)]));
-        assert_eq!(again.known(Ledger::Tokens, "t", month)["b"], tally(40, &[("k1", 40)]));
-        assert_eq!(credits_of(&again, history_start(month)), HashMap::from([("b".into(), 7)]));
-        // c is back: what it reported may be older than what it reported elsewhere since.
-        again.forget(&["a".to_owned(), "c".to_owned()]);
+        let read_back = HashMap::from([("b".into(), (5, false)), ("c".into(), (2, false))]);
+        assert_eq!(totals(&again, month), read_back, "heard before the restart: asked again if live");
+        assert_eq!(again.known(Ledger::Tokens, "t", month)["b"].tally, tally(40, &[("k1", 40)]));
+        assert_eq!(totals(&again, history_start(month)), HashMap::from([("b".into(), (7, false))]));
+        assert!(totals(&again, history_start(month) - 1).is_empty(), "older than the history");
+        // c answers less than it reported (its data directory was replaced): that stands,
+        // on disk too.
+        record(&again, month, "c", 1, Heard::Answered);
         let third = Credits::kept_in(store.reports.clone());
-        assert_eq!(credits_of(&third, month), HashMap::from([("b".into(), 5)]), "c forgotten on disk too");
+        assert_eq!(totals(&third, month)["c"], (1, false));
     }
 
     #[test]
     fn the_two_ledgers_are_kept_apart_and_token_tallies_add_up_per_key() {
         let credits = Credits::default();
-        credits.record(Ledger::Credits, "t", 202_610, "a", tally(4, &[]));
-        credits.record(Ledger::Tokens, "t", 202_610, "a", tally(300, &[("k1", 200), ("k2", 100)]));
-        credits.record(Ledger::Tokens, "t", 202_610, "a", tally(250, &[("k1", 250)]));
-        assert_eq!(credits.known(Ledger::Credits, "t", 202_610)["a"], tally(4, &[]));
-        let tokens = &credits.known(Ledger::Tokens, "t", 202_610)["a"];
+        record(&credits, 202_610, "a", 4, Heard::Reported);
+        let tokens = |total, by_key| {
+            credits.record(Ledger::Tokens, "t", 202_610, "a", tally(total, by_key), Heard::Reported)
+        };
+        tokens(300, &[("k1", 200), ("k2", 100)]);
+        tokens(250, &[("k1", 250)]);
+        assert_eq!(credits.known(Ledger::Credits, "t", 202_610)["a"].tally, tally(4, &[]));
+        let tokens = &credits.known(Ledger::Tokens, "t", 202_610)["a"].tally;
         assert_eq!(tokens, &tally(300, &[("k1", 200), ("k2", 100)]), "a smaller total is an older one");
         let mut sum = tokens.clone();
         sum.add(&tally(50, &[("k2", 20), ("k3", 30)]));

@@ -1,8 +1,8 @@
 //! A team's credits across a cluster: a key made on one node works on every node, the
 //! credits hold for the cluster as a whole, what a node spent still counts while it is
-//! down (the team's owner keeps every node's reported total, on its disk too), and a node
-//! of the previous
-//! protocol version, which reports nothing, is counted too. A team's queue, as
+//! down (the team's owner keeps every node's reported total, on its disk too), also when
+//! it goes down with the team's owner (the next owner has a copy), and a node of the
+//! previous protocol version, which reports nothing, is counted too. A team's queue, as
 //! `/v2/team/queue-status` shows it, is the whole cluster's through any node.
 
 use std::time::{Duration, Instant};
@@ -93,6 +93,51 @@ async fn credits_spent_through_a_node_still_count_while_it_is_down() {
     assert_eq!(remaining(&nodes[checker], key).await, Some(2), "the down node's spending is still counted");
     let others = [&nodes[checker], &nodes[owner]];
     assert_eq!(scrapes(&others, key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
+}
+
+/// The team's owner goes down together with a node that spent the team's credits: the
+/// team's next owner had a copy of what each of them spent, kept across a restart of its
+/// own, so the credits stay spent.
+#[tokio::test]
+async fn the_next_owner_counts_what_the_owner_and_a_spender_spent_when_both_go_down() {
+    let site = crate::common::FixtureSite::start();
+    let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
+    let key = "fc-small-team-key-5";
+    let names = ["a", "b", "c"];
+    let mut nodes = vec![Node::start_with_keys("a", None, &plan, &[("small", key)])];
+    let seed = nodes[0].cluster_addr.clone();
+    nodes.push(Node::start("b", Some(&seed), &plan));
+    nodes.push(Node::start("c", Some(&seed), &plan));
+    for node in &nodes {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    // The owner, the node that takes the team over when it goes down, and the third.
+    let owner = owner_of(&names, "team:small");
+    let rest: Vec<&str> = names.into_iter().filter(|n| *n != owner).collect();
+    let next = owner_of(&rest, "team:small");
+    let at = |name: &str| nodes.iter().position(|n| n.name == name).expect("node");
+    let (owner, next) = (at(&owner), at(&next));
+    let spender = (0..3).find(|i| *i != owner && *i != next).expect("spender");
+    assert_eq!(scrapes(&[&nodes[owner]], key, &site.url("/article"), 1).await, (1, 0));
+    assert_eq!(scrapes(&[&nodes[spender]], key, &site.url("/article"), 2).await, (2, 0));
+    assert_eq!(remaining(&nodes[next], key).await, Some(2), "the next owner has met the key");
+    // The copies are on its disk (sled writes what it holds every half second, as for a
+    // node's own ledger): a restart, and the membership changes it makes, keep them.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let seed = nodes[spender].cluster_addr.clone();
+    nodes[next].process.take().expect("next owner").kill9();
+    nodes[next].restart_with(Some(&seed), &plan);
+    for node in &nodes {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+
+    for gone in [owner, spender] {
+        nodes[gone].process.take().expect("node").kill9();
+    }
+    let survivor = &nodes[next];
+    survivor.wait_live(&[survivor.name.as_str()], Duration::from_secs(10)).await;
+    assert_eq!(remaining(survivor, key).await, Some(2), "what the two down nodes spent still counts");
+    assert_eq!(scrapes(&[survivor], key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
 }
 
 /// The team's owner restarts while a node that spent the team's credits is down: it reads
