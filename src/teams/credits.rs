@@ -7,7 +7,8 @@
 //! - a node that charged a team reports its month's total to the team's owner, and a copy
 //!   to the team's **next owner** (the node that takes the team over should the owner and
 //!   the reporting node go down together; see [`Cluster::next_owner_of`]; the owner itself
-//!   reports to it too): before it answers a request whose answer waits for the charge
+//!   reports to it too; the copy of a report a request waited for goes within
+//!   [`REPORT_AFTER`], so a next owner that hangs does not hold the answer): before it answers a request whose answer waits for the charge
 //!   (scrape, map, parse, search; see [`Teams::charge_reported`]), so the team's next
 //!   request is checked with it through any node; within [`REPORT_AFTER`] for work charged
 //!   in the background (crawl and batch pages, browser sessions, model jobs). Tokens a
@@ -33,7 +34,7 @@
 //! What the owner knows of background charges lags them by up to [`REPORT_AFTER`] and a
 //! call; two checks that close together on two nodes can both pass, as on one node.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -145,6 +146,26 @@ impl Tally {
     }
 }
 
+/// To whom a node's total goes: the team's owner, its next owner, or both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct To {
+    /// The team's owner.
+    pub owner: bool,
+    /// The team's next owner (see [`Cluster::next_owner_of`]).
+    pub next_owner: bool,
+}
+
+impl To {
+    const OWNER: Self = Self { owner: true, next_owner: false };
+    const NEXT_OWNER: Self = Self { owner: false, next_owner: true };
+    const BOTH: Self = Self { owner: true, next_owner: true };
+
+    /// Both `self`'s and `other`'s.
+    fn and(self, other: Self) -> Self {
+        Self { owner: self.owner || other.owner, next_owner: self.next_owner || other.next_owner }
+    }
+}
+
 /// How a node's total was heard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Heard {
@@ -176,8 +197,9 @@ pub(super) struct Credits {
     /// The oldest month kept in `totals` since it was last pruned: older ones are dropped
     /// once, when a month begins, not at every report.
     oldest_kept: AtomicU32,
-    /// Teams charged (or whose tokens grew) here since their last report.
-    unreported: Mutex<HashSet<(Ledger, String)>>,
+    /// Teams charged (or whose tokens grew) here since their last report, and to whom it
+    /// is still to go.
+    unreported: Mutex<HashMap<(Ledger, String), To>>,
     wake: Notify,
     /// Where `totals` is kept on disk (none: in memory only).
     kept: Option<ReportStore>,
@@ -279,15 +301,27 @@ impl Credits {
         }
     }
 
-    /// Notes that the team's total grew here (it is reported soon).
+    /// Notes that the team's total grew here (it is reported soon, to the owner and the
+    /// next owner).
     pub(super) fn charged(&self, ledger: Ledger, team: &str) {
+        self.unreported_to(ledger, team, To::BOTH);
+    }
+
+    /// Notes that the team's total is still to be reported to `to`.
+    fn unreported_to(&self, ledger: Ledger, team: &str, to: To) {
+        if to == To::default() {
+            return;
+        }
         let mut unreported = self.unreported.lock().unwrap_or_else(PoisonError::into_inner);
-        if unreported.insert((ledger, team.to_owned())) {
+        let pending = unreported.entry((ledger, team.to_owned())).or_default();
+        let was = *pending;
+        *pending = pending.and(to);
+        if was == To::default() {
             self.wake.notify_one();
         }
     }
 
-    fn take_unreported(&self) -> Vec<(Ledger, String)> {
+    fn take_unreported(&self) -> Vec<((Ledger, String), To)> {
         let mut unreported = self.unreported.lock().unwrap_or_else(PoisonError::into_inner);
         unreported.drain().collect()
     }
@@ -324,11 +358,13 @@ impl Teams {
                 teams.credits.wake.notified().await;
                 tokio::time::sleep(REPORT_AFTER).await;
                 let pending = teams.credits.take_unreported();
-                let reports = pending.iter().map(|(ledger, team)| teams.report(&cluster, *ledger, team));
-                for ((ledger, team), reported) in pending.iter().zip(futures::future::join_all(reports).await)
+                let reports =
+                    pending.iter().map(|((ledger, team), to)| teams.report(&cluster, *ledger, team, *to));
+                for (((ledger, team), _), missed) in
+                    pending.iter().zip(futures::future::join_all(reports).await)
                 {
-                    if !reported {
-                        teams.credits.charged(*ledger, team);
+                    if missed != To::default() {
+                        teams.credits.unreported_to(*ledger, team, missed);
                     }
                 }
             }
@@ -337,13 +373,14 @@ impl Teams {
 
     /// [`Teams::charge`], and in a cluster the team's owner told before this returns (so
     /// that the team's next request, through any node, is checked with this charge
-    /// counted; when the owner does not answer the report is sent again later).
+    /// counted; when the owner does not answer the report is sent again later). The next
+    /// owner's copy goes within [`REPORT_AFTER`]: a next owner that hangs does not hold
+    /// the answer.
     pub async fn charge_reported(&self, team: &TeamId, credits: u64) -> Result<(), StoreError> {
         self.write_charge(team, credits)?;
-        if let Some(cluster) = self.cluster.get().filter(|_| credits > 0)
-            && !self.report(cluster, Ledger::Credits, team.as_str()).await
-        {
-            self.credits.charged(Ledger::Credits, team.as_str());
+        if let Some(cluster) = self.cluster.get().filter(|_| credits > 0) {
+            let missed = self.report(cluster, Ledger::Credits, team.as_str(), To::OWNER).await;
+            self.credits.unreported_to(Ledger::Credits, team.as_str(), missed.and(To::NEXT_OWNER));
         }
         Ok(())
     }
@@ -359,26 +396,31 @@ impl Teams {
         })
     }
 
-    /// Reports this node's month's total of `team` in `ledger` to the team's owner and to
-    /// its next owner (see [`Cluster::next_owner_of`]), at once; false when one that should
-    /// have had it did not answer.
-    async fn report(&self, cluster: &Cluster, ledger: Ledger, team: &str) -> bool {
+    /// Reports this node's month's total of `team` in `ledger` to the team's owner, its
+    /// next owner (see [`Cluster::next_owner_of`]) or both (`to`), at once; what was
+    /// missed: those that should have had it and did not answer.
+    async fn report(&self, cluster: &Cluster, ledger: Ledger, team: &str, to: To) -> To {
         let key = team_key(team);
-        let to: Vec<String> = [Some(cluster.owner_of(&key)), cluster.next_owner_of(&key)]
-            .into_iter()
-            .flatten()
-            .filter(|node| {
-                node != cluster.name() && cluster.version_of(node).is_some_and(|v| v >= ledger.since())
-            })
-            .collect();
-        let Ok(id) = TeamId::parse(team) else { return true };
-        if to.is_empty() {
-            return true;
+        let takes = |node: &String| {
+            node != cluster.name() && cluster.version_of(node).is_some_and(|v| v >= ledger.since())
+        };
+        let owner = to.owner.then(|| cluster.owner_of(&key)).filter(takes);
+        let next = to.next_owner.then(|| cluster.next_owner_of(&key)).flatten().filter(takes);
+        let Ok(id) = TeamId::parse(team) else { return To::default() };
+        if owner.is_none() && next.is_none() {
+            return To::default();
         }
         let month = month_of(time::now_ms());
-        let Ok(tally) = self.tally(ledger, &id, month) else { return false };
-        let answers = ask_each(cluster, &to, &ledger.report(team, month, tally)).await;
-        answers.iter().all(|answer| matches!(answer, Some(Response::Noted)))
+        let Ok(tally) = self.tally(ledger, &id, month) else { return to };
+        let request = ledger.report(team, month, tally);
+        let heard = |node: Option<String>| async {
+            match node {
+                Some(node) => matches!(ask(cluster, &node, &request).await, Some(Response::Noted)),
+                None => true,
+            }
+        };
+        let (owner_heard, next_heard) = futures::future::join(heard(owner), heard(next)).await;
+        To { owner: !owner_heard, next_owner: !next_heard }
     }
 
     /// Credits the team used in `month` on every node (this one alone when it is not part
@@ -567,6 +609,22 @@ mod tests {
         record(&again, month, "c", 1, Heard::Answered);
         let third = Credits::kept_in(store.reports.clone());
         assert_eq!(totals(&third, month)["c"], (1, false));
+    }
+
+    #[test]
+    fn what_is_still_to_be_reported_adds_up_per_team_until_taken() {
+        let credits = Credits::default();
+        credits.unreported_to(Ledger::Credits, "t", To::default());
+        assert!(credits.take_unreported().is_empty(), "nothing to report is not queued");
+        credits.unreported_to(Ledger::Credits, "t", To::NEXT_OWNER);
+        credits.unreported_to(Ledger::Tokens, "t", To::NEXT_OWNER);
+        credits.charged(Ledger::Credits, "t");
+        let mut taken = credits.take_unreported();
+        taken.sort_by_key(|((ledger, _), _)| ledger.byte());
+        let t = || "t".to_owned();
+        assert_eq!(taken, vec![((Ledger::Credits, t()), To::BOTH), ((Ledger::Tokens, t()), To::NEXT_OWNER)]);
+        assert!(credits.take_unreported().is_empty());
+        assert_eq!(To::OWNER.and(To::NEXT_OWNER), To::BOTH);
     }
 
     #[test]

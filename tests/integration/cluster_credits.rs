@@ -121,8 +121,9 @@ async fn the_next_owner_counts_what_the_owner_and_a_spender_spent_when_both_go_d
     assert_eq!(scrapes(&[&nodes[owner]], key, &site.url("/article"), 1).await, (1, 0));
     assert_eq!(scrapes(&[&nodes[spender]], key, &site.url("/article"), 2).await, (2, 0));
     assert_eq!(remaining(&nodes[next], key).await, Some(2), "the next owner has met the key");
-    // The copies are on its disk (sled writes what it holds every half second, as for a
-    // node's own ledger): a restart, and the membership changes it makes, keep them.
+    // The copies reach it within 50 ms of the charges and are on its disk within half a
+    // second (sled writes what it holds every 500 ms, as for a node's own ledger): a
+    // restart, and the membership changes it makes, keep them.
     tokio::time::sleep(Duration::from_secs(1)).await;
     let seed = nodes[spender].cluster_addr.clone();
     nodes[next].process.take().expect("next owner").kill9();
