@@ -398,6 +398,19 @@ async fn any_node_answers_for_a_job_and_names_a_missing_owner() {
     assert_eq!(after["status"], "cancelled", "{after}");
 }
 
+/// Nodes `a`, `b` and `c` (`a` with `keys`, `(team, key)`), joined through `a`, once each
+/// sees all three live.
+pub(crate) async fn three_nodes(env: &[(&str, &str)], keys: &[(&str, &str)]) -> Vec<Node> {
+    let mut nodes = vec![Node::start_with_keys("a", None, env, keys)];
+    let seed = nodes[0].cluster_addr.clone();
+    nodes.push(Node::start("b", Some(&seed), env));
+    nodes.push(Node::start("c", Some(&seed), env));
+    for node in &nodes {
+        node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
+    }
+    nodes
+}
+
 /// The node among `nodes` that owns `key` (the cluster's own placement rule).
 pub(crate) fn owner_of(nodes: &[&str], key: &str) -> String {
     let names: Vec<String> = nodes.iter().map(|n| (*n).to_owned()).collect();

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::cluster::{Node, call, owner_of, site_owner};
+use crate::cluster::{Node, call, owner_of, site_owner, three_nodes};
 
 /// A key created on one node works on every node, and a team's credits hold for the
 /// cluster as a whole: 5 credits are 5 scrapes, whichever nodes they go through.
@@ -63,13 +63,7 @@ async fn credits_spent_through_a_node_still_count_while_it_is_down() {
     let site = crate::common::FixtureSite::start();
     let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
     let key = "fc-small-team-key-2";
-    let mut nodes = vec![Node::start_with_keys("a", None, &plan, &[("small", key)])];
-    let seed = nodes[0].cluster_addr.clone();
-    nodes.push(Node::start("b", Some(&seed), &plan));
-    nodes.push(Node::start("c", Some(&seed), &plan));
-    for node in &nodes {
-        node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
-    }
+    let mut nodes = three_nodes(&plan, &[("small", key)]).await;
     // The spender is not the team's owner; the third node checks.
     let owner = owner_of(&["a", "b", "c"], "team:small");
     let spender = nodes.iter().position(|n| n.name != owner).expect("spender");
@@ -104,13 +98,7 @@ async fn the_next_owner_counts_what_the_owner_and_a_spender_spent_when_both_go_d
     let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
     let key = "fc-small-team-key-5";
     let names = ["a", "b", "c"];
-    let mut nodes = vec![Node::start_with_keys("a", None, &plan, &[("small", key)])];
-    let seed = nodes[0].cluster_addr.clone();
-    nodes.push(Node::start("b", Some(&seed), &plan));
-    nodes.push(Node::start("c", Some(&seed), &plan));
-    for node in &nodes {
-        node.wait_live(&names, Duration::from_secs(20)).await;
-    }
+    let mut nodes = three_nodes(&plan, &[("small", key)]).await;
     // The owner, the node that takes the team over when it goes down, and the third.
     let owner = owner_of(&names, "team:small");
     let rest: Vec<&str> = names.into_iter().filter(|n| *n != owner).collect();

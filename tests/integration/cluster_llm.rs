@@ -72,13 +72,7 @@ async fn token_use_through_a_node_still_counts_while_it_is_down() {
     let (site, model, url) = site_and_model();
     let env = model_env(&url);
     let names = ["a", "b", "c"];
-    let mut nodes = vec![Node::start("a", None, &env)];
-    let seed = nodes[0].cluster_addr.clone();
-    nodes.push(Node::start("b", Some(&seed), &env));
-    nodes.push(Node::start("c", Some(&seed), &env));
-    for node in &nodes {
-        node.wait_live(&names, Duration::from_secs(20)).await;
-    }
+    let mut nodes = crate::cluster::three_nodes(&env, &[]).await;
     // An extract job's model calls are made by the node that accepted it: not the team's
     // owner; a third node reads the report.
     let owner = owner_of(&names, "team:default");
