@@ -464,8 +464,8 @@ impl Teams {
     }
 
     /// The totals `nodes` say the team has in `month` in `ledger`, asked at once; each
-    /// answer is kept as that node's total (a node that does not answer is not counted,
-    /// and named).
+    /// answer is kept as that node's total (a node that does not answer is counted as last
+    /// heard, or not at all when never heard; either way named in the log).
     async fn ledgers_of(
         &self,
         cluster: &Cluster,
