@@ -460,6 +460,14 @@ impl Teams {
             tracing::debug!(node = %owner, "the team's owner did not answer; every node asked");
         }
         tally.add(&self.ledgers_of(cluster, ledger, team, month, &peers(cluster)).await);
+        // The nodes that are down, as this node last heard of them (as a next owner, or as
+        // an owner before): the owner asked here did not say.
+        let live = cluster.live();
+        for (node, known) in self.credits.known(ledger, team.as_str(), month) {
+            if !live.contains(&node) && node != cluster.name() {
+                tally.add(&known.tally);
+            }
+        }
         Ok(tally)
     }
 
