@@ -7,14 +7,14 @@
 //! - a node that charged a team reports its month's total to the team's owner, and a copy
 //!   to the team's **next owner** (the node that takes the team over should the owner and
 //!   the reporting node go down together; see [`Cluster::next_owner_of`]; the owner itself
-//!   reports to it too; the copy of a report a request waited for goes within
-//!   [`REPORT_AFTER`], so a next owner that hangs does not hold the answer): before it answers a request whose answer waits for the charge
+//!   reports to it too): before it answers a request whose answer waits for the charge
 //!   (scrape, map, parse, search; see [`Teams::charge_reported`]), so the team's next
-//!   request is checked with it through any node; within [`REPORT_AFTER`] for work charged
-//!   in the background (crawl and batch pages, browser sessions, model jobs). Tokens a
-//!   team's model calls used here are reported the same way, within [`REPORT_AFTER`], with
-//!   their part per API key. A report holds the total, not the charge, so a report lost or
-//!   repeated changes nothing; a failed report is sent again;
+//!   request is checked with it through any node, and the copy within [`REPORT_AFTER`]
+//!   (a next owner that hangs holds no answer); both within [`REPORT_AFTER`] for work
+//!   charged in the background (crawl and batch pages, browser sessions, model jobs).
+//!   Tokens a team's model calls used here are reported the same way, within
+//!   [`REPORT_AFTER`], with their part per API key. A report holds the total, not the
+//!   charge, so a report lost or repeated changes nothing; a failed report is sent again;
 //! - a credit check (or a token report) adds this node's own ledger to what the owner
 //!   answers: its own ledger and the others' totals as reported. The owner asks a live node
 //!   it has not heard from since the last membership change (the node may have reported to
@@ -29,7 +29,8 @@
 //!   owner both going down loses what only they knew (a node that comes back is asked
 //!   again);
 //! - a node that cannot reach the owner, or whose owner is of an older protocol, asks every
-//!   live node, as before owners kept totals.
+//!   live node, as before owners kept totals, and counts a node that is down as it last
+//!   heard of it.
 //!
 //! What the owner knows of background charges lags them by up to [`REPORT_AFTER`] and a
 //! call; two checks that close together on two nodes can both pass, as on one node.
