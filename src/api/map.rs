@@ -41,8 +41,8 @@ pub struct MapBody {
     /// Time budget in ms (default 60000).
     #[schema(minimum = 1000, maximum = 300000)]
     pub timeout: Option<u64>,
-    /// Emulated location for the page fetch.
-    #[schema(value_type = Option<Object>)]
+    /// Emulated location for the page fetch (read as a scrape's, once the page is known).
+    #[schema(value_type = Option<crate::api::options::LocationBody>)]
     pub location: Option<Value>,
     /// Headers for the page fetch.
     pub headers: Option<std::collections::BTreeMap<String, String>>,

@@ -50,22 +50,12 @@ fn option_type(name: &str, schema: &mut Value, model: bool) {
         // Every option type's keys are checked: an unknown one is refused.
         schema["additionalProperties"] = json!(false);
     }
-    if name == "LocationBody" {
-        use super::options::{COUNTRY_PATTERN, LANGUAGE_PATTERN, MAX_LANGUAGE_CHARS};
-        schema["properties"]["country"]["pattern"] = json!(COUNTRY_PATTERN);
-        schema["properties"]["languages"]["items"] =
-            json!({"type": "string", "pattern": LANGUAGE_PATTERN, "maxLength": MAX_LANGUAGE_CHARS});
-    }
     let required = schema["required"].clone();
     let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else { return };
     for (key, prop) in props.iter_mut() {
         match key.as_str() {
             "profile" => *prop = keeping_description(prop, nullable(profile())),
             "sitemap" => prop["enum"] = json!(["skip", "include", "only"]),
-            // Read as any value and then as a location: described as the location it must be.
-            "location" if optional && prop.get("$ref").is_none() && name != "LocationBody" => {
-                *prop = keeping_description(prop, json!({"$ref": "#/components/schemas/LocationBody"}))
-            }
             "formats" if optional => *prop = keeping_description(prop, formats::list_schema(model)),
             "actions" if optional => {
                 *prop = keeping_description(

@@ -102,9 +102,32 @@ pub struct ScrapeOptionsBody {
 #[serde(deny_unknown_fields)]
 pub struct LocationBody {
     /// ISO 3166-1 alpha-2 country code.
+    #[schema(schema_with = country_schema)]
     pub country: Option<String>,
     /// Locale tags in order of preference.
+    #[schema(schema_with = languages_schema)]
     pub languages: Option<Vec<String>>,
+}
+
+/// A location's `country` as [`location`] takes it.
+fn country_schema() -> utoipa::openapi::Object {
+    utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(COUNTRY_PATTERN))
+        .description(Some("ISO 3166-1 alpha-2 country code."))
+        .build()
+}
+
+/// A location's `languages` as [`location`] takes them.
+fn languages_schema() -> utoipa::openapi::Array {
+    let tag = utoipa::openapi::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(LANGUAGE_PATTERN))
+        .max_length(Some(MAX_LANGUAGE_CHARS));
+    utoipa::openapi::ArrayBuilder::new()
+        .items(tag)
+        .description(Some("Locale tags in order of preference."))
+        .build()
 }
 
 /// Who is asking, for permission checks.

@@ -101,7 +101,7 @@ impl Ledger {
         }
     }
 
-    /// The report of a node's total to the team's owner.
+    /// The report of a node's total to the team's owner (or its next owner).
     fn report(self, team: &str, month: Month, tally: Tally) -> Request {
         let (team, total) = (team.to_owned(), tally.total);
         match self {
