@@ -7,6 +7,7 @@
 //! job service answers them (`service::remote`).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +16,7 @@ use crate::cluster::Channel;
 use super::NodeCounts;
 use super::domain::{FetchOutcome, FetchTask};
 use crate::model::{JobId, JobKind};
-use crate::scrape::engine::pace::Slot;
+use crate::scrape::engine::pace::{self, Lending, Slot};
 use crate::store::jobs::{Counters, ErrorEntry, JobRecord};
 
 /// What one node asks another.
@@ -87,6 +88,11 @@ pub enum Request {
     /// [`Request::Fetch`], the page holding one of its team's concurrency slots on this
     /// node while its request is out (protocol version 10, [`ADMITS_SINCE`]).
     FetchAdmitted(Box<FetchTask>),
+    /// The hop that lent turn `id` (with [`Request::TurnHeld`]) has its request written:
+    /// the turn counts as taken now, and the site's own requests need not wait for the
+    /// hop's answer (protocol version 12, [`WRITES_SINCE`]). The place stays lent until
+    /// [`Request::Return`].
+    Written(u64),
 }
 
 /// The answers.
@@ -302,6 +308,9 @@ pub(crate) async fn claim_site(cluster: &crate::cluster::Cluster, origin: &str) 
 const TURNS_SINCE: u32 = 5;
 /// The protocol version that brought [`Request::TurnHeld`] (places lent with turns).
 const PLACES_SINCE: u32 = 6;
+/// The protocol version that brought [`Request::Written`] (a lent turn given back as the
+/// hop's request is written).
+const WRITES_SINCE: u32 = 12;
 
 /// A lent turn is used when its answer came within this long of asking: the lender holds
 /// its site's own requests for the hop at most [`crate::scrape::engine::pace::LENT_HOLD`],
@@ -316,24 +325,25 @@ const TURN_ASKS: usize = 5;
 /// have gone): the site has one place fewer until then.
 const LENT_FOR_AT_MOST: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Places of this node's sites lent to other nodes' redirect hops: the last id given, and
-/// each place by id.
+/// Places and turns of this node's sites lent to other nodes' redirect hops: the last id
+/// given, and each lending by id.
 #[derive(Default)]
 struct Lent {
     last_id: u64,
-    places: HashMap<u64, Slot>,
+    places: HashMap<u64, Lending>,
 }
 
 static LENT: std::sync::LazyLock<std::sync::Mutex<Lent>> = std::sync::LazyLock::new(Default::default);
 
-/// Keeps `slot`, lent to another node's hop, until it is returned ([`give_back`]) or
-/// [`LENT_FOR_AT_MOST`] passes; its id.
-pub(crate) fn keep_lent(slot: Slot) -> u64 {
+/// Keeps `lending` (another node's hop's place and turn) until the place is returned
+/// ([`give_back`]) or [`LENT_FOR_AT_MOST`] passes, and the turn until then or until the
+/// hop's request is written ([`written`]); its id.
+pub(crate) fn keep_lent(lending: Lending) -> u64 {
     let id = {
         let mut lent = LENT.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         lent.last_id += 1;
         let id = lent.last_id;
-        lent.places.insert(id, slot);
+        lent.places.insert(id, lending);
         id
     };
     // Given back by then in any case (the other node may have gone).
@@ -346,8 +356,19 @@ pub(crate) fn keep_lent(slot: Slot) -> u64 {
 
 /// The hop that held lent place `id` has its answer.
 pub(crate) fn give_back(id: u64) {
-    let slot = LENT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).places.remove(&id);
-    drop(slot);
+    let lending = LENT.lock().unwrap_or_else(std::sync::PoisonError::into_inner).places.remove(&id);
+    drop(lending);
+}
+
+/// The hop that holds lent place `id` has its request written: its turn is given back.
+pub(crate) fn written(id: u64) {
+    let turn = LENT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .places
+        .get_mut(&id)
+        .map(|lending| std::mem::replace(&mut lending.turn, Slot::free()));
+    drop(turn);
 }
 
 /// A place another node lent this node's hop: returned when dropped.
@@ -357,18 +378,25 @@ struct Borrowed {
     id: u64,
 }
 
-impl Drop for Borrowed {
-    fn drop(&mut self) {
-        let (cluster, node, request) =
-            (self.cluster.clone(), self.node.clone(), encode(&Request::Return(self.id)));
+impl Borrowed {
+    /// Tells the lender `request` about the lent place (best effort: what it lent frees
+    /// itself in time).
+    fn tell(&self, request: &Request) {
+        let (cluster, node, request) = (self.cluster.clone(), self.node.clone(), encode(request));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
                 let timeout = std::time::Duration::from_secs(5);
                 if let Err(e) = cluster.call_alone(&node, Channel::Jobs, request, timeout).await {
-                    tracing::debug!(node = %node, error = %e, "a lent place was not given back (it frees itself)");
+                    tracing::debug!(node = %node, error = %e, "a lender was not told of its lent turn (it frees itself)");
                 }
             });
         }
+    }
+}
+
+impl Drop for Borrowed {
+    fn drop(&mut self) {
+        self.tell(&Request::Return(self.id));
     }
 }
 
@@ -407,9 +435,14 @@ pub(crate) fn turns_elsewhere(cluster: crate::cluster::Cluster) -> crate::scrape
                 let lent = tokio::select! {
                     answer = cluster.call_alone(&owner, Channel::Jobs, request.clone(), TURN_TIMEOUT) => match answer {
                         Ok(bytes) => match decode::<Response>(&bytes) {
-                            Ok(Response::Done) => Some(Slot::free()),
+                            Ok(Response::Done) => Some(pace::Borrowed::new(Slot::free(), None)),
                             Ok(Response::Lent(id)) => {
-                                Some(Slot::holding(Borrowed { cluster: cluster.clone(), node: owner.clone(), id }))
+                                let place = Arc::new(Borrowed { cluster: cluster.clone(), node: owner.clone(), id });
+                                // From version 12 the lender hears when the hop is written.
+                                let told = Arc::clone(&place);
+                                let on_write = (version >= WRITES_SINCE)
+                                    .then(|| Box::new(move || told.tell(&Request::Written(id))) as pace::OnWrite);
+                                Some(pace::Borrowed::new(Slot::holding(place), on_write))
                             }
                             _ => None,
                         },

@@ -27,13 +27,15 @@ use serde::{Deserialize, Serialize};
 /// (`place::BY_HOST_SINCE`; no message changed). 10: a page sent to its site's node takes
 /// its team's concurrency slot there, while its request is out (`FetchAdmitted`). 11: nodes
 /// report their token totals to each team's owner, which answers token reports for the
-/// others (`TokensUsed`, `TokensBeyond` on the teams channel).
-pub const PROTOCOL_VERSION: u32 = 11;
+/// others (`TokensUsed`, `TokensBeyond` on the teams channel). 12: a redirect hop tells the
+/// node that lent its turn when its request is written (`Written`), so the site's own
+/// requests wait for the write, not for the hop's answer.
+pub const PROTOCOL_VERSION: u32 = 12;
 
 /// The oldest version this build still speaks, so a cluster is upgraded one node at a
 /// time: to a node of an older version it writes in that version (and sends it nothing
 /// that version lacks: no `Turn` to a node of version 4, no batch to one older than 6).
-/// Versions 4 to 11 differ only by messages a node of an older version is never sent.
+/// Versions 4 to 12 differ only by messages a node of an older version is never sent.
 pub const OLDEST_PROTOCOL_VERSION: u32 = 4;
 
 // Byte fields are written as bytes (`serde_bytes`), not as sequences of numbers: the same

@@ -102,14 +102,14 @@ impl RemoteHandler {
                 let scope = jobs.runtime().services().scraper.engine().pace_scope();
                 match url.host_str().and_then(|host| crate::scrape::engine::pace::of_host(scope, host)) {
                     Some(pace) => {
-                        let slot = pace.lend_turn(&url, held).await;
+                        let lending = pace.lend_turn(&url, held).await;
                         if !pace.may_write() {
                             return Err(JobError::Internal(
                                 "out of touch with the cluster: no turn lent".into(),
                             ));
                         }
                         if held {
-                            Response::Lent(crate::actors::remote::keep_lent(slot))
+                            Response::Lent(crate::actors::remote::keep_lent(lending))
                         } else {
                             Response::Done
                         }
@@ -119,6 +119,10 @@ impl RemoteHandler {
             }
             Request::Return(id) => {
                 crate::actors::remote::give_back(id);
+                Response::Done
+            }
+            Request::Written(id) => {
+                crate::actors::remote::written(id);
                 Response::Done
             }
             Request::Page { team: t, id, kind, paging: (skip, limit, max_bytes) } => {

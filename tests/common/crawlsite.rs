@@ -2,7 +2,7 @@
 //! `www.site.localhost`, `b.site.localhost`, `other.localhost`, which resolve to loopback
 //! without DNS): robots.txt with a disallowed section and a sitemap index pointing at a
 //! gzipped sitemap, a blog and docs with nested depth, duplicate and query variants of the
-//! same pages, a redirect, a 404 link, an orphan page only the sitemap knows, a long chain
+//! same pages, a redirect, a 404 link, slow pages (`/slow/N`), an orphan page only the sitemap knows, a long chain
 //! of pages, a subdomain and an "external" host; `maps.localhost` and `manymaps.localhost`
 //! are sites made of sitemaps (an index of [`MAPS_PARTS`] or [`MANY_MAPS_PARTS`] sitemaps of
 //! one page each); `news.localhost` is a site whose sitemap lists `/a`, `/b` and `/c` while its
@@ -25,6 +25,8 @@ pub const HUB_LEN: usize = 40;
 pub const MAPS_PARTS: usize = 3;
 /// Sitemaps in the index of `manymaps.localhost`.
 pub const MANY_MAPS_PARTS: usize = 40;
+/// How long a `/slow/N` page takes to answer, on top of the site's delay.
+pub const SLOW_MS: u64 = 1500;
 
 #[derive(Default)]
 struct State {
@@ -259,6 +261,10 @@ async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
             HttpResponse::Found().insert_header(("Location", format!("http://{to}:{port}/{path}"))).finish()
         }
         p if p.starts_with("/p/") => page("Page", "A plain page of a site.", &[]),
+        p if p.starts_with("/slow/") => {
+            tokio::time::sleep(Duration::from_millis(SLOW_MS)).await;
+            page("Slow", "A page answered after a while.", &[])
+        }
         p if p.starts_with("/chain/") => {
             let n: usize = p.trim_start_matches("/chain/").parse().unwrap_or(usize::MAX);
             if n >= CHAIN_LEN {

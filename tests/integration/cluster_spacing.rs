@@ -86,6 +86,73 @@ async fn a_redirect_hop_to_a_site_of_another_node_keeps_that_sites_interval() {
     }
 }
 
+/// A redirect hop into a site of another node holds that site's turn only until the hop's
+/// request is written, not until its answer: while a slow hop is being answered, the
+/// site's own requests go on beside it, still an interval apart and within the site's
+/// `domain_concurrency` (before protocol version 12, the site's own requests waited for
+/// every hop's answer, as they still do when the site's node is older).
+#[tokio::test]
+async fn a_slow_redirect_hop_holds_the_other_sites_turn_only_until_it_is_written() {
+    assert_eq!(
+        slow_hops_beside_own_requests(None).await,
+        2,
+        "the site's own requests went on beside a slow hop"
+    );
+    assert_eq!(slow_hops_beside_own_requests(Some("11")).await, 1, "a site's node of version 11 holds them");
+}
+
+/// Crawls twelve pages of a site held by node `b` and, through node `a`, three pages of
+/// another site that redirect to slow pages of the first (`b` speaking protocol
+/// `lender_version`, if given); checks that every page came once and the site saw its
+/// interval between all its requests; returns the most requests the site served at once.
+async fn slow_hops_beside_own_requests(lender_version: Option<&str>) -> usize {
+    let site = crate::common::CrawlSite::start(0);
+    let names = ["a", "b"];
+    let interval = INTERVAL_MS.to_string();
+    let env = [
+        ("FERROCRAWL_CRAWL__DOMAIN_MIN_INTERVAL_MS", interval.as_str()),
+        ("FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY", "2"),
+    ];
+    let a = Node::start("a", None, &env);
+    let mut lender_env = env.to_vec();
+    lender_env.extend(lender_version.map(|v| ("TEST_FERROCRAWL_PROTOCOL_VERSION", v)));
+    let b = Node::start("b", Some(&a.cluster_addr), &lender_env);
+    for node in [&a, &b] {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    let from = host_owned_by("wfrom", &names, "a", site.port);
+    let to = host_owned_by("wto", &names, "b", site.port);
+    // b's own pages of `to` answer at once; the hops from `from` (on a) land on slow pages.
+    let direct: Vec<String> = (0..12).map(|n| format!("http://{to}:{}/p/{n}", site.port)).collect();
+    let hops: Vec<String> =
+        (0..3).map(|n| format!("http://{from}:{}/away/{to}/slow/{n}", site.port)).collect();
+    let (entry, key) = (a.base().to_owned(), a.key.clone());
+    // The hops start once b's actor of `to` is at work (its first request is out): a hop
+    // into a site with no actor on its node is not held by anything there.
+    let direct_job = batch(&entry, &key, &direct).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while site.requests_to(&to).is_empty() {
+        assert!(Instant::now() < deadline, "b's actor of the site never sent a request");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let hop_job = batch(&entry, &key, &hops).await;
+    let (direct_docs, hop_docs) =
+        tokio::join!(finished(&entry, &key, &direct_job), finished(&entry, &key, &hop_job));
+    assert_eq!((direct_docs.len(), hop_docs.len()), (12, 3));
+    for doc in &hop_docs {
+        assert_eq!(doc["metadata"]["title"], "Slow", "the hop landed on the slow page: {doc}");
+    }
+    let mut seen = site.requests_to(&to);
+    assert_eq!(seen.iter().filter(|(path, _)| path.starts_with("/slow/")).count(), 3, "{seen:?}");
+    seen.sort_by_key(|(_, at)| *at);
+    let least = Duration::from_millis(INTERVAL_MS - 20);
+    for pair in seen.windows(2) {
+        let gap = pair[1].1 - pair[0].1;
+        assert!(gap >= least, "{} came {gap:?} after {} (interval {INTERVAL_MS} ms)", pair[1].0, pair[0].0);
+    }
+    site.max_in_flight_at(&to)
+}
+
 /// Pages of one site that redirect to another site, which is crawled meanwhile: the hops
 /// and the other site's own requests together keep to its `crawl.domain_concurrency`, with
 /// the other site's actor on the same node as the hops' and on another node.

@@ -21,7 +21,9 @@
 //! node, the actor's own and the redirect hops other sites' fetches send there (which the
 //! actor does not dispatch): each takes a [`Slot`] before it goes and holds it until its
 //! answer is read. A hop to a site another node holds takes a slot there: the node lends it
-//! with the turn, and gets it back when the hop's answer is in.
+//! with the turn, gets the turn back when the hop's request is written (the hop goes
+//! through the client of paced sites, whose connection tells the borrowed turn as it
+//! writes; see [`Borrowed`], [`wrote`]), and the slot when the hop's answer is in.
 //!
 //! A request let go is not yet written, so a site with an interval is also held to it at
 //! the socket: its requests go through [`super::paced`], whose connections take a second
@@ -81,8 +83,90 @@ pub type WriteGuard = Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// Asks the node that holds the site of a URL for a turn of that site's pace (see
 /// [`Pace::elsewhere`]): `None` when no other node holds it; else resolves once the turn is
-/// given (`true`) or could not be had (`false`: the request must not go out).
-pub type Elsewhere = Arc<dyn Fn(&Url) -> Option<BoxFuture<'static, Option<Slot>>> + Send + Sync>;
+/// given, or to `None` when it could not be had (the request must not go out).
+pub type Elsewhere = Arc<dyn Fn(&Url) -> Option<BoxFuture<'static, Option<Borrowed>>> + Send + Sync>;
+
+/// Called once, as a request is written.
+pub type OnWrite = Box<dyn FnOnce() + Send + Sync>;
+
+/// A turn another node lent a redirect hop of this node: the place it holds among the
+/// site's requests in flight there, and, when that node wants to hear it, what tells it
+/// that the hop's request was written (it counts its turn as taken then, rather than when
+/// the hop's answer is in).
+pub struct Borrowed {
+    place: Slot,
+    on_write: Option<OnWrite>,
+}
+
+impl std::fmt::Debug for Borrowed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Borrowed")
+            .field("place", &self.place)
+            .field("told", &self.on_write.is_some())
+            .finish()
+    }
+}
+
+impl Borrowed {
+    /// The turn, its `place` and what tells the lender of the write.
+    pub fn new(place: Slot, on_write: Option<OnWrite>) -> Self {
+        Self { place, on_write }
+    }
+}
+
+/// What a request to a host with a borrowed turn calls as it is written.
+struct WriteWatch(Mutex<Option<OnWrite>>);
+
+/// Borrowed turns whose requests are not written yet, by scope and host: a request to the
+/// host written on a paced connection tells one of them ([`wrote`]). Each hop asks for its
+/// turn right before its request, and a request sent again asks again, so the writes and
+/// the turns pair up one to one; which turn a write tells does not matter (the lender
+/// counts its turns out, not which).
+static BORROWED: LazyLock<Mutex<HashMap<u64, WaitingWrites>>> = LazyLock::new(Mutex::default);
+
+/// Per host, the borrowed turns whose requests are not written yet, oldest first.
+type WaitingWrites = HashMap<String, Vec<Weak<WriteWatch>>>;
+
+/// Keeps `turn` among the borrowed turns of `host` in `scope` until its request is written
+/// (its `on_write` is called then) or the place is dropped.
+fn borrowed(scope: u64, host: &str, turn: Borrowed) -> Slot {
+    let Some(on_write) = turn.on_write else { return turn.place };
+    let watch = Arc::new(WriteWatch(Mutex::new(Some(on_write))));
+    let mut borrowed = BORROWED.lock().unwrap_or_else(PoisonError::into_inner);
+    let waiting = borrowed.entry(scope).or_default().entry(host.to_owned()).or_default();
+    waiting.retain(|watch| watch.strong_count() > 0);
+    waiting.push(Arc::downgrade(&watch));
+    Slot::holding((turn.place, watch))
+}
+
+/// Whether a turn borrowed for a request to `host` in `scope` waits for its write.
+fn borrows(scope: u64, host: &str) -> bool {
+    let borrowed = BORROWED.lock().unwrap_or_else(PoisonError::into_inner);
+    borrowed.get(&scope).and_then(|hosts| hosts.get(host)).is_some_and(|waiting| !waiting.is_empty())
+}
+
+/// A request to `host` was written on a paced connection of `scope` that keeps no pace of
+/// its own for the host: one borrowed turn waiting for its write, if any, is told.
+pub fn wrote(scope: u64, host: &str) {
+    let told = {
+        let mut borrowed = BORROWED.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(hosts) = borrowed.get_mut(&scope) else { return };
+        let Some(waiting) = hosts.get_mut(host) else { return };
+        let mut told = None;
+        while told.is_none() && !waiting.is_empty() {
+            told = waiting.remove(0).upgrade();
+        }
+        if waiting.is_empty() {
+            hosts.remove(host);
+        }
+        told
+    };
+    if let Some(on_write) =
+        told.and_then(|watch| watch.0.lock().unwrap_or_else(PoisonError::into_inner).take())
+    {
+        on_write();
+    }
+}
 
 /// A request's place among a site's requests in flight (its `domain_concurrency`), held
 /// until the request's answer is read. Dropping it gives the place back (to another node,
@@ -148,6 +232,15 @@ struct State {
 
 /// A turn lent with its place: given back when dropped (see [`Pace::lend_turn`]).
 struct LentTurn(Arc<Pace>);
+
+/// What a site's pace lends another node's redirect hop (see [`Pace::lend_turn`]).
+#[derive(Debug)]
+pub struct Lending {
+    /// The hop's place among the site's requests in flight, until its answer is in.
+    pub place: Slot,
+    /// The turn, out until the hop's request is written (free when not held).
+    pub turn: Slot,
+}
 
 impl Drop for LentTurn {
     fn drop(&mut self) {
@@ -231,28 +324,31 @@ impl Pace {
     /// Gives a request to the site that another node sends (a redirect hop there) its turn,
     /// as a request of this node takes it: when it is let go, then when it is written, with
     /// its place among the site's requests in flight. The other node writes it later, once
-    /// the answer has crossed the cluster network. With `held` (a node of version 6, which
-    /// gives the slot back when the hop's answer is in), the site's own requests wait until
-    /// it is given back ([`LENT_HOLD`] at most) and count the turn as taken then; else the
-    /// turn counts as taken [`LENT_ALLOWANCE`] from now.
-    pub async fn lend_turn(self: &Arc<Self>, url: &Url, held: bool) -> Slot {
-        let slot = self.before_request(url).await;
+    /// the answer has crossed the cluster network. With `held` (a node of version 6 or
+    /// later, which gives the place back when the hop's answer is in, and from version 12
+    /// says when the hop's request was written), the site's own requests wait until the
+    /// turn is given back (dropped: when the other node says the request was written, else
+    /// with the place; [`LENT_HOLD`] at most) and count it as taken then; else the turn
+    /// counts as taken [`LENT_ALLOWANCE`] from now.
+    pub async fn lend_turn(self: &Arc<Self>, url: &Url, held: bool) -> Lending {
+        let place = self.before_request(url).await;
         let mut wait = None;
         std::future::poll_fn(|cx| self.poll_write_turn(cx, &mut wait)).await;
+        let lending = |turn| Lending { place, turn };
         if self.interval().is_zero() {
-            return slot;
+            return lending(Slot::free());
         }
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
         if held {
             state.lent += 1;
             state.lent_at = Some(now);
-            return Slot::holding((slot, LentTurn(Arc::clone(self))));
+            return lending(Slot::holding(LentTurn(Arc::clone(self))));
         }
         // Never earlier than a turn another request took meanwhile.
         let at = Some(now + LENT_ALLOWANCE);
         (state.last, state.written) = (state.last.max(at), state.written.max(at));
-        slot
+        lending(Slot::free())
     }
 
     /// Whether a request may be written now (see [`Pace::guard`]).
@@ -344,9 +440,16 @@ fn pace_for(url: &Url) -> Option<Arc<Pace>> {
     if current.host == host { Some(current) } else { of_host(current.scope, host) }
 }
 
-/// Whether a request to `url` is spaced (see [`pace_for`]): its site has an interval.
+/// Whether a request to `url` goes through the client of paced sites: its site has an
+/// interval (see [`pace_for`]), or another node lent it a turn and waits to hear when it is
+/// written.
 pub fn spaces(url: &Url) -> bool {
-    pace_for(url).is_some_and(|pace| pace.spaces(url))
+    match pace_for(url) {
+        Some(pace) => pace.spaces(url),
+        None => url
+            .host_str()
+            .is_some_and(|host| PACE.try_with(|pace| borrows(pace.scope, host)).unwrap_or(false)),
+    }
 }
 
 /// Whether a request of the running fetch may go out now: its site's pace's guard (in a
@@ -366,10 +469,10 @@ pub async fn before_request(url: &Url) -> Option<Slot> {
     if let Some(pace) = pace_for(url) {
         return Some(pace.before_request(url).await);
     }
-    let ask = PACE.try_with(|pace| pace.elsewhere.get().and_then(|ask| ask(url))).ok().flatten();
-    match ask {
-        Some(turn) => turn.await,
-        None => Some(Slot::free()),
+    let ask = PACE.try_with(|pace| Some((pace.scope, pace.elsewhere.get()?(url)?))).ok().flatten();
+    match (ask, url.host_str()) {
+        (Some((scope, turn)), Some(host)) => Some(borrowed(scope, host, turn.await?)),
+        _ => Some(Slot::free()),
     }
 }
 
@@ -442,9 +545,9 @@ mod tests {
             let lender = Arc::clone(&lender);
             let url = page("lend-remote-elsewhere.test");
             Some(Box::pin(async move {
-                let slot = lender.lend_turn(&url, false).await;
-                (host != "lend-refused.test").then_some(slot)
-            }) as BoxFuture<'static, Option<Slot>>)
+                let lending = lender.lend_turn(&url, false).await;
+                (host != "lend-refused.test").then_some(Borrowed::new(lending.place, None))
+            }) as BoxFuture<'static, Option<Borrowed>>)
         }));
         PACE.scope(Arc::clone(&from), async {
             assert!(before_request(&page("lend-from.test")).await.is_some(), "its own site");
@@ -505,6 +608,60 @@ mod tests {
         drop(lent);
         let went = tokio::time::timeout(Duration::from_secs(10), own).await.expect("goes").expect("task");
         assert!(went >= back + Duration::from_millis(50), "an interval after the turn came back");
+    }
+
+    #[tokio::test]
+    async fn a_turn_lent_with_its_place_comes_back_when_the_hop_is_written_and_the_place_later() {
+        let pace = Pace::new("written.test", Duration::from_millis(50), Duration::ZERO);
+        pace.limit(2);
+        let site = page("written.test");
+        let Lending { place, turn } = pace.lend_turn(&site, true).await;
+        let (own_pace, own_site) = (Arc::clone(&pace), site.clone());
+        let own = tokio::spawn(async move {
+            let own_place = own_pace.before_request(&own_site).await;
+            (Instant::now(), own_place)
+        });
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!own.is_finished(), "the site's own request waits while the lent turn is out");
+        let written = Instant::now();
+        drop(turn);
+        let (went, own_place) =
+            tokio::time::timeout(Duration::from_secs(10), own).await.expect("goes").expect("task");
+        assert!(went >= written + Duration::from_millis(50), "an interval after the hop was written");
+        // The hop still holds its place: a third request waits for one of the two.
+        let third = tokio::time::timeout(Duration::from_millis(300), pace.before_request(&site)).await;
+        assert!(third.is_err(), "two places of two are taken");
+        drop((place, own_place));
+    }
+
+    #[tokio::test]
+    async fn a_borrowed_turn_hears_of_one_write_to_its_host() {
+        let scope = new_scope();
+        let told = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let turn = |told: &Arc<std::sync::atomic::AtomicUsize>| {
+            let told = Arc::clone(told);
+            let on_write: OnWrite = Box::new(move || {
+                told.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            });
+            Borrowed::new(Slot::free(), Some(on_write))
+        };
+        let first = borrowed(scope, "borrowed.test", turn(&told));
+        let second = borrowed(scope, "borrowed.test", turn(&told));
+        assert!(
+            borrows(scope, "borrowed.test")
+                && !borrows(scope, "other.test")
+                && !borrows(new_scope(), "borrowed.test")
+        );
+        wrote(scope, "other.test");
+        assert_eq!(told.load(std::sync::atomic::Ordering::SeqCst), 0, "a write to another host tells none");
+        wrote(scope, "borrowed.test");
+        assert_eq!(told.load(std::sync::atomic::Ordering::SeqCst), 1, "one write, one turn told");
+        // A turn dropped unwritten (its hop failed before writing) is never told.
+        drop(second);
+        wrote(scope, "borrowed.test");
+        assert_eq!(told.load(std::sync::atomic::Ordering::SeqCst), 1);
+        assert!(!borrows(scope, "borrowed.test"), "none waits any more");
+        drop(first);
     }
 
     #[tokio::test]

@@ -7,6 +7,9 @@
 //! goes out on time, closer to the one before than the site allows. So requests to paced
 //! sites go through this client, whose connections ask the site's pace again at the first
 //! write of each request and wait there: the turn is taken in the same poll that writes.
+//! A redirect hop into a site another node of the cluster holds goes through this client
+//! too, with a turn that node lent: as its first bytes are out, the connection tells the
+//! borrowed turn ([`pace::wrote`]), and the lending node counts its turn as taken then.
 //!
 //! The client speaks HTTP/1.1 only (one request at a time per connection, so the first
 //! write after a response is a new request's), over rustls for `https`, through our own
@@ -287,7 +290,14 @@ where
         let (host, scope) = (uri.host().unwrap_or_default().to_owned(), self.1);
         let connecting = self.0.call(uri);
         Box::pin(async move {
-            Ok(PacedStream { inner: connecting.await?, scope, host, starting: true, wait: None })
+            Ok(PacedStream {
+                inner: connecting.await?,
+                scope,
+                host,
+                starting: true,
+                telling: false,
+                wait: None,
+            })
         })
     }
 }
@@ -301,6 +311,9 @@ pub struct PacedStream<T> {
     host: String,
     /// Whether the next write starts a request (none written since the last read).
     starting: bool,
+    /// Whether the request being written is to tell a turn borrowed from another node when
+    /// its first bytes are out (the host has no pace on this node; see [`pace::wrote`]).
+    telling: bool,
     wait: Option<Pin<Box<Sleep>>>,
 }
 
@@ -309,15 +322,26 @@ impl<T> PacedStream<T> {
     /// gives the turn (taken then); an error when the pace's guard refuses the request.
     fn turn(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if self.starting {
-            if let Some(pace) = pace::of_host(self.scope, &self.host) {
-                ready!(pace.poll_write_turn(cx, &mut self.wait));
-                if !pace.may_write() {
-                    return Poll::Ready(Err(io::Error::other(OutOfTouch)));
+            match pace::of_host(self.scope, &self.host) {
+                Some(pace) => {
+                    ready!(pace.poll_write_turn(cx, &mut self.wait));
+                    if !pace.may_write() {
+                        return Poll::Ready(Err(io::Error::other(OutOfTouch)));
+                    }
                 }
+                None => self.telling = true,
             }
             self.starting = false;
         }
         Poll::Ready(Ok(()))
+    }
+
+    /// After a write: once a request's first bytes are out, a turn borrowed for it hears so.
+    fn written(&mut self, wrote: &Poll<io::Result<usize>>) {
+        if self.telling && matches!(wrote, Poll::Ready(Ok(n)) if *n > 0) {
+            self.telling = false;
+            pace::wrote(self.scope, &self.host);
+        }
     }
 }
 
@@ -343,7 +367,9 @@ impl<T: Read + Unpin> Read for PacedStream<T> {
 impl<T: Write + Unpin> Write for PacedStream<T> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         ready!(self.turn(cx))?;
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let wrote = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.written(&wrote);
+        wrote
     }
 
     fn poll_write_vectored(
@@ -352,7 +378,9 @@ impl<T: Write + Unpin> Write for PacedStream<T> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         ready!(self.turn(cx))?;
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let wrote = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.written(&wrote);
+        wrote
     }
 
     fn is_write_vectored(&self) -> bool {
