@@ -29,7 +29,8 @@ use serde::{Deserialize, Serialize};
 /// report their token totals to each team's owner, which answers token reports for the
 /// others (`TokensUsed`, `TokensBeyond` on the teams channel). 12: a redirect hop tells the
 /// node that lent its turn when its request is written (`Written`), so the site's own
-/// requests wait for the write, not for the hop's answer.
+/// requests wait for the write, not for the hop's answer; and at a membership change what
+/// nodes that are down reported is passed on to each team's owner (`Relayed`).
 pub const PROTOCOL_VERSION: u32 = 12;
 
 /// The oldest version this build still speaks, so a cluster is upgraded one node at a

@@ -108,6 +108,28 @@ pub(super) enum Request {
     /// Tokens the team used in the month on every node but the sender (to the team's
     /// owner; protocol version 11).
     TokensBeyond(String, Month),
+    /// What the sender last heard nodes that are down report of their ledgers, passed on to
+    /// each team's owner and next owner at a membership change (protocol version 12,
+    /// [`super::credits::RELAYS_SINCE`]).
+    Relayed(Vec<Relayed>),
+}
+
+/// A total a node that is down reported, as another node heard it (see
+/// [`Request::Relayed`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Relayed {
+    /// The ledger (credits 0, tokens 1).
+    pub ledger: u8,
+    /// The team.
+    pub team: String,
+    /// The month.
+    pub month: Month,
+    /// The node that reported it.
+    pub node: String,
+    /// Its total.
+    pub total: u64,
+    /// Its part per key label (tokens).
+    pub by_key: Vec<(String, u64)>,
 }
 
 /// The answers.
@@ -128,7 +150,7 @@ pub(super) enum Response {
     Profile(Option<ProfileState>),
     /// See [`Request::SaveProfile`].
     Saved,
-    /// See [`Request::Charged`] and [`Request::TokensUsed`].
+    /// See [`Request::Charged`], [`Request::TokensUsed`] and [`Request::Relayed`].
     Noted,
     /// See [`Request::Load`]: pages in flight, pages waiting.
     Load(u32, u32),
@@ -345,6 +367,10 @@ impl crate::cluster::Handler for TeamsHandler {
                 Request::TokensUsed { team, month, total, by_key } => {
                     let tally = Tally { total, by_key: by_key.into_iter().collect() };
                     teams.credits.record(Ledger::Tokens, &team, month, &from, tally, Heard::Reported);
+                    Response::Noted
+                }
+                Request::Relayed(reports) => {
+                    teams.credits.relayed(reports);
                     Response::Noted
                 }
                 Request::UsedBeyond(team, month) => {

@@ -25,9 +25,13 @@
 //!   report. Every node keeps what it heard, on disk too (`store::reports`), for the months
 //!   of a team's history ([`crate::store::ledger::HISTORY_MONTHS`]): an owner that restarts
 //!   still counts what a node that is down spent, and when the owner goes down with a node
-//!   that spent, the next owner has that node's copy. Left open: the owner and its next
-//!   owner both going down loses what only they knew (a node that comes back is asked
-//!   again);
+//!   that spent, the next owner has that node's copy. At every membership change each node
+//!   passes on what nodes that are down reported to it to those teams' owners and next
+//!   owners ([`Teams::relay_down`]), which take it where larger than what they know and
+//!   nothing was heard from the node itself since the change: an owner that was down when
+//!   a node reported, or a node that joined and outranks the owner, has it too. Left open:
+//!   the owner and its next owner both going down loses what only they knew (a node that
+//!   comes back is asked again);
 //! - a node that cannot reach the owner, or whose owner is of an older protocol, asks every
 //!   live node, as before owners kept totals, and counts a node that is down as it last
 //!   heard of it.
@@ -43,7 +47,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::Teams;
-use super::cluster::{Request, Response, ask, ask_each, peers, team_key};
+use super::cluster::{Relayed, Request, Response, ask, ask_each, peers, team_key};
 use crate::cluster::Cluster;
 use crate::model::{TeamId, time};
 use crate::store::StoreError;
@@ -174,7 +178,15 @@ pub(super) enum Heard {
     Reported,
     /// The node answered when asked (its word, as of now).
     Answered,
+    /// Another node passed on what the node, down by then, had reported to it
+    /// ([`Request::Relayed`]): it counts only when larger than what is known and nothing was
+    /// heard from the node itself since the last membership change.
+    Relayed,
 }
+
+/// The protocol version from which nodes pass on what nodes that are down reported to
+/// them ([`Request::Relayed`]).
+pub(super) const RELAYS_SINCE: u32 = 12;
 
 /// A node's total as last heard, and whether it was heard since the last membership change.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -253,10 +265,12 @@ impl Credits {
         }
         let known =
             totals.entry((ledger, team.to_owned(), month)).or_default().entry(node.to_owned()).or_default();
-        if heard == Heard::Reported && known.current && tally.total < known.tally.total {
-            return;
+        match heard {
+            Heard::Relayed if known.current || tally.total <= known.tally.total => return,
+            Heard::Reported if known.current && tally.total < known.tally.total => return,
+            Heard::Relayed => {}
+            Heard::Reported | Heard::Answered => known.current = true,
         }
-        known.current = true;
         if tally == known.tally {
             return;
         }
@@ -288,6 +302,37 @@ impl Credits {
     fn known_of(&self, ledger: Ledger, team: &str, month: Month, node: &str) -> Option<Tally> {
         let totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
         Some(totals.get(&(ledger, team.to_owned(), month))?.get(node)?.tally.clone())
+    }
+
+    /// Keeps what another node passed on of nodes that are down ([`Heard::Relayed`]).
+    pub(super) fn relayed(&self, reports: Vec<Relayed>) {
+        for report in reports {
+            let Some(ledger) = Ledger::of_byte(report.ledger) else { continue };
+            let tally = Tally { total: report.total, by_key: report.by_key.into_iter().collect() };
+            self.record(ledger, &report.team, report.month, &report.node, tally, Heard::Relayed);
+        }
+    }
+
+    /// What this node last heard each node not in `live` (but this one, `me`) report, of
+    /// the months still kept.
+    fn heard_of_down(&self, live: &[String], me: &str) -> Vec<Relayed> {
+        let totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut down = Vec::new();
+        for ((ledger, team, month), reports) in totals.iter() {
+            for (node, known) in reports {
+                if node != me && !live.contains(node) && known.tally.total > 0 {
+                    down.push(Relayed {
+                        ledger: ledger.byte(),
+                        team: team.clone(),
+                        month: *month,
+                        node: node.clone(),
+                        total: known.tally.total,
+                        by_key: known.tally.by_key.clone().into_iter().collect(),
+                    });
+                }
+            }
+        }
+        down
     }
 
     /// After a membership change: what the nodes in `live` reported may be older than what
@@ -334,14 +379,20 @@ impl Teams {
     pub(super) fn keep_totals(self: &Arc<Self>, cluster: &Cluster) {
         let teams = Arc::clone(self);
         let mut members = cluster.watch();
+        let cluster_of_members = cluster.clone();
         tokio::spawn(async move {
             // Reports kept from before a restart, of nodes live now, may be older than what
-            // they reported to another node meanwhile: they are asked again.
-            let live = Arc::clone(&members.borrow_and_update());
-            teams.credits.doubt(&live);
-            while members.changed().await.is_ok() {
-                let live = Arc::clone(&members.borrow_and_update());
+            // they reported to another node meanwhile: they are asked again. What nodes that
+            // are down reported here goes on to their teams' owners and next owners, which
+            // may not have heard it (they were down then, or have just joined).
+            let mut live = Arc::clone(&members.borrow_and_update());
+            loop {
                 teams.credits.doubt(&live);
+                teams.relay_down(&cluster_of_members, &live).await;
+                if members.changed().await.is_err() {
+                    break;
+                }
+                live = Arc::clone(&members.borrow_and_update());
             }
         });
         let teams = Arc::clone(self);
@@ -370,6 +421,28 @@ impl Teams {
                 }
             }
         });
+    }
+
+    /// Passes on what nodes not in `live` reported here to their teams' owners and next
+    /// owners (of protocol version [`RELAYS_SINCE`] or later; not this node), one message
+    /// to each. Best effort: a node that misses it is passed it again at the next change.
+    async fn relay_down(&self, cluster: &Cluster, live: &[String]) {
+        let mut to: HashMap<String, Vec<Relayed>> = HashMap::new();
+        for report in self.credits.heard_of_down(live, cluster.name()) {
+            let key = team_key(&report.team);
+            let owners = [Some(cluster.owner_of(&key)), cluster.next_owner_of(&key)];
+            for node in owners.into_iter().flatten() {
+                if node != cluster.name() && cluster.version_of(&node).is_some_and(|v| v >= RELAYS_SINCE) {
+                    to.entry(node).or_default().push(report.clone());
+                }
+            }
+        }
+        let sends = to.into_iter().map(|(node, reports)| async move {
+            if !matches!(ask(cluster, &node, &Request::Relayed(reports)).await, Some(Response::Noted)) {
+                tracing::debug!(node = %node, "what nodes that are down reported was not passed on");
+            }
+        });
+        futures::future::join_all(sends).await;
     }
 
     /// [`Teams::charge`], and in a cluster the team's owner told before this returns (so
@@ -592,6 +665,36 @@ mod tests {
         );
         assert_eq!(totals(&credits, 202_602)["b"], (4, true), "the year's first month");
         assert!(totals(&credits, 202_601).is_empty(), "older than a year: dropped");
+    }
+
+    #[test]
+    fn what_is_passed_on_of_down_nodes_only_grows_and_yields_to_their_own_word() {
+        let credits = Credits::default();
+        let relay = |node: &str, total: u64| Relayed {
+            ledger: Ledger::Credits.byte(),
+            team: "t".into(),
+            month: 202_602,
+            node: node.into(),
+            total,
+            by_key: Vec::new(),
+        };
+        // Unknown nodes: taken, but not as heard from the node itself.
+        credits.relayed(vec![relay("a", 3), relay("b", 4)]);
+        let taken = HashMap::from([("a".into(), (3, false)), ("b".into(), (4, false))]);
+        assert_eq!(totals(&credits, 202_602), taken);
+        // Smaller or equal: older.
+        credits.relayed(vec![relay("a", 2), relay("b", 4)]);
+        assert_eq!(totals(&credits, 202_602), taken);
+        credits.relayed(vec![relay("a", 6)]);
+        assert_eq!(totals(&credits, 202_602)["a"], (6, false), "larger: later");
+        // Heard from the node itself since the last membership change: that stands.
+        record(&credits, 202_602, "b", 1, Heard::Answered);
+        credits.relayed(vec![relay("b", 9)]);
+        assert_eq!(totals(&credits, 202_602)["b"], (1, true));
+        // What is known of nodes down, and only of them, is passed on.
+        let mut down = credits.heard_of_down(&["a".to_owned(), "me".to_owned()], "me");
+        down.sort_by(|x, y| x.node.cmp(&y.node));
+        assert_eq!(down, vec![relay("b", 1)]);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! A team's credits across a cluster: a key made on one node works on every node, the
 //! credits hold for the cluster as a whole, what a node spent still counts while it is
 //! down (the team's owner keeps every node's reported total, on its disk too), also when
-//! it goes down with the team's owner (the next owner has a copy), and a node of the
+//! it goes down with the team's owner (the next owner has a copy), or reported while the
+//! owner was down (the node that heard it passes it on to the owner), and a node of the
 //! previous protocol version, which reports nothing, is counted too. A team's queue, as
 //! `/v2/team/queue-status` shows it, is the whole cluster's through any node.
 
@@ -127,6 +128,55 @@ async fn the_next_owner_counts_what_the_owner_and_a_spender_spent_when_both_go_d
     survivor.wait_live(&[survivor.name.as_str()], Duration::from_secs(10)).await;
     assert_eq!(remaining(survivor, key).await, Some(2), "what the two down nodes spent still counts");
     assert_eq!(scrapes(&[survivor], key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
+}
+
+/// A node spends a team's credits while the team's owner is down (its report goes to the
+/// node owning the team meanwhile), then goes down itself once the owner is back: the node
+/// that heard the report passes it on to the owner, so the credits stay spent.
+#[tokio::test]
+async fn an_owner_that_was_down_when_a_spender_reported_counts_it_once_the_spender_is_down() {
+    let site = crate::common::FixtureSite::start();
+    let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
+    let key = "fc-small-team-key-6";
+    let names = ["a", "b", "c"];
+    let mut nodes = three_nodes(&plan, &[("small", key)]).await;
+    let owner = owner_of(&names, "team:small");
+    let rest: Vec<&str> = names.into_iter().filter(|n| *n != owner).collect();
+    let next = owner_of(&rest, "team:small");
+    let at = |name: &str| nodes.iter().position(|n| n.name == name).expect("node");
+    let (owner, next) = (at(&owner), at(&next));
+    let spender = (0..3).find(|i| *i != owner && *i != next).expect("spender");
+    // Every node meets the key while all are up.
+    for node in &nodes {
+        assert_eq!(remaining(node, key).await, Some(5));
+    }
+    nodes[owner].process.take().expect("owner").kill9();
+    let mut two = vec![nodes[next].name.as_str(), nodes[spender].name.as_str()];
+    two.sort_unstable();
+    for node in [&nodes[next], &nodes[spender]] {
+        node.wait_live(&two, Duration::from_secs(10)).await;
+    }
+    // Spent while the owner is down: reported to the next owner, the team's owner meanwhile.
+    assert_eq!(scrapes(&[&nodes[spender]], key, &site.url("/article"), 3).await, (3, 0));
+    let seed = nodes[next].cluster_addr.clone();
+    nodes[owner].restart_with(Some(&seed), &plan);
+    for node in &nodes {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    nodes[spender].process.take().expect("spender").kill9();
+    let mut two = vec![nodes[owner].name.as_str(), nodes[next].name.as_str()];
+    two.sort_unstable();
+    for node in [&nodes[owner], &nodes[next]] {
+        node.wait_live(&two, Duration::from_secs(10)).await;
+    }
+    // Passed on at the membership change, within a call.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while remaining(&nodes[owner], key).await != Some(2) {
+        assert!(Instant::now() < deadline, "the owner does not count what the down node spent");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let both = [&nodes[owner], &nodes[next]];
+    assert_eq!(scrapes(&both, key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
 }
 
 /// The team's owner restarts while a node that spent the team's credits is down: it reads

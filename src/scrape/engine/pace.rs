@@ -403,6 +403,13 @@ impl Pace {
         }
     }
 
+    /// The request whose turn was taken last has its first bytes out: the next turn counts
+    /// from now, if that is later than when the turn was taken.
+    pub fn wrote_now(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.written = state.written.max(Some(Instant::now()));
+    }
+
     /// The interval between two requests to the site (without the margin).
     pub fn interval(&self) -> Duration {
         self.state.lock().unwrap_or_else(PoisonError::into_inner).interval

@@ -295,7 +295,7 @@ where
                 scope,
                 host,
                 starting: true,
-                telling: false,
+                stamp: Stamp::Nothing,
                 wait: None,
             })
         })
@@ -311,9 +311,8 @@ pub struct PacedStream<T> {
     host: String,
     /// Whether the next write starts a request (none written since the last read).
     starting: bool,
-    /// Whether the request being written is to tell a turn borrowed from another node when
-    /// its first bytes are out (the host has no pace on this node; see [`pace::wrote`]).
-    telling: bool,
+    /// What hears of the request's first bytes going out.
+    stamp: Stamp,
     wait: Option<Pin<Box<Sleep>>>,
 }
 
@@ -328,21 +327,40 @@ impl<T> PacedStream<T> {
                     if !pace.may_write() {
                         return Poll::Ready(Err(io::Error::other(OutOfTouch)));
                     }
+                    self.stamp = Stamp::Pace(pace);
                 }
-                None => self.telling = true,
+                None => self.stamp = Stamp::Borrowed,
             }
             self.starting = false;
         }
         Poll::Ready(Ok(()))
     }
 
-    /// After a write: once a request's first bytes are out, a turn borrowed for it hears so.
+    /// After a write: once a request's first bytes are out, its site's pace or the turn
+    /// borrowed for it hears so.
     fn written(&mut self, wrote: &Poll<io::Result<usize>>) {
-        if self.telling && matches!(wrote, Poll::Ready(Ok(n)) if *n > 0) {
-            self.telling = false;
-            pace::wrote(self.scope, &self.host);
+        if !matches!(wrote, Poll::Ready(Ok(n)) if *n > 0) {
+            return;
+        }
+        match std::mem::replace(&mut self.stamp, Stamp::Nothing) {
+            Stamp::Pace(pace) => pace.wrote_now(),
+            Stamp::Borrowed => pace::wrote(self.scope, &self.host),
+            Stamp::Nothing => {}
         }
     }
+}
+
+/// What hears of a request's first bytes going out on a paced connection.
+#[derive(Debug)]
+enum Stamp {
+    /// None (the request's bytes are already going out).
+    Nothing,
+    /// The site's pace on this node, which took the request's turn as it let the write go
+    /// and counts it from when the bytes are out (a thread held up between the two would
+    /// otherwise bring the request closer to the next one on the wire).
+    Pace(Arc<pace::Pace>),
+    /// A turn another node lent for the request (see [`pace::wrote`]).
+    Borrowed,
 }
 
 /// A request its site's pace refused to write (see [`pace::Pace::guard`]).
