@@ -90,6 +90,21 @@ async fn credits_spent_through_a_node_still_count_while_it_is_down() {
     assert_eq!(scrapes(&others, key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
 }
 
+/// Three nodes `a`, `b`, `c` with settings `plan` and `key` of team `small`, and the
+/// places among them of the team's owner, its next owner (the node that takes the team
+/// over when the owner goes down) and the third.
+async fn owner_next_and_third(plan: &[(&str, &str)], key: &str) -> (Vec<Node>, [usize; 3]) {
+    let names = ["a", "b", "c"];
+    let nodes = three_nodes(plan, &[("small", key)]).await;
+    let owner = owner_of(&names, "team:small");
+    let rest: Vec<&str> = names.into_iter().filter(|n| *n != owner).collect();
+    let next = owner_of(&rest, "team:small");
+    let at = |name: &str| nodes.iter().position(|n| n.name == name).expect("node");
+    let (owner, next) = (at(&owner), at(&next));
+    let third = (0..3).find(|i| *i != owner && *i != next).expect("third");
+    (nodes, [owner, next, third])
+}
+
 /// The team's owner goes down together with a node that spent the team's credits: the
 /// team's next owner had a copy of what each of them spent, kept across a restart of its
 /// own, so the credits stay spent.
@@ -99,14 +114,7 @@ async fn the_next_owner_counts_what_the_owner_and_a_spender_spent_when_both_go_d
     let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
     let key = "fc-small-team-key-5";
     let names = ["a", "b", "c"];
-    let mut nodes = three_nodes(&plan, &[("small", key)]).await;
-    // The owner, the node that takes the team over when it goes down, and the third.
-    let owner = owner_of(&names, "team:small");
-    let rest: Vec<&str> = names.into_iter().filter(|n| *n != owner).collect();
-    let next = owner_of(&rest, "team:small");
-    let at = |name: &str| nodes.iter().position(|n| n.name == name).expect("node");
-    let (owner, next) = (at(&owner), at(&next));
-    let spender = (0..3).find(|i| *i != owner && *i != next).expect("spender");
+    let (mut nodes, [owner, next, spender]) = owner_next_and_third(&plan, key).await;
     assert_eq!(scrapes(&[&nodes[owner]], key, &site.url("/article"), 1).await, (1, 0));
     assert_eq!(scrapes(&[&nodes[spender]], key, &site.url("/article"), 2).await, (2, 0));
     assert_eq!(remaining(&nodes[next], key).await, Some(2), "the next owner has met the key");
@@ -139,13 +147,7 @@ async fn an_owner_that_was_down_when_a_spender_reported_counts_it_once_the_spend
     let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
     let key = "fc-small-team-key-6";
     let names = ["a", "b", "c"];
-    let mut nodes = three_nodes(&plan, &[("small", key)]).await;
-    let owner = owner_of(&names, "team:small");
-    let rest: Vec<&str> = names.into_iter().filter(|n| *n != owner).collect();
-    let next = owner_of(&rest, "team:small");
-    let at = |name: &str| nodes.iter().position(|n| n.name == name).expect("node");
-    let (owner, next) = (at(&owner), at(&next));
-    let spender = (0..3).find(|i| *i != owner && *i != next).expect("spender");
+    let (mut nodes, [owner, next, spender]) = owner_next_and_third(&plan, key).await;
     // Every node meets the key while all are up.
     for node in &nodes {
         assert_eq!(remaining(node, key).await, Some(5));

@@ -642,6 +642,19 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_next_write_turn_counts_from_when_the_request_was_out() {
+        let pace = Pace::new("stamp.test", Duration::from_millis(100), Duration::ZERO);
+        let mut wait = None;
+        std::future::poll_fn(|cx| pace.poll_write_turn(cx, &mut wait)).await;
+        // The thread that took the turn is held up before its bytes go out.
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let out = Instant::now();
+        pace.wrote_now();
+        std::future::poll_fn(|cx| pace.poll_write_turn(cx, &mut wait)).await;
+        assert!(out.elapsed() >= Duration::from_millis(100), "an interval after the first was out");
+    }
+
+    #[tokio::test]
     async fn a_borrowed_turn_hears_of_one_write_to_its_host() {
         let scope = new_scope();
         let told = Arc::new(std::sync::atomic::AtomicUsize::new(0));
