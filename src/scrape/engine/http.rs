@@ -218,7 +218,11 @@ impl HttpEngine {
         loop {
             self.check_target(&url, req.via_proxy).await?;
             // The site's place for this request, held until its answer is read.
-            let slot = super::pace::before_request(&url).await;
+            let slot = if req.via_proxy {
+                super::pace::before_proxied_request(&url).await
+            } else {
+                super::pace::before_request(&url).await
+            };
             if slot.is_none() || !super::pace::may_continue() {
                 return Err(FetchError::Interrupted);
             }

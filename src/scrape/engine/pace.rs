@@ -142,7 +142,8 @@ fn borrowed(scope: u64, host: &str, turn: Borrowed) -> Slot {
 /// Whether a turn borrowed for a request to `host` in `scope` waits for its write.
 fn borrows(scope: u64, host: &str) -> bool {
     let borrowed = BORROWED.lock().unwrap_or_else(PoisonError::into_inner);
-    borrowed.get(&scope).and_then(|hosts| hosts.get(host)).is_some_and(|waiting| !waiting.is_empty())
+    let waiting = borrowed.get(&scope).and_then(|hosts| hosts.get(host));
+    waiting.is_some_and(|waiting| waiting.iter().any(|watch| watch.strong_count() > 0))
 }
 
 /// A request to `host` was written on a paced connection of `scope` that keeps no pace of
@@ -471,14 +472,27 @@ pub fn may_continue() -> bool {
 /// site another node of the cluster holds, for the turn that node lends
 /// ([`Pace::elsewhere`]). The request's place among the site's requests in flight, to hold
 /// until its answer is read; `None` when the turn could not be had: the request must not
-/// go out.
+/// go out. A borrowed turn waits to be told of the request's write by the client of paced
+/// sites (see [`wrote`]).
 pub async fn before_request(url: &Url) -> Option<Slot> {
+    turn_for(url, true).await
+}
+
+/// [`before_request`] for a request sent through a proxy, not through the client of paced
+/// sites: a turn borrowed for it hears of no write (it comes back with its place).
+pub async fn before_proxied_request(url: &Url) -> Option<Slot> {
+    turn_for(url, false).await
+}
+
+/// [`before_request`]; with `watched`, a borrowed turn waits to be told of the write.
+async fn turn_for(url: &Url, watched: bool) -> Option<Slot> {
     if let Some(pace) = pace_for(url) {
         return Some(pace.before_request(url).await);
     }
     let ask = PACE.try_with(|pace| Some((pace.scope, pace.elsewhere.get()?(url)?))).ok().flatten();
     match (ask, url.host_str()) {
-        (Some((scope, turn)), Some(host)) => Some(borrowed(scope, host, turn.await?)),
+        (Some((scope, turn)), Some(host)) if watched => Some(borrowed(scope, host, turn.await?)),
+        (Some((_, turn)), _) => Some(turn.await?.place),
         _ => Some(Slot::free()),
     }
 }
@@ -652,6 +666,27 @@ mod tests {
         pace.wrote_now();
         std::future::poll_fn(|cx| pace.poll_write_turn(cx, &mut wait)).await;
         assert!(out.elapsed() >= Duration::from_millis(100), "an interval after the first was out");
+    }
+
+    #[tokio::test]
+    async fn only_a_hop_sent_through_the_paced_client_waits_to_tell_its_write() {
+        let from = Pace::new("proxied-from.test", Duration::ZERO, Duration::ZERO);
+        from.elsewhere(Arc::new(|_: &Url| {
+            let on_write: OnWrite = Box::new(|| {});
+            Some(Box::pin(async move { Some(Borrowed::new(Slot::free(), Some(on_write))) })
+                as BoxFuture<'static, Option<Borrowed>>)
+        }));
+        let (scope, url) = (from.scope, page("proxied-to.test"));
+        PACE.scope(Arc::clone(&from), async {
+            let direct = before_request(&url).await.expect("a turn");
+            assert!(borrows(scope, "proxied-to.test") && spaces(&url), "waits for its write");
+            drop(direct);
+            assert!(!borrows(scope, "proxied-to.test"), "a hop gone unwritten leaves nothing waiting");
+            let proxied = before_proxied_request(&url).await.expect("a turn");
+            assert!(!borrows(scope, "proxied-to.test"), "a proxied hop is not written here");
+            drop(proxied);
+        })
+        .await;
     }
 
     #[tokio::test]
