@@ -29,9 +29,11 @@
 //!   passes on what nodes that are down reported to it to those teams' owners and next
 //!   owners ([`Teams::relay_down`]), which take it where larger than what they know and
 //!   nothing was heard from the node itself since the change: an owner that was down when
-//!   a node reported, or a node that joined and outranks the owner, has it too. Left open:
-//!   the owner and its next owner both going down loses what only they knew (a node that
-//!   comes back is asked again);
+//!   a node reported, or a node that joined and outranks the owner, has it too, and when
+//!   the owner and then its next owner go down, the next owner has passed the owner's
+//!   report on to the node taking over. Left open: the owner and its next owner going down
+//!   at once (within one membership change) loses what only they knew (a node that comes
+//!   back is asked again);
 //! - a node that cannot reach the owner, or whose owner is of an older protocol, asks every
 //!   live node, as before owners kept totals, and counts a node that is down as it last
 //!   heard of it.

@@ -2,8 +2,10 @@
 //! credits hold for the cluster as a whole, what a node spent still counts while it is
 //! down (the team's owner keeps every node's reported total, on its disk too), also when
 //! it goes down with the team's owner (the next owner has a copy), or reported while the
-//! owner was down (the node that heard it passes it on to the owner), and a node of the
-//! previous protocol version, which reports nothing, is counted too. A team's queue, as
+//! owner was down (the node that heard it passes it on to the owner), also when the owner
+//! and then its next owner go down (the next owner passes the owner's report on), and a
+//! node of the previous protocol version, which reports nothing, is counted too. A team's
+//! queue, as
 //! `/v2/team/queue-status` shows it, is the whole cluster's through any node.
 
 use std::time::{Duration, Instant};
@@ -179,6 +181,35 @@ async fn an_owner_that_was_down_when_a_spender_reported_counts_it_once_the_spend
     }
     let both = [&nodes[owner], &nodes[next]];
     assert_eq!(scrapes(&both, key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
+}
+
+/// The team's owner, having spent credits itself, goes down, and then its next owner (the
+/// team's owner meanwhile): the next owner passed the first owner's report on to the third
+/// node at the first change, so the survivor counts what both spent.
+#[tokio::test]
+async fn an_owner_and_its_next_owner_going_down_one_after_the_other_leave_their_spending_counted() {
+    let site = crate::common::FixtureSite::start();
+    let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
+    let key = "fc-small-team-key-7";
+    let (mut nodes, [owner, next, third]) = owner_next_and_third(&plan, key).await;
+    assert_eq!(scrapes(&[&nodes[owner]], key, &site.url("/article"), 2).await, (2, 0));
+    assert_eq!(scrapes(&[&nodes[next]], key, &site.url("/article"), 1).await, (1, 0));
+    assert_eq!(remaining(&nodes[third], key).await, Some(2), "the third node has met the key");
+    nodes[owner].process.take().expect("owner").kill9();
+    let mut two = vec![nodes[next].name.as_str(), nodes[third].name.as_str()];
+    two.sort_unstable();
+    for node in [&nodes[next], &nodes[third]] {
+        node.wait_live(&two, Duration::from_secs(10)).await;
+    }
+    assert_eq!(remaining(&nodes[third], key).await, Some(2), "the next owner counts the owner's copy");
+    // The next owner passes the owner's report on to the third node, the team's next owner
+    // now, as the membership changes (one call; given a moment).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    nodes[next].process.take().expect("next owner").kill9();
+    let survivor = &nodes[third];
+    survivor.wait_live(&[survivor.name.as_str()], Duration::from_secs(10)).await;
+    assert_eq!(remaining(survivor, key).await, Some(2), "what the two down nodes spent still counts");
+    assert_eq!(scrapes(&[survivor], key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
 }
 
 /// The team's owner restarts while a node that spent the team's credits is down: it reads
