@@ -5,8 +5,7 @@
 //! owner was down (the node that heard it passes it on to the owner), also when the owner
 //! and then its next owner go down (the next owner passes the owner's report on), and a
 //! node of the previous protocol version, which reports nothing, is counted too. A team's
-//! queue, as
-//! `/v2/team/queue-status` shows it, is the whole cluster's through any node.
+//! queue, as `/v2/team/queue-status` shows it, is the whole cluster's through any node.
 
 use std::time::{Duration, Instant};
 
