@@ -106,6 +106,17 @@ async fn owner_next_and_third(plan: &[(&str, &str)], key: &str) -> (Vec<Node>, [
     (nodes, [owner, next, third])
 }
 
+/// Kills `nodes[gone]` and waits until the two nodes `left` see each other, and only each
+/// other, live.
+async fn kill_leaving(nodes: &mut [Node], gone: usize, left: [usize; 2]) {
+    nodes[gone].process.take().expect("a running node").kill9();
+    let mut live = left.map(|i| nodes[i].name.as_str());
+    live.sort_unstable();
+    for i in left {
+        nodes[i].wait_live(&live, Duration::from_secs(10)).await;
+    }
+}
+
 /// The team's owner goes down together with a node that spent the team's credits: the
 /// team's next owner had a copy of what each of them spent, kept across a restart of its
 /// own, so the credits stay spent.
@@ -153,12 +164,7 @@ async fn an_owner_that_was_down_when_a_spender_reported_counts_it_once_the_spend
     for node in &nodes {
         assert_eq!(remaining(node, key).await, Some(5));
     }
-    nodes[owner].process.take().expect("owner").kill9();
-    let mut two = vec![nodes[next].name.as_str(), nodes[spender].name.as_str()];
-    two.sort_unstable();
-    for node in [&nodes[next], &nodes[spender]] {
-        node.wait_live(&two, Duration::from_secs(10)).await;
-    }
+    kill_leaving(&mut nodes, owner, [next, spender]).await;
     // Spent while the owner is down: reported to the next owner, the team's owner meanwhile.
     assert_eq!(scrapes(&[&nodes[spender]], key, &site.url("/article"), 3).await, (3, 0));
     let seed = nodes[next].cluster_addr.clone();
@@ -166,12 +172,7 @@ async fn an_owner_that_was_down_when_a_spender_reported_counts_it_once_the_spend
     for node in &nodes {
         node.wait_live(&names, Duration::from_secs(20)).await;
     }
-    nodes[spender].process.take().expect("spender").kill9();
-    let mut two = vec![nodes[owner].name.as_str(), nodes[next].name.as_str()];
-    two.sort_unstable();
-    for node in [&nodes[owner], &nodes[next]] {
-        node.wait_live(&two, Duration::from_secs(10)).await;
-    }
+    kill_leaving(&mut nodes, spender, [owner, next]).await;
     // Passed on at the membership change, within a call.
     let deadline = Instant::now() + Duration::from_secs(10);
     while remaining(&nodes[owner], key).await != Some(2) {
@@ -194,12 +195,7 @@ async fn an_owner_and_its_next_owner_going_down_one_after_the_other_leave_their_
     assert_eq!(scrapes(&[&nodes[owner]], key, &site.url("/article"), 2).await, (2, 0));
     assert_eq!(scrapes(&[&nodes[next]], key, &site.url("/article"), 1).await, (1, 0));
     assert_eq!(remaining(&nodes[third], key).await, Some(2), "the third node has met the key");
-    nodes[owner].process.take().expect("owner").kill9();
-    let mut two = vec![nodes[next].name.as_str(), nodes[third].name.as_str()];
-    two.sort_unstable();
-    for node in [&nodes[next], &nodes[third]] {
-        node.wait_live(&two, Duration::from_secs(10)).await;
-    }
+    kill_leaving(&mut nodes, owner, [next, third]).await;
     assert_eq!(remaining(&nodes[third], key).await, Some(2), "the next owner counts the owner's copy");
     // The next owner passes the owner's report on to the third node, the team's next owner
     // now, as the membership changes (one call; given a moment).
