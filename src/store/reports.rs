@@ -21,8 +21,9 @@ pub struct Report {
 
 codec::records!(Report => 1);
 
-/// Where a report belongs.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// Where a report belongs (also passed on between nodes as it is, see
+/// `teams::credits`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ReportKey {
     /// The ledger: 0 for credits, 1 for tokens.
     pub ledger: u8,

@@ -33,6 +33,7 @@ use crate::model::TeamId;
 use crate::scrape::profiles::ProfileKeeper;
 use crate::store::ledger::Month;
 use crate::store::profiles::ProfileState;
+use crate::store::reports::{Report, ReportKey};
 
 /// How long a call to a peer about a team may take.
 const TIMEOUT: Duration = Duration::from_secs(2);
@@ -108,28 +109,10 @@ pub(super) enum Request {
     /// Tokens the team used in the month on every node but the sender (to the team's
     /// owner; protocol version 11).
     TokensBeyond(String, Month),
-    /// What the sender last heard nodes that are down report of their ledgers, passed on to
-    /// each team's owner and next owner at a membership change (protocol version 12,
-    /// [`super::credits::RELAYS_SINCE`]).
-    Relayed(Vec<Relayed>),
-}
-
-/// A total a node that is down reported, as another node heard it (see
-/// [`Request::Relayed`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(super) struct Relayed {
-    /// The ledger (credits 0, tokens 1).
-    pub ledger: u8,
-    /// The team.
-    pub team: String,
-    /// The month.
-    pub month: Month,
-    /// The node that reported it.
-    pub node: String,
-    /// Its total.
-    pub total: u64,
-    /// Its part per key label (tokens).
-    pub by_key: Vec<(String, u64)>,
+    /// What the sender last heard nodes that are down report of their ledgers (each as the
+    /// sender keeps it on disk), passed on to each team's owner and next owner at a
+    /// membership change (protocol version 12, [`super::credits::RELAYS_SINCE`]).
+    Relayed(Vec<(ReportKey, Report)>),
 }
 
 /// The answers.

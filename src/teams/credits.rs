@@ -49,7 +49,7 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 use super::Teams;
-use super::cluster::{Relayed, Request, Response, ask, ask_each, peers, team_key};
+use super::cluster::{Request, Response, ask, ask_each, peers, team_key};
 use crate::cluster::Cluster;
 use crate::model::{TeamId, time};
 use crate::store::StoreError;
@@ -135,6 +135,16 @@ pub(super) struct Tally {
 }
 
 impl Tally {
+    /// The tally of a report as kept on disk and passed on between nodes.
+    fn of_report(report: Report) -> Self {
+        Self { total: report.total, by_key: report.by_key.into_iter().collect() }
+    }
+
+    /// This tally as a report.
+    fn report(&self) -> Report {
+        Report { total: self.total, by_key: self.by_key.clone().into_iter().collect() }
+    }
+
     fn add(&mut self, other: &Self) {
         self.total = self.total.saturating_add(other.total);
         for (label, n) in &other.by_key {
@@ -230,8 +240,7 @@ impl Credits {
             Ok(reports) => {
                 for (key, report) in reports {
                     let Some(ledger) = Ledger::of_byte(key.ledger) else { continue };
-                    let tally = Tally { total: report.total, by_key: report.by_key.into_iter().collect() };
-                    let known = Known { tally, current: false };
+                    let known = Known { tally: Tally::of_report(report), current: false };
                     totals.entry((ledger, key.team, key.month)).or_default().insert(key.node, known);
                 }
             }
@@ -279,8 +288,7 @@ impl Credits {
         if let Some(kept) = &self.kept {
             let key =
                 ReportKey { ledger: ledger.byte(), team: team.to_owned(), month, node: node.to_owned() };
-            let report = Report { total: tally.total, by_key: tally.by_key.clone().into_iter().collect() };
-            if let Err(e) = kept.put(&key, &report) {
+            if let Err(e) = kept.put(&key, &tally.report()) {
                 tracing::warn!(error = %e, node, team, "a node's report is kept in memory only");
             }
         }
@@ -307,30 +315,29 @@ impl Credits {
     }
 
     /// Keeps what another node passed on of nodes that are down ([`Heard::Relayed`]).
-    pub(super) fn relayed(&self, reports: Vec<Relayed>) {
-        for report in reports {
-            let Some(ledger) = Ledger::of_byte(report.ledger) else { continue };
-            let tally = Tally { total: report.total, by_key: report.by_key.into_iter().collect() };
-            self.record(ledger, &report.team, report.month, &report.node, tally, Heard::Relayed);
+    pub(super) fn relayed(&self, reports: Vec<(ReportKey, Report)>) {
+        for (key, report) in reports {
+            let Some(ledger) = Ledger::of_byte(key.ledger) else { continue };
+            let tally = Tally::of_report(report);
+            self.record(ledger, &key.team, key.month, &key.node, tally, Heard::Relayed);
         }
     }
 
     /// What this node last heard each node not in `live` (but this one, `me`) report, of
     /// the months still kept.
-    fn heard_of_down(&self, live: &[String], me: &str) -> Vec<Relayed> {
+    fn heard_of_down(&self, live: &[String], me: &str) -> Vec<(ReportKey, Report)> {
         let totals = self.totals.lock().unwrap_or_else(PoisonError::into_inner);
         let mut down = Vec::new();
         for ((ledger, team, month), reports) in totals.iter() {
             for (node, known) in reports {
                 if node != me && !live.contains(node) && known.tally.total > 0 {
-                    down.push(Relayed {
+                    let key = ReportKey {
                         ledger: ledger.byte(),
                         team: team.clone(),
                         month: *month,
                         node: node.clone(),
-                        total: known.tally.total,
-                        by_key: known.tally.by_key.clone().into_iter().collect(),
-                    });
+                    };
+                    down.push((key, known.tally.report()));
                 }
             }
         }
@@ -387,10 +394,14 @@ impl Teams {
             // they reported to another node meanwhile: they are asked again. What nodes that
             // are down reported here goes on to their teams' owners and next owners, which
             // may not have heard it (they were down then, or have just joined).
+            // The passing on runs beside the next change's doubt, which it must not hold up
+            // (a receiver that hangs takes a call's timeout).
             let mut live = Arc::clone(&members.borrow_and_update());
             loop {
                 teams.credits.doubt(&live);
-                teams.relay_down(&cluster_of_members, &live).await;
+                let (relaying, cluster, now) =
+                    (Arc::clone(&teams), cluster_of_members.clone(), Arc::clone(&live));
+                tokio::spawn(async move { relaying.relay_down(&cluster, &now).await });
                 if members.changed().await.is_err() {
                     break;
                 }
@@ -429,13 +440,13 @@ impl Teams {
     /// owners (of protocol version [`RELAYS_SINCE`] or later; not this node), one message
     /// to each. Best effort: a node that misses it is passed it again at the next change.
     async fn relay_down(&self, cluster: &Cluster, live: &[String]) {
-        let mut to: HashMap<String, Vec<Relayed>> = HashMap::new();
-        for report in self.credits.heard_of_down(live, cluster.name()) {
-            let key = team_key(&report.team);
+        let mut to: HashMap<String, Vec<(ReportKey, Report)>> = HashMap::new();
+        for heard in self.credits.heard_of_down(live, cluster.name()) {
+            let key = team_key(&heard.0.team);
             let owners = [Some(cluster.owner_of(&key)), cluster.next_owner_of(&key)];
             for node in owners.into_iter().flatten() {
                 if node != cluster.name() && cluster.version_of(&node).is_some_and(|v| v >= RELAYS_SINCE) {
-                    to.entry(node).or_default().push(report.clone());
+                    to.entry(node).or_default().push(heard.clone());
                 }
             }
         }
@@ -672,13 +683,14 @@ mod tests {
     #[test]
     fn what_is_passed_on_of_down_nodes_only_grows_and_yields_to_their_own_word() {
         let credits = Credits::default();
-        let relay = |node: &str, total: u64| Relayed {
-            ledger: Ledger::Credits.byte(),
-            team: "t".into(),
-            month: 202_602,
-            node: node.into(),
-            total,
-            by_key: Vec::new(),
+        let relay = |node: &str, total: u64| {
+            let key = ReportKey {
+                ledger: Ledger::Credits.byte(),
+                team: "t".into(),
+                month: 202_602,
+                node: node.into(),
+            };
+            (key, Report { total, by_key: Vec::new() })
         };
         // Unknown nodes: taken, but not as heard from the node itself.
         credits.relayed(vec![relay("a", 3), relay("b", 4)]);
@@ -695,7 +707,7 @@ mod tests {
         assert_eq!(totals(&credits, 202_602)["b"], (1, true));
         // What is known of nodes down, and only of them, is passed on.
         let mut down = credits.heard_of_down(&["a".to_owned(), "me".to_owned()], "me");
-        down.sort_by(|x, y| x.node.cmp(&y.node));
+        down.sort_by(|x, y| x.0.node.cmp(&y.0.node));
         assert_eq!(down, vec![relay("b", 1)]);
     }
 
