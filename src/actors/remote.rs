@@ -372,13 +372,13 @@ pub(crate) fn written(id: u64) {
 }
 
 /// A place another node lent this node's hop: returned when dropped.
-struct Borrowed {
+struct BorrowedPlace {
     cluster: crate::cluster::Cluster,
     node: String,
     id: u64,
 }
 
-impl Borrowed {
+impl BorrowedPlace {
     /// Tells the lender `request` about the lent place (best effort: what it lent frees
     /// itself in time).
     fn tell(&self, request: &Request) {
@@ -394,7 +394,7 @@ impl Borrowed {
     }
 }
 
-impl Drop for Borrowed {
+impl Drop for BorrowedPlace {
     fn drop(&mut self) {
         self.tell(&Request::Return(self.id));
     }
@@ -437,7 +437,7 @@ pub(crate) fn turns_elsewhere(cluster: crate::cluster::Cluster) -> crate::scrape
                         Ok(bytes) => match decode::<Response>(&bytes) {
                             Ok(Response::Done) => Some(pace::Borrowed::new(Slot::free(), None)),
                             Ok(Response::Lent(id)) => {
-                                let place = Arc::new(Borrowed { cluster: cluster.clone(), node: owner.clone(), id });
+                                let place = Arc::new(BorrowedPlace { cluster: cluster.clone(), node: owner.clone(), id });
                                 // From version 12 the lender hears when the hop is written.
                                 let told = Arc::clone(&place);
                                 let on_write = (version >= WRITES_SINCE)
