@@ -22,6 +22,16 @@ fn host_owned_by(prefix: &str, names: &[&str], owner: &str, port: u16) -> String
         .expect("a host")
 }
 
+/// Nodes `a` (settings `a_env`) and `b` (`b_env`), joined, once each sees both live.
+async fn a_and_b(a_env: &[(&str, &str)], b_env: &[(&str, &str)]) -> (Node, Node) {
+    let a = Node::start("a", None, a_env);
+    let b = Node::start("b", Some(&a.cluster_addr), b_env);
+    for node in [&a, &b] {
+        node.wait_live(&["a", "b"], Duration::from_secs(20)).await;
+    }
+    (a, b)
+}
+
 /// Starts a batch scrape of `urls` through `entry`; returns its status path.
 async fn batch(entry: &str, key: &str, urls: &[String]) -> String {
     let body = json!({"urls": urls, "formats": ["markdown"]});
@@ -50,11 +60,7 @@ async fn a_redirect_hop_to_a_site_of_another_node_keeps_that_sites_interval() {
     let names = ["a", "b"];
     let interval = INTERVAL_MS.to_string();
     let env = [("FERROCRAWL_CRAWL__DOMAIN_MIN_INTERVAL_MS", interval.as_str())];
-    let a = Node::start("a", None, &env);
-    let b = Node::start("b", Some(&a.cluster_addr), &env);
-    for node in [&a, &b] {
-        node.wait_live(&names, Duration::from_secs(20)).await;
-    }
+    let (a, _b) = a_and_b(&env, &env).await;
     // Pages of `from` (owned by a) redirect to `to` (owned by b), which b also crawls itself.
     let from = host_owned_by("from", &names, "a", site.port);
     let to = host_owned_by("to", &names, "b", site.port);
@@ -113,13 +119,9 @@ async fn slow_hops_beside_own_requests(lender_version: Option<&str>) -> usize {
         ("FERROCRAWL_CRAWL__DOMAIN_MIN_INTERVAL_MS", interval.as_str()),
         ("FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY", "2"),
     ];
-    let a = Node::start("a", None, &env);
     let mut lender_env = env.to_vec();
     lender_env.extend(lender_version.map(|v| ("TEST_FERROCRAWL_PROTOCOL_VERSION", v)));
-    let b = Node::start("b", Some(&a.cluster_addr), &lender_env);
-    for node in [&a, &b] {
-        node.wait_live(&names, Duration::from_secs(20)).await;
-    }
+    let (a, _b) = a_and_b(&env, &lender_env).await;
     let from = host_owned_by("wfrom", &names, "a", site.port);
     let to = host_owned_by("wto", &names, "b", site.port);
     // b's own pages of `to` answer at once; the hops from `from` (on a) land on slow pages.
@@ -161,11 +163,7 @@ async fn redirect_hops_into_a_site_keep_to_its_concurrency_limit() {
     let site = crate::common::CrawlSite::start(250);
     let names = ["a", "b"];
     let env = [("FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY", "1")];
-    let a = Node::start("a", None, &env);
-    let b = Node::start("b", Some(&a.cluster_addr), &env);
-    for node in [&a, &b] {
-        node.wait_live(&names, Duration::from_secs(20)).await;
-    }
+    let (a, _b) = a_and_b(&env, &env).await;
     let from = host_owned_by("cfrom", &names, "a", site.port);
     let (entry, key) = (a.base().to_owned(), a.key.clone());
     // The target site held by a itself (hops from a's own site), then by b.
