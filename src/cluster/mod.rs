@@ -32,6 +32,11 @@ pub use wire::{
     OLDEST_PROTOCOL_VERSION, OpenError, PROTOCOL_VERSION, oldest_version, speaks, spoken_version, to_bytes,
 };
 
+/// How many members after a key's owner are its next owners (see
+/// [`Cluster::next_owners_of`]): what is reported to a team's owner is copied to them, so
+/// it survives the owner and all but one of them going down at once.
+pub const NEXT_OWNERS: usize = 2;
+
 /// Most calls in flight from this node to one peer.
 const MAX_CALLS_PER_PEER: usize = 1024;
 
@@ -356,13 +361,15 @@ impl Cluster {
         place::owner(&live, key).unwrap_or(self.name()).to_owned()
     }
 
-    /// The live member that takes `key` over when its owner goes down, were this node to
-    /// go down with it: never this node nor the owner (`None` when no other member is live).
-    /// While this node lives, an owner gone down leaves `key` to it or to that member.
-    pub fn next_owner_of(&self, key: &str) -> Option<String> {
+    /// The live members that take `key` over should its owner go down, were this node to go
+    /// down with it: the [`NEXT_OWNERS`] after the owner in `key`'s order, never this node
+    /// nor the owner (fewer when fewer others are live). Should the owner and the first of
+    /// them go down at once, the second takes `key` over (or this node, if it comes first).
+    pub fn next_owners_of(&self, key: &str) -> Vec<String> {
         let live = self.live();
-        let owner = place::owner(&live, key)?;
-        place::owner_but(&live, key, &[owner, self.name()]).map(str::to_owned)
+        let mut order = place::in_order(&live, key);
+        order.next();
+        order.filter(|m| *m != self.name()).take(NEXT_OWNERS).map(str::to_owned).collect()
     }
 
     /// The tag job ids made on this node carry.

@@ -31,19 +31,19 @@ pub fn tag_of(node: &str) -> u32 {
 
 /// The member that owns `key` (`None` when there are no members). Ties go to the smaller name.
 pub fn owner<'m>(members: &'m [String], key: &str) -> Option<&'m str> {
-    owner_but(members, key, &[])
-}
-
-/// The member that would own `key` were the members named in `but` gone: the next in
-/// `key`'s order after them. With `but` the owner, the node that takes `key` over when the
-/// owner goes down.
-pub fn owner_but<'m>(members: &'m [String], key: &str, but: &[&str]) -> Option<&'m str> {
     members
         .iter()
-        .filter(|m| !but.contains(&m.as_str()))
-        .map(|m| (weight(m, key), m))
+        .map(|m| (weight(m, key), m.as_str()))
         .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.cmp(a.1)))
-        .map(|(_, m)| m.as_str())
+        .map(|(_, m)| m)
+}
+
+/// The members in `key`'s order: its owner first, then the member that owns it were the
+/// owner gone, and so on (the node that takes `key` over when those before it go down).
+pub fn in_order<'m>(members: &'m [String], key: &str) -> impl Iterator<Item = &'m str> {
+    let mut weighed: Vec<(u64, &str)> = members.iter().map(|m| (weight(m, key), m.as_str())).collect();
+    weighed.sort_unstable_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    weighed.into_iter().map(|(_, m)| m)
 }
 
 /// The protocol version from which sites are placed by host rather than by origin.
@@ -94,13 +94,15 @@ mod tests {
             }
         }
         assert_eq!(owner(&[], "x"), None);
-        // The next owner of a key is the owner once the first is gone.
+        // The members in a key's order: each owns it once those before it are gone.
         for k in &keys {
-            let first = owner(&three, k).expect("owner");
-            let rest: Vec<String> = three.iter().filter(|m| *m != first).cloned().collect();
-            assert_eq!(owner_but(&three, k, &[first]), owner(&rest, k), "{k}");
+            let order: Vec<&str> = in_order(&three, k).collect();
+            assert_eq!(order.len(), 3);
+            assert_eq!(Some(order[0]), owner(&three, k));
+            let rest: Vec<String> = three.iter().filter(|m| *m != order[0]).cloned().collect();
+            assert_eq!(Some(order[1]), owner(&rest, k), "{k}");
+            assert_eq!(Some(order[2]), owner(&names(&[order[2]]), k), "{k}");
         }
-        assert_eq!(owner_but(&three, "x", &["a", "b", "c"]), None);
         // Fixed values: a change of the hash would move every site in a mixed-build cluster.
         assert_eq!(weight("node-1", "example.com"), weight("node-1", "example.com"));
         assert_eq!(owner(&three, "example.com"), owner(&names(&["c", "b", "a"]), "example.com"));

@@ -110,7 +110,7 @@ pub(super) enum Request {
     /// owner; protocol version 11).
     TokensBeyond(String, Month),
     /// What the sender last heard nodes that are down report of their ledgers (each as the
-    /// sender keeps it on disk), passed on to each team's owner and next owner at a
+    /// sender keeps it on disk), passed on to each team's owner and next owners at a
     /// membership change (protocol version 12, [`super::credits::RELAYS_SINCE`]).
     Relayed(Vec<(ReportKey, Report)>),
 }

@@ -5,12 +5,12 @@
 //! owner instead of one to every node:
 //!
 //! - a node that charged a team reports its month's total to the team's owner, and a copy
-//!   to the team's **next owner** (the node that takes the team over should the owner and
-//!   the reporting node go down together; see [`Cluster::next_owner_of`]; the owner itself
-//!   reports to it too): before it answers a request whose answer waits for the charge
+//!   to each of the team's two **next owners** (the nodes that take the team over should
+//!   the owner, or the owner and the first of them, go down with the reporting node; see
+//!   [`Cluster::next_owners_of`]; the owner itself reports to them too): before it answers a request whose answer waits for the charge
 //!   (scrape, map, parse, search; see [`Teams::charge_reported`]), so the team's next
-//!   request is checked with it through any node, and the copy within [`REPORT_AFTER`]
-//!   (a next owner that hangs holds no answer); both within [`REPORT_AFTER`] for work
+//!   request is checked with it through any node, and the copies within [`REPORT_AFTER`]
+//!   (a next owner that hangs holds no answer); all within [`REPORT_AFTER`] for work
 //!   charged in the background (crawl and batch pages, browser sessions, model jobs).
 //!   Tokens a team's model calls used here are reported the same way, within
 //!   [`REPORT_AFTER`], with their part per API key. A report holds the total, not the
@@ -25,15 +25,16 @@
 //!   report. Every node keeps what it heard, on disk too (`store::reports`), for the months
 //!   of a team's history ([`crate::store::ledger::HISTORY_MONTHS`]): an owner that restarts
 //!   still counts what a node that is down spent, and when the owner goes down with a node
-//!   that spent, the next owner has that node's copy. At every membership change each node
+//!   that spent, the next owner has that node's copy (and should the next owner go down
+//!   too, at once, the node after it has both the owner's and the spender's). At every membership change each node
 //!   passes on what nodes that are down reported to it to those teams' owners and next
 //!   owners ([`Teams::relay_down`]), which take it where larger than what they know and
 //!   nothing was heard from the node itself since the change: an owner that was down when
 //!   a node reported, or a node that joined and outranks the owner, has it too, and when
 //!   the owner and then its next owner go down, the next owner has passed the owner's
-//!   report on to the node taking over. Left open: the owner and its next owner going down
-//!   at once (within one membership change) loses what only they knew (a node that comes
-//!   back is asked again);
+//!   report on to the node taking over. Left open: the owner and both its next owners
+//!   going down at once (within one membership change) loses what only they knew until
+//!   one is back (a node that comes back is asked again);
 //! - a node that cannot reach the owner, or whose owner is of an older protocol, asks every
 //!   live node, as before owners kept totals, and counts a node that is down as it last
 //!   heard of it.
@@ -107,7 +108,7 @@ impl Ledger {
         }
     }
 
-    /// The report of a node's total to the team's owner (or its next owner).
+    /// The report of a node's total to the team's owner (or its next owners).
     fn report(self, team: &str, month: Month, tally: Tally) -> Request {
         let (team, total) = (team.to_owned(), tally.total);
         match self {
@@ -163,23 +164,23 @@ impl Tally {
     }
 }
 
-/// To whom a node's total goes: the team's owner, its next owner, or both.
+/// To whom a node's total goes: the team's owner, its next owners, or all of them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct To {
     /// The team's owner.
     pub owner: bool,
-    /// The team's next owner (see [`Cluster::next_owner_of`]).
-    pub next_owner: bool,
+    /// The team's next owners (see [`Cluster::next_owners_of`]).
+    pub next_owners: bool,
 }
 
 impl To {
-    const OWNER: Self = Self { owner: true, next_owner: false };
-    const NEXT_OWNER: Self = Self { owner: false, next_owner: true };
-    const BOTH: Self = Self { owner: true, next_owner: true };
+    const OWNER: Self = Self { owner: true, next_owners: false };
+    const NEXT_OWNERS: Self = Self { owner: false, next_owners: true };
+    const ALL: Self = Self { owner: true, next_owners: true };
 
     /// Both `self`'s and `other`'s.
     fn and(self, other: Self) -> Self {
-        Self { owner: self.owner || other.owner, next_owner: self.next_owner || other.next_owner }
+        Self { owner: self.owner || other.owner, next_owners: self.next_owners || other.next_owners }
     }
 }
 
@@ -357,9 +358,9 @@ impl Credits {
     }
 
     /// Notes that the team's total grew here (it is reported soon, to the owner and the
-    /// next owner).
+    /// next owners).
     pub(super) fn charged(&self, ledger: Ledger, team: &str) {
-        self.unreported_to(ledger, team, To::BOTH);
+        self.unreported_to(ledger, team, To::ALL);
     }
 
     /// Notes that the team's total is still to be reported to `to`.
@@ -443,8 +444,8 @@ impl Teams {
         let mut to: HashMap<String, Vec<(ReportKey, Report)>> = HashMap::new();
         for heard in self.credits.heard_of_down(live, cluster.name()) {
             let key = team_key(&heard.0.team);
-            let owners = [Some(cluster.owner_of(&key)), cluster.next_owner_of(&key)];
-            for node in owners.into_iter().flatten() {
+            let owners = std::iter::once(cluster.owner_of(&key)).chain(cluster.next_owners_of(&key));
+            for node in owners {
                 if node != cluster.name() && cluster.version_of(&node).is_some_and(|v| v >= RELAYS_SINCE) {
                     to.entry(node).or_default().push(heard.clone());
                 }
@@ -461,13 +462,13 @@ impl Teams {
     /// [`Teams::charge`], and in a cluster the team's owner told before this returns (so
     /// that the team's next request, through any node, is checked with this charge
     /// counted; when the owner does not answer the report is sent again later). The next
-    /// owner's copy goes within [`REPORT_AFTER`]: a next owner that hangs does not hold
+    /// owners' copies go within [`REPORT_AFTER`]: a next owner that hangs does not hold
     /// the answer.
     pub async fn charge_reported(&self, team: &TeamId, credits: u64) -> Result<(), StoreError> {
         self.write_charge(team, credits)?;
         if let Some(cluster) = self.cluster.get().filter(|_| credits > 0) {
             let missed = self.report(cluster, Ledger::Credits, team.as_str(), To::OWNER).await;
-            self.credits.unreported_to(Ledger::Credits, team.as_str(), missed.and(To::NEXT_OWNER));
+            self.credits.unreported_to(Ledger::Credits, team.as_str(), missed.and(To::NEXT_OWNERS));
         }
         Ok(())
     }
@@ -484,17 +485,21 @@ impl Teams {
     }
 
     /// Reports this node's month's total of `team` in `ledger` to the team's owner, its
-    /// next owner (see [`Cluster::next_owner_of`]) or both (`to`), at once; what was
-    /// missed: those that should have had it and did not answer.
+    /// next owners (see [`Cluster::next_owners_of`]) or all of them (`to`), at once; what
+    /// was missed: those that should have had it and did not answer (the next owners
+    /// missed when one of them did: a report is a total, so a repeat changes nothing).
     async fn report(&self, cluster: &Cluster, ledger: Ledger, team: &str, to: To) -> To {
         let key = team_key(team);
         let takes = |node: &String| {
             node != cluster.name() && cluster.version_of(node).is_some_and(|v| v >= ledger.since())
         };
         let owner = to.owner.then(|| cluster.owner_of(&key)).filter(takes);
-        let next = to.next_owner.then(|| cluster.next_owner_of(&key)).flatten().filter(takes);
+        let next: Vec<String> = match to.next_owners {
+            true => cluster.next_owners_of(&key).into_iter().filter(takes).collect(),
+            false => Vec::new(),
+        };
         let Ok(id) = TeamId::parse(team) else { return To::default() };
-        if owner.is_none() && next.is_none() {
+        if owner.is_none() && next.is_empty() {
             return To::default();
         }
         let month = month_of(time::now_ms());
@@ -506,8 +511,9 @@ impl Teams {
                 None => true,
             }
         };
-        let (owner_heard, next_heard) = futures::future::join(heard(owner), heard(next)).await;
-        To { owner: !owner_heard, next_owner: !next_heard }
+        let next_heard = futures::future::join_all(next.into_iter().map(|node| heard(Some(node))));
+        let (owner_heard, next_heard) = futures::future::join(heard(owner), next_heard).await;
+        To { owner: !owner_heard, next_owners: !next_heard.into_iter().all(|h| h) }
     }
 
     /// Credits the team used in `month` on every node (this one alone when it is not part
@@ -742,15 +748,15 @@ mod tests {
         let credits = Credits::default();
         credits.unreported_to(Ledger::Credits, "t", To::default());
         assert!(credits.take_unreported().is_empty(), "nothing to report is not queued");
-        credits.unreported_to(Ledger::Credits, "t", To::NEXT_OWNER);
-        credits.unreported_to(Ledger::Tokens, "t", To::NEXT_OWNER);
+        credits.unreported_to(Ledger::Credits, "t", To::NEXT_OWNERS);
+        credits.unreported_to(Ledger::Tokens, "t", To::NEXT_OWNERS);
         credits.charged(Ledger::Credits, "t");
         let mut taken = credits.take_unreported();
         taken.sort_by_key(|((ledger, _), _)| ledger.byte());
         let t = || "t".to_owned();
-        assert_eq!(taken, vec![((Ledger::Credits, t()), To::BOTH), ((Ledger::Tokens, t()), To::NEXT_OWNER)]);
+        assert_eq!(taken, vec![((Ledger::Credits, t()), To::ALL), ((Ledger::Tokens, t()), To::NEXT_OWNERS)]);
         assert!(credits.take_unreported().is_empty());
-        assert_eq!(To::OWNER.and(To::NEXT_OWNER), To::BOTH);
+        assert_eq!(To::OWNER.and(To::NEXT_OWNERS), To::ALL);
     }
 
     #[test]

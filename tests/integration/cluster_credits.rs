@@ -3,7 +3,8 @@
 //! down (the team's owner keeps every node's reported total, on its disk too), also when
 //! it goes down with the team's owner (the next owner has a copy), or reported while the
 //! owner was down (the node that heard it passes it on to the owner), also when the owner
-//! and then its next owner go down (the next owner passes the owner's report on), and a
+//! and then its next owner go down (the next owner passes the owner's report on) or both
+//! at once (the third node had a copy of each report), and a
 //! node of the previous protocol version, which reports nothing, is counted too. A team's
 //! queue, as `/v2/team/queue-status` shows it, is the whole cluster's through any node.
 
@@ -201,6 +202,30 @@ async fn an_owner_and_its_next_owner_going_down_one_after_the_other_leave_their_
     // now, as the membership changes (one call; given a moment).
     tokio::time::sleep(Duration::from_secs(1)).await;
     nodes[next].process.take().expect("next owner").kill9();
+    let survivor = &nodes[third];
+    survivor.wait_live(&[survivor.name.as_str()], Duration::from_secs(10)).await;
+    assert_eq!(remaining(survivor, key).await, Some(2), "what the two down nodes spent still counts");
+    assert_eq!(scrapes(&[survivor], key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
+}
+
+/// The team's owner and its next owner, both having spent credits, go down at once (one
+/// membership change, as when `chaos.sh` kills one node and freezes another): the third
+/// node, the team's second next owner, had a copy of what each reported, so the survivor
+/// counts what both spent.
+#[tokio::test]
+async fn an_owner_and_its_next_owner_going_down_at_once_leave_their_spending_counted() {
+    let site = crate::common::FixtureSite::start();
+    let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
+    let key = "fc-small-team-key-10";
+    let (mut nodes, [owner, next, third]) = owner_next_and_third(&plan, key).await;
+    assert_eq!(scrapes(&[&nodes[owner]], key, &site.url("/article"), 2).await, (2, 0));
+    assert_eq!(scrapes(&[&nodes[next]], key, &site.url("/article"), 1).await, (1, 0));
+    assert_eq!(remaining(&nodes[third], key).await, Some(2), "the third node has met the key");
+    // The copies reach the third node within 50 ms of the charges.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for gone in [owner, next] {
+        nodes[gone].process.take().expect("node").kill9();
+    }
     let survivor = &nodes[third];
     survivor.wait_live(&[survivor.name.as_str()], Duration::from_secs(10)).await;
     assert_eq!(remaining(survivor, key).await, Some(2), "what the two down nodes spent still counts");
