@@ -366,10 +366,7 @@ impl Cluster {
     /// nor the owner (fewer when fewer others are live). Should the owner and the first of
     /// them go down at once, the second takes `key` over (or this node, if it comes first).
     pub fn next_owners_of(&self, key: &str) -> Vec<String> {
-        let live = self.live();
-        let mut order = place::in_order(&live, key);
-        order.next();
-        order.filter(|m| *m != self.name()).take(NEXT_OWNERS).map(str::to_owned).collect()
+        place::next_owners(&self.live(), key, self.name(), NEXT_OWNERS)
     }
 
     /// The tag job ids made on this node carry.

@@ -46,6 +46,12 @@ pub fn in_order<'m>(members: &'m [String], key: &str) -> impl Iterator<Item = &'
     weighed.into_iter().map(|(_, m)| m)
 }
 
+/// The first `n` members after `key`'s owner in its order, but `me`: those that take `key`
+/// over should the owner go down with `me` (the second once the first is down too).
+pub fn next_owners(members: &[String], key: &str, me: &str, n: usize) -> Vec<String> {
+    in_order(members, key).skip(1).filter(|m| *m != me).take(n).map(str::to_owned).collect()
+}
+
 /// The protocol version from which sites are placed by host rather than by origin.
 pub const BY_HOST_SINCE: u32 = 9;
 
@@ -103,6 +109,16 @@ mod tests {
             assert_eq!(Some(order[1]), owner(&rest, k), "{k}");
             assert_eq!(Some(order[2]), owner(&names(&[order[2]]), k), "{k}");
         }
+        // The next owners: after the owner, never the asking node, as many as asked.
+        let four = names(&["a", "b", "c", "d"]);
+        for k in &keys {
+            let order: Vec<&str> = in_order(&four, k).collect();
+            assert_eq!(next_owners(&four, k, order[0], 2), [order[1], order[2]]);
+            assert_eq!(next_owners(&four, k, order[1], 2), [order[2], order[3]]);
+            assert_eq!(next_owners(&four, k, order[3], 2), [order[1], order[2]]);
+            assert_eq!(next_owners(&four, k, order[2], 5), [order[1], order[3]]);
+        }
+        assert!(next_owners(&names(&["a"]), "x", "a", 2).is_empty());
         // Fixed values: a change of the hash would move every site in a mixed-build cluster.
         assert_eq!(weight("node-1", "example.com"), weight("node-1", "example.com"));
         assert_eq!(owner(&three, "example.com"), owner(&names(&["c", "b", "a"]), "example.com"));

@@ -7,14 +7,15 @@
 //! - a node that charged a team reports its month's total to the team's owner, and a copy
 //!   to each of the team's two **next owners** (the nodes that take the team over should
 //!   the owner, or the owner and the first of them, go down with the reporting node; see
-//!   [`Cluster::next_owners_of`]; the owner itself reports to them too): before it answers a request whose answer waits for the charge
-//!   (scrape, map, parse, search; see [`Teams::charge_reported`]), so the team's next
-//!   request is checked with it through any node, and the copies within [`REPORT_AFTER`]
-//!   (a next owner that hangs holds no answer); all within [`REPORT_AFTER`] for work
-//!   charged in the background (crawl and batch pages, browser sessions, model jobs).
-//!   Tokens a team's model calls used here are reported the same way, within
-//!   [`REPORT_AFTER`], with their part per API key. A report holds the total, not the
-//!   charge, so a report lost or repeated changes nothing; a failed report is sent again;
+//!   [`Cluster::next_owners_of`]; the owner itself reports to them too): before it answers
+//!   a request whose answer waits for the charge (scrape, map, parse, search; see
+//!   [`Teams::charge_reported`]), so the team's next request is checked with it through any
+//!   node, and the copies within [`REPORT_AFTER`] (a next owner that hangs holds no
+//!   answer); all within [`REPORT_AFTER`] for work charged in the background (crawl and
+//!   batch pages, browser sessions, model jobs). Tokens a team's model calls used here are
+//!   reported the same way, within [`REPORT_AFTER`], with their part per API key. A report
+//!   holds the total, not the charge, so a report lost or repeated changes nothing; a
+//!   failed report is sent again;
 //! - a credit check (or a token report) adds this node's own ledger to what the owner
 //!   answers: its own ledger and the others' totals as reported. The owner asks a live node
 //!   it has not heard from since the last membership change (the node may have reported to
@@ -26,15 +27,15 @@
 //!   of a team's history ([`crate::store::ledger::HISTORY_MONTHS`]): an owner that restarts
 //!   still counts what a node that is down spent, and when the owner goes down with a node
 //!   that spent, the next owner has that node's copy (and should the next owner go down
-//!   too, at once, the node after it has both the owner's and the spender's). At every membership change each node
-//!   passes on what nodes that are down reported to it to those teams' owners and next
-//!   owners ([`Teams::relay_down`]), which take it where larger than what they know and
-//!   nothing was heard from the node itself since the change: an owner that was down when
-//!   a node reported, or a node that joined and outranks the owner, has it too, and when
-//!   the owner and then its next owner go down, the next owner has passed the owner's
-//!   report on to the node taking over. Left open: the owner and both its next owners
-//!   going down at once (within one membership change) loses what only they knew until
-//!   one is back (a node that comes back is asked again);
+//!   too, at once, the node after it has both the owner's and the spender's). At every
+//!   membership change each node passes on what nodes that are down reported to it to those
+//!   teams' owners and next owners ([`Teams::relay_down`]), which take it where larger than
+//!   what they know and nothing was heard from the node itself since the change: an owner
+//!   that was down when a node reported, or a node that joined and outranks the owner, has
+//!   it too, and when the owner and then its next owner go down, the next owner has passed
+//!   the owner's report on to the node taking over. Left open: the owner and both its next
+//!   owners going down at once (within one membership change) loses what only they knew
+//!   until one is back (a node that comes back is asked again);
 //! - a node that cannot reach the owner, or whose owner is of an older protocol, asks every
 //!   live node, as before owners kept totals, and counts a node that is down as it last
 //!   heard of it.
