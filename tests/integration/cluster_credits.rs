@@ -145,10 +145,7 @@ async fn the_next_owner_counts_what_the_owner_and_a_spender_spent_when_both_go_d
     for gone in [owner, spender] {
         nodes[gone].process.take().expect("node").kill9();
     }
-    let survivor = &nodes[next];
-    survivor.wait_live(&[survivor.name.as_str()], Duration::from_secs(10)).await;
-    assert_eq!(remaining(survivor, key).await, Some(2), "what the two down nodes spent still counts");
-    assert_eq!(scrapes(&[survivor], key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
+    the_survivor_counts_both(&nodes[next], key, &site).await;
 }
 
 /// A node spends a team's credits while the team's owner is down (its report goes to the
@@ -184,28 +181,41 @@ async fn an_owner_that_was_down_when_a_spender_reported_counts_it_once_the_spend
     assert_eq!(scrapes(&both, key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
 }
 
+/// Three nodes with a team of 5 credits (`key`), of which its owner spent 2 and its next
+/// owner 1, seen through the third node; the places of the three as
+/// [`owner_next_and_third`] gives them.
+async fn owner_and_next_spent(key: &str) -> (crate::common::FixtureSite, Vec<Node>, [usize; 3]) {
+    let site = crate::common::FixtureSite::start();
+    let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
+    let (nodes, [owner, next, third]) = owner_next_and_third(&plan, key).await;
+    assert_eq!(scrapes(&[&nodes[owner]], key, &site.url("/article"), 2).await, (2, 0));
+    assert_eq!(scrapes(&[&nodes[next]], key, &site.url("/article"), 1).await, (1, 0));
+    assert_eq!(remaining(&nodes[third], key).await, Some(2), "the third node has met the key");
+    (site, nodes, [owner, next, third])
+}
+
+/// Once `survivor` is the only live node, it counts the 3 credits the two down nodes
+/// spent: 2 left, 2 scrapes pass and 2 are refused.
+async fn the_survivor_counts_both(survivor: &Node, key: &str, site: &crate::common::FixtureSite) {
+    survivor.wait_live(&[survivor.name.as_str()], Duration::from_secs(10)).await;
+    assert_eq!(remaining(survivor, key).await, Some(2), "what the two down nodes spent still counts");
+    assert_eq!(scrapes(&[survivor], key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
+}
+
 /// The team's owner, having spent credits itself, goes down, and then its next owner (the
 /// team's owner meanwhile): the next owner passed the first owner's report on to the third
 /// node at the first change, so the survivor counts what both spent.
 #[tokio::test]
 async fn an_owner_and_its_next_owner_going_down_one_after_the_other_leave_their_spending_counted() {
-    let site = crate::common::FixtureSite::start();
-    let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
     let key = "fc-small-team-key-7";
-    let (mut nodes, [owner, next, third]) = owner_next_and_third(&plan, key).await;
-    assert_eq!(scrapes(&[&nodes[owner]], key, &site.url("/article"), 2).await, (2, 0));
-    assert_eq!(scrapes(&[&nodes[next]], key, &site.url("/article"), 1).await, (1, 0));
-    assert_eq!(remaining(&nodes[third], key).await, Some(2), "the third node has met the key");
+    let (site, mut nodes, [owner, next, third]) = owner_and_next_spent(key).await;
     kill_leaving(&mut nodes, owner, [next, third]).await;
     assert_eq!(remaining(&nodes[third], key).await, Some(2), "the next owner counts the owner's copy");
     // The next owner passes the owner's report on to the third node, the team's next owner
     // now, as the membership changes (one call; given a moment).
     tokio::time::sleep(Duration::from_secs(1)).await;
     nodes[next].process.take().expect("next owner").kill9();
-    let survivor = &nodes[third];
-    survivor.wait_live(&[survivor.name.as_str()], Duration::from_secs(10)).await;
-    assert_eq!(remaining(survivor, key).await, Some(2), "what the two down nodes spent still counts");
-    assert_eq!(scrapes(&[survivor], key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
+    the_survivor_counts_both(&nodes[third], key, &site).await;
 }
 
 /// The team's owner and its next owner, both having spent credits, go down at once (one
@@ -214,22 +224,14 @@ async fn an_owner_and_its_next_owner_going_down_one_after_the_other_leave_their_
 /// counts what both spent.
 #[tokio::test]
 async fn an_owner_and_its_next_owner_going_down_at_once_leave_their_spending_counted() {
-    let site = crate::common::FixtureSite::start();
-    let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
     let key = "fc-small-team-key-10";
-    let (mut nodes, [owner, next, third]) = owner_next_and_third(&plan, key).await;
-    assert_eq!(scrapes(&[&nodes[owner]], key, &site.url("/article"), 2).await, (2, 0));
-    assert_eq!(scrapes(&[&nodes[next]], key, &site.url("/article"), 1).await, (1, 0));
-    assert_eq!(remaining(&nodes[third], key).await, Some(2), "the third node has met the key");
+    let (site, mut nodes, [owner, next, third]) = owner_and_next_spent(key).await;
     // The copies reach the third node within 50 ms of the charges.
     tokio::time::sleep(Duration::from_millis(500)).await;
     for gone in [owner, next] {
         nodes[gone].process.take().expect("node").kill9();
     }
-    let survivor = &nodes[third];
-    survivor.wait_live(&[survivor.name.as_str()], Duration::from_secs(10)).await;
-    assert_eq!(remaining(survivor, key).await, Some(2), "what the two down nodes spent still counts");
-    assert_eq!(scrapes(&[survivor], key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
+    the_survivor_counts_both(&nodes[third], key, &site).await;
 }
 
 /// The team's owner restarts while a node that spent the team's credits is down: it reads
