@@ -27,8 +27,11 @@
 //!
 //! A request let go is not yet written, so a site with an interval is also held to it at
 //! the socket: its requests go through [`super::paced`], whose connections take a second
-//! turn from the site's pace ([`Pace::poll_write_turn`], found by host with [`of_host`])
-//! in the poll that writes the request.
+//! turn from the site's pace ([`Pace::poll_write_start`], found by host with [`of_host`])
+//! in the poll that writes the request. The next write turn waits until that request's
+//! first bytes are out and counts from then ([`Writing`]): a thread held up between its
+//! turn and its write, or in the write after the bytes left, cannot bring two requests
+//! closer on the wire than the interval.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -50,6 +53,12 @@ pub const LENT_ALLOWANCE: Duration = Duration::from_millis(10);
 /// the turn as taken when it comes back keeps the interval whatever the hop's way took.
 /// A node that never gives it back (it went down) holds the site up this long at most.
 pub const LENT_HOLD: Duration = Duration::from_secs(2);
+
+/// Longest the site's next write turn waits for a request whose turn was taken on this node
+/// to have its first bytes out (see [`Writing`]). A thread held up between the turn and the
+/// write, or in the write itself after the bytes left, is held up milliseconds; a write
+/// that cannot go (the site reads nothing) holds the site's other requests this long.
+pub const WRITE_HOLD: Duration = Duration::from_millis(250);
 
 /// Every live pace by scope (one per HTTP engine, so servers sharing a process keep apart)
 /// and host: the latest one made for a host is the one its writes keep to.
@@ -229,6 +238,45 @@ struct State {
     /// Turns lent with their places and not given back yet, and when the latest was lent.
     lent: usize,
     lent_at: Option<Instant>,
+    /// The request written on this node whose turn was taken last and whose first bytes
+    /// are not out yet (its number and when its turn was taken), and how many were.
+    writing: Option<(u64, Instant)>,
+    writes: u64,
+}
+
+/// Which of a site's turns is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    /// A request let go (see [`Pace::before_request`]).
+    Request,
+    /// A request's write, lent to another node's redirect hop (see [`Pace::lend_turn`]).
+    Lent,
+    /// A request's write on this node, out when its [`Writing`] says so.
+    Write,
+}
+
+/// A request's write turn taken on this node, its bytes not yet out: the site's next write
+/// turn waits until they are (or [`WRITE_HOLD`]), so that on the wire the next request is
+/// an interval after this one even when the thread writing it was held up after taking
+/// the turn, or after the bytes left and before it could say so.
+#[derive(Debug)]
+pub struct Writing(Option<(Arc<Pace>, u64)>);
+
+impl Writing {
+    /// The request's first bytes are out: the next turn counts from now.
+    pub fn wrote(mut self) {
+        if let Some((pace, number)) = self.0.take() {
+            pace.done_writing(number, true);
+        }
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        if let Some((pace, number)) = self.0.take() {
+            pace.done_writing(number, false);
+        }
+    }
 }
 
 /// A turn lent with its place: given back when dropped (see [`Pace::lend_turn`]).
@@ -277,7 +325,15 @@ impl Pace {
         // back to this node, or the node lost touch with the others and claimed it again)
         // may start while the old one's last request is only just out.
         let last = Some(Instant::now());
-        let state = Mutex::new(State { interval, last, written: last, lent: 0, lent_at: None });
+        let state = Mutex::new(State {
+            interval,
+            last,
+            written: last,
+            lent: 0,
+            lent_at: None,
+            writing: None,
+            writes: 0,
+        });
         let pace = Arc::new(Self {
             scope,
             host: host.to_owned(),
@@ -367,9 +423,10 @@ impl Pace {
         if state.interval.is_zero() { Duration::ZERO } else { state.interval + self.margin }
     }
 
-    /// Takes the turn kept in `turn` (the latest release, or the latest write) when it is
-    /// due, counting it as taken now; else says when it will be.
-    fn take_turn(&self, turn: fn(&mut State) -> &mut Option<Instant>) -> Result<(), Instant> {
+    /// Takes a turn of kind `turn` when it is due, counting it as taken now; else says when
+    /// it will be. A write turn also waits for a request written here to be out (see
+    /// [`Writing`]); one of kind [`Turn::Write`] is such a request, numbered.
+    fn take_turn(&self, turn: Turn) -> Result<u64, Instant> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let (now, gap) = (Instant::now(), self.gap(&state));
         if state.lent > 0 && state.lent_at.is_some_and(|at| now < at + LENT_HOLD) {
@@ -377,24 +434,33 @@ impl Pace {
             // node's hop has its answer).
             return Err(now + Duration::from_millis(1));
         }
-        let taken = turn(&mut state);
-        match taken.map(|at| at + gap) {
-            Some(due) if due > now => Err(due),
-            _ => {
-                *taken = Some(now);
-                Ok(())
-            }
+        if turn != Turn::Request && state.writing.is_some_and(|(_, at)| now < at + WRITE_HOLD) {
+            // Looked at again in a moment: the write before is out within microseconds
+            // unless its thread is held up.
+            return Err(now + Duration::from_millis(1));
         }
+        let taken = if turn == Turn::Request { &mut state.last } else { &mut state.written };
+        if let Some(due) = taken.map(|at| at + gap).filter(|due| *due > now) {
+            return Err(due);
+        }
+        *taken = Some(now);
+        state.writes += 1;
+        if turn == Turn::Write {
+            state.writing = Some((state.writes, now));
+        }
+        Ok(state.writes)
     }
 
-    /// Ready when a request to the site may be written (an interval and its margin after
-    /// the one written before), and counts it as written; else waits on `wait`, a timer
-    /// kept by the caller between polls.
-    pub fn poll_write_turn(&self, cx: &mut Context<'_>, wait: &mut Option<Pin<Box<Sleep>>>) -> Poll<()> {
+    /// Ready when a turn of kind `turn` is taken (see [`Pace::take_turn`]); else waits on
+    /// `wait`, a timer kept by the caller between polls.
+    fn poll_turn(&self, turn: Turn, cx: &mut Context<'_>, wait: &mut Option<Pin<Box<Sleep>>>) -> Poll<u64> {
         loop {
-            let Err(at) = self.take_turn(|state| &mut state.written) else {
-                *wait = None;
-                return Poll::Ready(());
+            let at = match self.take_turn(turn) {
+                Ok(number) => {
+                    *wait = None;
+                    return Poll::Ready(number);
+                }
+                Err(at) => at,
             };
             let timer = wait.get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
             timer.as_mut().reset(at);
@@ -404,11 +470,34 @@ impl Pace {
         }
     }
 
-    /// The request whose turn was taken last has its first bytes out: the next turn counts
-    /// from now, if that is later than when the turn was taken.
-    pub fn wrote_now(&self) {
+    /// Ready when a request to the site may be written (an interval and its margin after
+    /// the one written before, which is out), and counts it as written; else waits on
+    /// `wait`, a timer kept by the caller between polls. For a turn that is not written
+    /// here (lent to another node's hop).
+    pub fn poll_write_turn(&self, cx: &mut Context<'_>, wait: &mut Option<Pin<Box<Sleep>>>) -> Poll<()> {
+        self.poll_turn(Turn::Lent, cx, wait).map(|_| ())
+    }
+
+    /// [`Pace::poll_write_turn`] for a request written here: ready with what to tell once
+    /// its first bytes are out.
+    pub fn poll_write_start(
+        self: &Arc<Self>,
+        cx: &mut Context<'_>,
+        wait: &mut Option<Pin<Box<Sleep>>>,
+    ) -> Poll<Writing> {
+        self.poll_turn(Turn::Write, cx, wait).map(|number| Writing(Some((Arc::clone(self), number))))
+    }
+
+    /// The request written here numbered `number` has its first bytes out (`out`: the
+    /// next turn counts from now, if later than its turn), or will never have them.
+    fn done_writing(&self, number: u64, out: bool) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.written = state.written.max(Some(Instant::now()));
+        if state.writing.is_some_and(|(writing, _)| writing == number) {
+            state.writing = None;
+        }
+        if out {
+            state.written = state.written.max(Some(Instant::now()));
+        }
     }
 
     /// The interval between two requests to the site (without the margin).
@@ -431,7 +520,7 @@ impl Pace {
         }
         let slot = self.slot().await;
         loop {
-            let Err(at) = self.take_turn(|state| &mut state.last) else { return slot };
+            let Err(at) = self.take_turn(Turn::Request) else { return slot };
             // Another request may take the turn meanwhile; then this one waits again.
             tokio::time::sleep_until(at).await;
         }
@@ -498,237 +587,4 @@ async fn turn_for(url: &Url, watched: bool) -> Option<Slot> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_sites_of_one_host_share_its_pace_within_one_engines_scope() {
-        let (scope, other) = (new_scope(), new_scope());
-        let first = Pace::of_site(scope, "shared-host.test", Duration::ZERO, Duration::ZERO);
-        let second = Pace::of_site(scope, "shared-host.test", Duration::ZERO, Duration::ZERO);
-        assert!(Arc::ptr_eq(&first, &second), "two sites of the host, one pace");
-        let elsewhere = Pace::of_site(other, "shared-host.test", Duration::ZERO, Duration::ZERO);
-        assert!(!Arc::ptr_eq(&first, &elsewhere), "another engine (another server) keeps its own");
-        assert!(of_host(scope, "shared-host.test").is_some_and(|p| Arc::ptr_eq(&p, &first)));
-        drop((first, second));
-        assert!(of_host(scope, "shared-host.test").is_none(), "gone with its last site");
-    }
-
-    const HOUR: Duration = Duration::from_secs(3600);
-
-    fn page(host: &str) -> Url {
-        Url::parse(&format!("http://{host}/a")).unwrap()
-    }
-
-    #[tokio::test]
-    async fn requests_to_the_site_go_an_interval_and_its_margin_apart() {
-        let pace = Pace::new("site.test", Duration::from_millis(40), Duration::from_millis(20));
-        let site = page("site.test");
-        let start = Instant::now();
-        let _ = pace.before_request(&site).await;
-        let _ = pace.before_request(&site).await;
-        assert!(start.elapsed() >= Duration::from_millis(60), "{:?}", start.elapsed());
-        // Two waiting at once take turns.
-        let _ = tokio::join!(pace.before_request(&site), pace.before_request(&site));
-        assert!(start.elapsed() >= Duration::from_millis(180), "{:?}", start.elapsed());
-    }
-
-    #[tokio::test]
-    async fn a_hop_to_another_site_keeps_to_that_sites_pace() {
-        let from = Pace::new("hop-from.test", Duration::ZERO, Duration::ZERO);
-        let to = Pace::new("hop-to.test", HOUR, Duration::ZERO);
-        let (elsewhere, nowhere) = (page("hop-to.test"), page("hop-nowhere.test"));
-        assert!(!spaces(&elsewhere), "outside a site's actor nothing is spaced");
-        PACE.scope(Arc::clone(&from), async {
-            assert!(spaces(&elsewhere) && !spaces(&nowhere));
-            let waited = tokio::time::timeout(Duration::from_millis(300), before_request(&elsewhere)).await;
-            assert!(waited.is_err(), "the other site's turn was taken when its pace started");
-            tokio::time::timeout(Duration::from_secs(10), before_request(&nowhere))
-                .await
-                .expect("a site with no actor here is not held");
-        })
-        .await;
-        drop(to);
-    }
-
-    #[tokio::test]
-    async fn a_hop_to_a_site_another_node_holds_waits_for_the_turn_that_node_lends() {
-        let from = Pace::new("lend-from.test", Duration::ZERO, Duration::ZERO);
-        let local = Pace::new("lend-local.test", Duration::ZERO, Duration::ZERO);
-        // The "other node": the pace of its actor of `lend-remote.test`, held in a site
-        // actor there and reached through `elsewhere` (a call across the cluster in a node).
-        let remote = Pace::new("lend-remote-elsewhere.test", Duration::from_millis(200), Duration::ZERO);
-        let asked = Arc::new(Mutex::new(Vec::new()));
-        let (lender, seen) = (Arc::clone(&remote), Arc::clone(&asked));
-        from.elsewhere(Arc::new(move |url: &Url| {
-            let host = url.host_str()?.to_owned();
-            seen.lock().unwrap().push(host.clone());
-            let lender = Arc::clone(&lender);
-            let url = page("lend-remote-elsewhere.test");
-            Some(Box::pin(async move {
-                let lending = lender.lend_turn(&url, false).await;
-                (host != "lend-refused.test").then_some(Borrowed::new(lending.place, None))
-            }) as BoxFuture<'static, Option<Borrowed>>)
-        }));
-        PACE.scope(Arc::clone(&from), async {
-            assert!(before_request(&page("lend-from.test")).await.is_some(), "its own site");
-            assert!(before_request(&page("lend-local.test")).await.is_some(), "a site whose actor is here");
-            let start = Instant::now();
-            assert!(before_request(&page("lend-remote.test")).await.is_some());
-            assert!(before_request(&page("lend-remote.test")).await.is_some());
-            // The remote pace started 200 ms before its first lent turn at the latest, and
-            // the second turn came an interval after the first.
-            assert!(start.elapsed() >= Duration::from_millis(200), "{:?}", start.elapsed());
-            assert!(
-                before_request(&page("lend-refused.test")).await.is_none(),
-                "a turn not had stops the request"
-            );
-        })
-        .await;
-        assert_eq!(*asked.lock().unwrap(), ["lend-remote.test", "lend-remote.test", "lend-refused.test"]);
-        drop(local);
-    }
-
-    #[tokio::test]
-    async fn a_sites_requests_in_flight_keep_to_its_limit_redirect_hops_included() {
-        let from = Pace::new("limit-from.test", Duration::ZERO, Duration::ZERO);
-        let to = Pace::new("limit-to.test", Duration::ZERO, Duration::ZERO);
-        to.limit(2);
-        let site = page("limit-to.test");
-        // One request of the site's own actor, and a redirect hop from another site's fetch.
-        let own = to.before_request(&site).await;
-        let hop = PACE.scope(Arc::clone(&from), before_request(&site)).await.expect("the hop goes");
-        // A third, a hop too, waits until one of them has its answer.
-        let (third_from, third_site) = (Arc::clone(&from), site.clone());
-        let third = tokio::spawn(PACE.scope(third_from, async move { before_request(&third_site).await }));
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        assert!(!third.is_finished(), "a third request while two are in flight");
-        drop(own);
-        let third =
-            tokio::time::timeout(Duration::from_secs(10), third).await.expect("goes once one is answered");
-        assert!(third.expect("task").is_some());
-        // A site without a limit takes no place.
-        let free = PACE.scope(Arc::clone(&from), before_request(&page("limit-from.test"))).await;
-        assert!(free.is_some());
-        drop(hop);
-    }
-
-    #[tokio::test]
-    async fn a_turn_lent_with_its_place_holds_the_sites_requests_until_it_comes_back() {
-        let pace = Pace::new("held.test", Duration::from_millis(50), Duration::ZERO);
-        let site = page("held.test");
-        let lent = pace.lend_turn(&site, true).await;
-        let (own_pace, own_site) = (Arc::clone(&pace), site.clone());
-        let own = tokio::spawn(async move {
-            let _ = own_pace.before_request(&own_site).await;
-            Instant::now()
-        });
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(!own.is_finished(), "the site's own request waits while the lent turn is out");
-        let back = Instant::now();
-        drop(lent);
-        let went = tokio::time::timeout(Duration::from_secs(10), own).await.expect("goes").expect("task");
-        assert!(went >= back + Duration::from_millis(50), "an interval after the turn came back");
-    }
-
-    #[tokio::test]
-    async fn a_turn_lent_with_its_place_comes_back_when_the_hop_is_written_and_the_place_later() {
-        let pace = Pace::new("written.test", Duration::from_millis(50), Duration::ZERO);
-        pace.limit(2);
-        let site = page("written.test");
-        let Lending { place, turn } = pace.lend_turn(&site, true).await;
-        let (own_pace, own_site) = (Arc::clone(&pace), site.clone());
-        let own = tokio::spawn(async move {
-            let own_place = own_pace.before_request(&own_site).await;
-            (Instant::now(), own_place)
-        });
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(!own.is_finished(), "the site's own request waits while the lent turn is out");
-        let written = Instant::now();
-        drop(turn);
-        let (went, own_place) =
-            tokio::time::timeout(Duration::from_secs(10), own).await.expect("goes").expect("task");
-        assert!(went >= written + Duration::from_millis(50), "an interval after the hop was written");
-        // The hop still holds its place: a third request waits for one of the two.
-        let third = tokio::time::timeout(Duration::from_millis(300), pace.before_request(&site)).await;
-        assert!(third.is_err(), "two places of two are taken");
-        drop((place, own_place));
-    }
-
-    #[tokio::test]
-    async fn the_next_write_turn_counts_from_when_the_request_was_out() {
-        let pace = Pace::new("stamp.test", Duration::from_millis(100), Duration::ZERO);
-        let mut wait = None;
-        std::future::poll_fn(|cx| pace.poll_write_turn(cx, &mut wait)).await;
-        // The thread that took the turn is held up before its bytes go out.
-        tokio::time::sleep(Duration::from_millis(60)).await;
-        let out = Instant::now();
-        pace.wrote_now();
-        std::future::poll_fn(|cx| pace.poll_write_turn(cx, &mut wait)).await;
-        assert!(out.elapsed() >= Duration::from_millis(100), "an interval after the first was out");
-    }
-
-    #[tokio::test]
-    async fn only_a_hop_sent_through_the_paced_client_waits_to_tell_its_write() {
-        let from = Pace::new("proxied-from.test", Duration::ZERO, Duration::ZERO);
-        from.elsewhere(Arc::new(|_: &Url| {
-            let on_write: OnWrite = Box::new(|| {});
-            Some(Box::pin(async move { Some(Borrowed::new(Slot::free(), Some(on_write))) })
-                as BoxFuture<'static, Option<Borrowed>>)
-        }));
-        let (scope, url) = (from.scope, page("proxied-to.test"));
-        PACE.scope(Arc::clone(&from), async {
-            let direct = before_request(&url).await.expect("a turn");
-            assert!(borrows(scope, "proxied-to.test") && spaces(&url), "waits for its write");
-            drop(direct);
-            assert!(!borrows(scope, "proxied-to.test"), "a hop gone unwritten leaves nothing waiting");
-            let proxied = before_proxied_request(&url).await.expect("a turn");
-            assert!(!borrows(scope, "proxied-to.test"), "a proxied hop is not written here");
-            drop(proxied);
-        })
-        .await;
-    }
-
-    #[tokio::test]
-    async fn a_borrowed_turn_hears_of_one_write_to_its_host() {
-        let scope = new_scope();
-        let told = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let turn = |told: &Arc<std::sync::atomic::AtomicUsize>| {
-            let told = Arc::clone(told);
-            let on_write: OnWrite = Box::new(move || {
-                told.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            });
-            Borrowed::new(Slot::free(), Some(on_write))
-        };
-        let first = borrowed(scope, "borrowed.test", turn(&told));
-        let second = borrowed(scope, "borrowed.test", turn(&told));
-        assert!(
-            borrows(scope, "borrowed.test")
-                && !borrows(scope, "other.test")
-                && !borrows(new_scope(), "borrowed.test")
-        );
-        wrote(scope, "other.test");
-        assert_eq!(told.load(std::sync::atomic::Ordering::SeqCst), 0, "a write to another host tells none");
-        wrote(scope, "borrowed.test");
-        assert_eq!(told.load(std::sync::atomic::Ordering::SeqCst), 1, "one write, one turn told");
-        // A turn dropped unwritten (its hop failed before writing) is never told.
-        drop(second);
-        wrote(scope, "borrowed.test");
-        assert_eq!(told.load(std::sync::atomic::Ordering::SeqCst), 1);
-        assert!(!borrows(scope, "borrowed.test"), "none waits any more");
-        drop(first);
-    }
-
-    #[tokio::test]
-    async fn other_hosts_pass_and_a_crawl_delay_widens_the_interval() {
-        let pace = Pace::new("site.test", Duration::ZERO, Duration::from_secs(60));
-        let (site, other) = (page("site.test"), page("other.test"));
-        let soon = |request| tokio::time::timeout(Duration::from_secs(10), request);
-        let _ = soon(pace.before_request(&site)).await.expect("no interval, no wait (nor margin)");
-        let _ = soon(pace.before_request(&site)).await.expect("no interval, no wait (nor margin)");
-        pace.widen(HOUR);
-        let _ = soon(pace.before_request(&other)).await.expect("another host does not wait");
-        let waited = tokio::time::timeout(Duration::from_millis(300), pace.before_request(&site)).await;
-        assert!(waited.is_err(), "the site's next request waits for the widened interval");
-    }
-}
+mod tests;

@@ -323,11 +323,11 @@ impl<T> PacedStream<T> {
         if self.starting {
             match pace::of_host(self.scope, &self.host) {
                 Some(pace) => {
-                    ready!(pace.poll_write_turn(cx, &mut self.wait));
+                    let writing = ready!(pace.poll_write_start(cx, &mut self.wait));
                     if !pace.may_write() {
                         return Poll::Ready(Err(io::Error::other(OutOfTouch)));
                     }
-                    self.stamp = Stamp::Pace(pace);
+                    self.stamp = Stamp::Pace(writing);
                 }
                 None => self.stamp = Stamp::Borrowed,
             }
@@ -343,7 +343,7 @@ impl<T> PacedStream<T> {
             return;
         }
         match std::mem::replace(&mut self.stamp, Stamp::Nothing) {
-            Stamp::Pace(pace) => pace.wrote_now(),
+            Stamp::Pace(writing) => writing.wrote(),
             Stamp::Borrowed => pace::wrote(self.scope, &self.host),
             Stamp::Nothing => {}
         }
@@ -355,10 +355,11 @@ impl<T> PacedStream<T> {
 enum Stamp {
     /// None (the request's bytes are already going out).
     Nothing,
-    /// The site's pace on this node, which took the request's turn as it let the write go
-    /// and counts it from when the bytes are out (a thread held up between the two would
-    /// otherwise bring the request closer to the next one on the wire).
-    Pace(Arc<pace::Pace>),
+    /// The request's write turn of its site's pace on this node, taken as the write was
+    /// let go: the site's next write waits until these bytes are out and counts from then
+    /// (a thread held up between the turn and the write, or after the bytes left, would
+    /// otherwise bring the two requests closer on the wire than the turns were).
+    Pace(pace::Writing),
     /// A turn another node lent for the request (see [`pace::wrote`]).
     Borrowed,
 }
