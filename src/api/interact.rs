@@ -287,18 +287,17 @@ pub(super) async fn run_code(view: &SessionView, work: Work) -> Result<CodeOutco
             Some(work.timeout + Duration::from_secs(15)),
         )
         .await;
-    match call {
-        Ok(ractor::rpc::CallResult::Success(Ok(outcome))) => Ok(outcome),
-        Ok(ractor::rpc::CallResult::Success(Err(why))) => {
-            Err(ApiError::new(Code::BrowserFailed, format!("The browser session ended: {why}.")))
-        }
-        _ => {
-            // The session's actor stopped: once it has, the browser actor has its end in
-            // hand before any later request (so the next call on it is 410, not a second 502).
-            let _ = view.actor.wait(Some(SESSION_STOP_WAIT)).await;
-            Err(ApiError::new(Code::BrowserFailed, "The browser session stopped while running the code."))
-        }
-    }
+    let failed = match call {
+        Ok(ractor::rpc::CallResult::Success(Ok(outcome))) => return Ok(outcome),
+        Ok(ractor::rpc::CallResult::Success(Err(why))) => format!("The browser session ended: {why}."),
+        _ => "The browser session stopped while running the code.".to_owned(),
+    };
+    // The session's browser died (its actor stops itself once the run is over) or its actor
+    // stopped: once the actor has, the browser actor has its end in hand before any later
+    // request (so the next call on it is 410, not a second 502; one that comes while the
+    // actor is still stopping finds it ended too).
+    let _ = view.actor.wait(Some(SESSION_STOP_WAIT)).await;
+    Err(ApiError::new(Code::BrowserFailed, failed))
 }
 
 /// Longest a request whose session's actor stopped waits for it to finish stopping.

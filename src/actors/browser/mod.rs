@@ -233,6 +233,20 @@ impl BrowserState {
         self.sessions.get(session).filter(|e| e.ended.is_none())
     }
 
+    /// Ends session `session` if its actor has stopped, or is stopping, and it is not
+    /// ended yet: the actor's supervision event may still be on its way (its stop can take
+    /// seconds, closing a tab of a browser that died), and a request meanwhile must find
+    /// the session destroyed, not try it again.
+    fn end_if_stopped(&mut self, session: &str) {
+        let stopped = self.sessions.get(session).is_some_and(|e| {
+            e.ended.is_none()
+                && matches!(e.view.actor.get_status(), ActorStatus::Stopping | ActorStatus::Stopped)
+        });
+        if stopped {
+            self.end(session, "its actor stopped");
+        }
+    }
+
     /// Ends session `session`: stops its actor (which closes its tab), bills it, remembers it
     /// as destroyed.
     fn end(&mut self, session: &str, why: &str) -> Option<Ended> {
@@ -331,6 +345,9 @@ impl Actor for BrowserSupervisor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             BrowserMsg::Find(key, reply) => {
+                if let Some(id) = state.resolve(&key) {
+                    state.end_if_stopped(&id);
+                }
                 let found = state.resolve(&key).and_then(|id| state.sessions.get(&id)).map(|e| {
                     let found =
                         if e.ended.is_some() { Found::Destroyed } else { Found::Active(e.view.clone()) };
@@ -353,6 +370,7 @@ impl Actor for BrowserSupervisor {
                 let _ = reply.send(answer);
             }
             BrowserMsg::Use { session, scrape, team, reply } => {
+                state.end_if_stopped(&session);
                 let answer = match state.sessions.get(&session).filter(|e| e.team == team) {
                     None if state.stored(&session).is_some_and(|r| r.team == team.as_str()) => {
                         Err(UseError::Destroyed)
