@@ -434,7 +434,9 @@ impl Pace {
             // node's hop has its answer).
             return Err(now + Duration::from_millis(1));
         }
-        if turn != Turn::Request && state.writing.is_some_and(|(_, at)| now < at + WRITE_HOLD) {
+        // A site without an interval keeps no writes apart.
+        let held = !gap.is_zero() && turn != Turn::Request;
+        if held && state.writing.is_some_and(|(_, at)| now < at + WRITE_HOLD) {
             // Looked at again in a moment: the write before is out within microseconds
             // unless its thread is held up.
             return Err(now + Duration::from_millis(1));
@@ -445,7 +447,7 @@ impl Pace {
         }
         *taken = Some(now);
         state.writes += 1;
-        if turn == Turn::Write {
+        if held && turn == Turn::Write {
             state.writing = Some((state.writes, now));
         }
         Ok(state.writes)

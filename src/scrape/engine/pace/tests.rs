@@ -182,6 +182,12 @@ async fn the_next_write_turn_waits_for_the_request_before_to_be_out_and_counts_f
     tokio::time::timeout(Duration::from_secs(5), next).await.expect("a turn after the hold");
     assert!(taken.elapsed() >= WRITE_HOLD, "held up while the third could still go out");
     drop(third);
+    // A site without an interval holds no write for another.
+    let free = Pace::new("free.test", Duration::ZERO, Duration::ZERO);
+    let first = std::future::poll_fn(|cx| free.poll_write_start(cx, &mut wait)).await;
+    let second = std::future::poll_fn(|cx| free.poll_write_start(cx, &mut wait));
+    tokio::time::timeout(WRITE_HOLD / 2, second).await.expect("at once").wrote();
+    first.wrote();
 }
 
 #[tokio::test]
