@@ -495,26 +495,21 @@ impl Teams {
             node != cluster.name() && cluster.version_of(node).is_some_and(|v| v >= ledger.since())
         };
         let owner = to.owner.then(|| cluster.owner_of(&key)).filter(takes);
-        let next: Vec<String> = match to.next_owners {
-            true => cluster.next_owners_of(&key).into_iter().filter(takes).collect(),
-            false => Vec::new(),
-        };
+        let next = if to.next_owners { cluster.next_owners_of(&key) } else { Vec::new() };
+        let next: Vec<String> = next.into_iter().filter(takes).collect();
         let Ok(id) = TeamId::parse(team) else { return To::default() };
         if owner.is_none() && next.is_empty() {
             return To::default();
         }
         let month = month_of(time::now_ms());
         let Ok(tally) = self.tally(ledger, &id, month) else { return to };
-        let request = ledger.report(team, month, tally);
-        let heard = |node: Option<String>| async {
-            match node {
-                Some(node) => matches!(ask(cluster, &node, &request).await, Some(Response::Noted)),
-                None => true,
-            }
-        };
-        let next_heard = futures::future::join_all(next.into_iter().map(|node| heard(Some(node))));
-        let (owner_heard, next_heard) = futures::future::join(heard(owner), next_heard).await;
-        To { owner: !owner_heard, next_owners: !next_heard.into_iter().all(|h| h) }
+        let request = &ledger.report(team, month, tally);
+        let heard =
+            |node: String| async move { matches!(ask(cluster, &node, request).await, Some(Response::Noted)) };
+        let owner_heard = futures::future::OptionFuture::from(owner.map(heard));
+        let next_heard = futures::future::join_all(next.into_iter().map(heard));
+        let (owner_heard, next_heard) = futures::future::join(owner_heard, next_heard).await;
+        To { owner: owner_heard == Some(false), next_owners: next_heard.contains(&false) }
     }
 
     /// Credits the team used in `month` on every node (this one alone when it is not part

@@ -4,9 +4,9 @@
 //! it goes down with the team's owner (the next owner has a copy), or reported while the
 //! owner was down (the node that heard it passes it on to the owner), also when the owner
 //! and then its next owner go down (the next owner passes the owner's report on) or both
-//! at once (the third node had a copy of each report), and a
-//! node of the previous protocol version, which reports nothing, is counted too. A team's
-//! queue, as `/v2/team/queue-status` shows it, is the whole cluster's through any node.
+//! at once (the third node had a copy of each report), and a node of the previous protocol
+//! version, which reports nothing, is counted too. A team's queue, as
+//! `/v2/team/queue-status` shows it, is the whole cluster's through any node.
 
 use std::time::{Duration, Instant};
 

@@ -345,10 +345,11 @@ impl Actor for BrowserSupervisor {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             BrowserMsg::Find(key, reply) => {
-                if let Some(id) = state.resolve(&key) {
-                    state.end_if_stopped(&id);
+                let id = state.resolve(&key);
+                if let Some(id) = &id {
+                    state.end_if_stopped(id);
                 }
-                let found = state.resolve(&key).and_then(|id| state.sessions.get(&id)).map(|e| {
+                let found = id.and_then(|id| state.sessions.get(&id)).map(|e| {
                     let found =
                         if e.ended.is_some() { Found::Destroyed } else { Found::Active(e.view.clone()) };
                     (e.team.as_str().to_owned(), found)
