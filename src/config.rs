@@ -83,6 +83,11 @@ pub struct ClusterSettings {
     pub heartbeat_ms: u64,
     /// A peer that has not answered for this long is out of the cluster (ms).
     pub down_after_ms: u64,
+    /// Only the side of a split cluster that holds more than half of the members that may
+    /// be running fetches (the other waits until it sees a majority again); false lets
+    /// each side fetch the sites it places on its own members.
+    #[serde(default = "keep_majority")]
+    pub keep_majority: bool,
     /// Largest message a node accepts from another (bytes).
     pub max_message_bytes: u64,
     /// This node's certificate chain (PEM): with `tls_key` and `tls_ca`, nodes talk over
@@ -108,12 +113,18 @@ impl std::fmt::Debug for ClusterSettings {
             .field("secret_file", &self.secret_file)
             .field("heartbeat_ms", &self.heartbeat_ms)
             .field("down_after_ms", &self.down_after_ms)
+            .field("keep_majority", &self.keep_majority)
             .field("max_message_bytes", &self.max_message_bytes)
             .field("tls_cert", &self.tls_cert)
             .field("tls_key", &self.tls_key)
             .field("tls_ca", &self.tls_ca)
             .finish()
     }
+}
+
+/// `cluster.keep_majority` when a settings layer leaves it out.
+fn keep_majority() -> bool {
+    true
 }
 
 impl ClusterSettings {

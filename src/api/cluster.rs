@@ -71,7 +71,8 @@ async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<Http
         "node": cluster.name(),
         "protocolVersion": crate::cluster::spoken_version(),
         // False while this node sends no request to any site: a member it counts as live has
-        // not answered lately, or it woke from a pause and waits for the members' answers.
+        // not answered lately, it woke from a pause and waits for the members' answers, or
+        // it sees fewer than half of the members that may be running (`keep_majority`).
         "inTouch": cluster.in_touch(),
         "live": *cluster.live(),
         // "host" once every live member speaks protocol version 9; "origin" before.

@@ -26,6 +26,7 @@ use ractor_cluster::{NodeServerMessage, NodeSessionMessage};
 
 use super::Handler;
 use super::batch::Batches;
+use super::tls::DialError;
 use super::wire::{
     AgentMsg, Frame, OpenError, OwnedReply as Reply, open_versioned, seal, seal_as, speaks, spoken_version,
 };
@@ -87,6 +88,9 @@ pub(crate) struct Peer {
     pub last_heard: Instant,
     /// Whether it is a live member.
     pub up: bool,
+    /// Down, and its address refused a connection since: its process is not running (see
+    /// [`super::quorum`]). Cleared when it answers again.
+    pub stopped: bool,
     /// The protocol version it and this node speak to each other: the older of theirs.
     pub version: u32,
 }
@@ -99,6 +103,8 @@ pub(crate) struct Shared {
     pub seeds: Vec<String>,
     pub heartbeat: Duration,
     pub down_after: Duration,
+    /// Only the side of a split holding most of the members fetches (see [`super::quorum`]).
+    pub keep_majority: bool,
     pub peers: RwLock<BTreeMap<String, Peer>>,
     pub handlers: RwLock<HashMap<u8, Arc<dyn Handler>>>,
     pub node_server: ActorRef<NodeServerMessage>,
@@ -387,7 +393,14 @@ async fn heard_from(state: &mut AgentState, heard: Heard) {
                         heard_of.extend(known.into_iter().filter(|a| *a != shared.address));
                     }
                     if let Ok(mut peers) = shared.peers.write() {
-                        let peer = Peer { address, actor, last_heard: Instant::now(), up: false, version };
+                        let peer = Peer {
+                            address,
+                            actor,
+                            last_heard: Instant::now(),
+                            up: false,
+                            stopped: false,
+                            version,
+                        };
                         peers.insert(name, peer);
                     }
                     judge(&shared).await;
@@ -422,6 +435,7 @@ async fn judge(shared: &Arc<Shared>) {
     // Silence during this process's own pause is not held against a peer.
     let woke = woke_at(shared, now);
     let mut went_down = Vec::new();
+    let mut silent = Vec::new();
     let (live, by_host) = {
         let Ok(mut peers) = shared.peers.write() else { return };
         for (name, peer) in peers.iter_mut() {
@@ -434,8 +448,10 @@ async fn judge(shared: &Arc<Shared>) {
                     tracing::warn!(node = %name, silent_ms = now.duration_since(peer.last_heard).as_millis() as u64,
                         "node stopped answering; it is out of the cluster");
                     went_down.push(peer.actor.get_id().node());
+                    silent.push(peer.address.clone());
                 }
                 peer.up = up;
+                peer.stopped &= !up;
             }
         }
         let mut live: Vec<String> = peers.iter().filter(|(_, p)| p.up).map(|(n, _)| n.clone()).collect();
@@ -465,6 +481,10 @@ async fn judge(shared: &Arc<Shared>) {
     });
     for node in went_down {
         disconnect(shared, node).await;
+    }
+    // Dialled at once: a refused connection tells a stopped node from a silent one.
+    for address in silent {
+        dial(shared, address);
     }
 }
 
@@ -527,13 +547,29 @@ async fn redial(shared: &Arc<Shared>) {
         if target == shared.address || up.contains(&target) || connected.contains(&target) {
             continue;
         }
-        let (server, dialer) = (shared.node_server.clone(), shared.dialer.clone());
-        tokio::spawn(async move {
-            if let Err(e) = dialer.dial(&server, target.as_str()).await {
-                tracing::debug!(peer = %target, error = %e, "could not reach a cluster peer yet");
-            }
-        });
+        dial(shared, target);
     }
+}
+
+/// Dials `address` on a task of its own. Refused, the peers there that are down are not
+/// running: they are counted so ([`Peer::stopped`]).
+fn dial(shared: &Arc<Shared>, address: String) {
+    let shared = Arc::clone(shared);
+    tokio::spawn(async move {
+        match shared.dialer.dial(&shared.node_server, &address).await {
+            Ok(()) => {}
+            Err(DialError::Refused) => {
+                let Ok(mut peers) = shared.peers.write() else { return };
+                for (name, peer) in
+                    peers.iter_mut().filter(|(_, p)| p.address == address && !p.up && !p.stopped)
+                {
+                    tracing::info!(node = %name, %address, "nothing listens at a down node's address: it is not running");
+                    peer.stopped = true;
+                }
+            }
+            Err(e) => tracing::debug!(peer = %address, error = %e, "could not reach a cluster peer yet"),
+        }
+    });
 }
 
 #[cfg(test)]

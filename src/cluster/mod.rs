@@ -15,6 +15,7 @@
 mod agent;
 mod batch;
 pub mod place;
+mod quorum;
 mod tls;
 mod wire;
 
@@ -132,7 +133,8 @@ pub struct MemberView {
     pub name: String,
     /// Cluster address.
     pub address: String,
-    /// `self`, `up` or `down`.
+    /// `self`, `up`, `down` (silent), or `stopped` (down, and its address refuses
+    /// connections: not running).
     pub state: &'static str,
     /// Milliseconds since it last answered (0 for this node).
     pub last_heard_ms: u64,
@@ -231,6 +233,7 @@ impl Cluster {
             seeds: settings.seeds.clone(),
             heartbeat: Duration::from_millis(settings.heartbeat_ms),
             down_after: Duration::from_millis(settings.down_after_ms),
+            keep_majority: settings.keep_majority,
             peers: RwLock::new(BTreeMap::new()),
             handlers: RwLock::default(),
             node_server: server.clone(),
@@ -293,9 +296,12 @@ impl Cluster {
     }
 
     /// Whether every member this node counts as live answered it lately (within
-    /// `down_after_ms`). Not so for a moment after this process was frozen or starved:
-    /// its view of the members is then out of date (the others may have judged it down
-    /// and taken its sites) until the next pings are answered.
+    /// `down_after_ms`), and (with `cluster.keep_majority`) this node is on the side of the
+    /// cluster that fetches ([`quorum`]). Not so for a moment after this process was frozen
+    /// or starved: its view of the members is then out of date (the others may have judged
+    /// it down and taken its sites) until the next pings are answered; nor while it sees
+    /// fewer than half of the members that may be running (cut off from them, the others
+    /// have its sites).
     ///
     /// After such a pause (see `agent::Wake`) the node stays out of touch for `down_after_ms`
     /// and until every member it counts as live has answered since: by then the others,
@@ -308,10 +314,17 @@ impl Cluster {
             return false;
         }
         let Ok(peers) = self.shared.peers.read() else { return false };
-        peers.values().filter(|p| p.up).all(|p| {
+        let answered = peers.values().filter(|p| p.up).all(|p| {
             now.duration_since(p.last_heard) <= self.shared.down_after
                 && woke.is_none_or(|at| p.last_heard >= at)
-        })
+        });
+        answered && (!self.shared.keep_majority || self.on_majority_side(&peers))
+    }
+
+    /// Whether this node, with `peers` as it sees them, is on the side that fetches.
+    fn on_majority_side(&self, peers: &BTreeMap<String, agent::Peer>) -> bool {
+        let seen = peers.iter().map(|(name, p)| quorum::Seen { name, up: p.up, stopped: p.stopped });
+        quorum::holds(&self.shared.name, seen)
     }
 
     /// Resolves once this node has been up for `down_after_ms`: by then it has met every
@@ -403,7 +416,11 @@ impl Cluster {
             out.extend(peers.iter().map(|(name, p)| MemberView {
                 name: name.clone(),
                 address: p.address.clone(),
-                state: if p.up { "up" } else { "down" },
+                state: match (p.up, p.stopped) {
+                    (true, _) => "up",
+                    (false, true) => "stopped",
+                    (false, false) => "down",
+                },
                 last_heard_ms: now.duration_since(p.last_heard).as_millis() as u64,
                 protocol_version: p.version,
             }));

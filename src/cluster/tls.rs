@@ -51,24 +51,57 @@ impl Dialer {
         &self,
         server: &ActorRef<NodeServerMessage>,
         address: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), DialError> {
         let opened = async {
             match self {
-                Self::Plain => {
-                    ractor_cluster::client_connect(server, address).await.map_err(|e| e.to_string())
-                }
+                Self::Plain => ractor_cluster::client_connect(server, address).await.map_err(DialError::of),
                 Self::Tls(connector) => {
                     let host = super::host_of(address).trim_start_matches('[').trim_end_matches(']');
-                    let name = ServerName::try_from(host.to_owned()).map_err(|e| format!("`{host}`: {e}"))?;
+                    let name = ServerName::try_from(host.to_owned())
+                        .map_err(|e| DialError::Other(format!("`{host}`: {e}")))?;
                     ractor_cluster::client_connect_enc(server, address, connector.clone(), name)
                         .await
-                        .map_err(|e| e.to_string())
+                        .map_err(DialError::of)
                 }
             }
         };
-        tokio::time::timeout(HANDSHAKE_TIMEOUT, opened)
-            .await
-            .unwrap_or_else(|_| Err(format!("no answer within {} s", HANDSHAKE_TIMEOUT.as_secs())))
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, opened).await.unwrap_or_else(|_| {
+            Err(DialError::Other(format!("no answer within {} s", HANDSHAKE_TIMEOUT.as_secs())))
+        })
+    }
+}
+
+/// Why a dial failed.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum DialError {
+    /// The address refused the connection: no process listens there (the node is not
+    /// running, or not yet). A node that is frozen, or cut off by a network that drops its
+    /// packets, does not refuse: its connections open, or time out.
+    Refused,
+    /// Anything else: no answer in time, a failed handshake, an address that does not
+    /// resolve.
+    Other(String),
+}
+
+impl DialError {
+    fn of(e: ractor_cluster::ClientConnectErr) -> Self {
+        match e {
+            ractor_cluster::ClientConnectErr::Socket(io)
+                if io.kind() == std::io::ErrorKind::ConnectionRefused =>
+            {
+                Self::Refused
+            }
+            other => Self::Other(other.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for DialError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Refused => f.write_str("connection refused"),
+            Self::Other(reason) => f.write_str(reason),
+        }
     }
 }
 

@@ -18,6 +18,7 @@ mod cluster_browser;
 mod cluster_credits;
 mod cluster_llm;
 mod cluster_spacing;
+mod cluster_split;
 mod cluster_tls;
 mod cluster_upgrade;
 mod crawl;

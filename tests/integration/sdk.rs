@@ -1,6 +1,6 @@
 //! The official Firecrawl SDKs work against the server: Python (`firecrawl-py`) for scrape,
-//! crawl, map, search, browser sessions and the language-model formats; JavaScript
-//! (`@mendable/firecrawl-js`) for search. The test command installs the SDKs; a missing SDK
+//! crawl, map, search, browser sessions, the language-model formats and the nodes of a
+//! cluster; JavaScript (`@mendable/firecrawl-js`) for search. The test command installs the SDKs; a missing SDK
 //! fails its test rather than skipping it.
 
 use std::process::Command;
@@ -31,8 +31,8 @@ async fn run_node(script: &'static str, base: String, site_url: String, expect: 
     run_with("node".into(), vec![("NODE_PATH", modules.to_owned())], script, base, site_url, expect).await;
 }
 
-/// Runs `script` with `program` (and `env`), the server's URL and key and the site's base
-/// URL; it must succeed and print `expect`.
+/// Runs `script` with `program`, the server's URL and key and the site's base URL (and
+/// `env`, which may set others or replace those); it must succeed and print `expect`.
 async fn run_with(
     program: String,
     env: Vec<(&'static str, String)>,
@@ -44,11 +44,11 @@ async fn run_with(
     let output = tokio::task::spawn_blocking(move || {
         Command::new(&program)
             .arg(script)
-            .envs(env)
             .env("SDK_API_URL", base)
             .env("SDK_API_KEY", KEY)
             .env("SDK_SITE", site_url)
             .env("NO_PROXY", "*")
+            .envs(env)
             .output()
     })
     .await
@@ -94,6 +94,19 @@ async fn python_sdk_crawls_and_maps_through_the_server() {
     let app = TestServer::start().await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_crawl.py");
     run_script(script, app.base.clone(), site.url(""), "sdk crawl ok").await;
+}
+
+/// The Python SDK against a three-node cluster, a client per node: a crawl or batch
+/// started through one node is polled and paged (`next`), listed, read for errors and
+/// cancelled through the others.
+#[tokio::test]
+async fn python_sdk_uses_any_node_of_a_cluster() {
+    let site = CrawlSite::start(20);
+    let nodes = crate::cluster::three_nodes(&[], &[]).await;
+    let urls: Vec<&str> = nodes.iter().map(crate::cluster::Node::base).collect();
+    let env = vec![("SDK_API_URLS", urls.join(" ")), ("SDK_API_KEY", nodes[0].key.clone())];
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/check_cluster.py");
+    run_with(python(), env, script, urls[0].to_owned(), site.url(""), "sdk cluster ok").await;
 }
 
 #[tokio::test]

@@ -1,0 +1,102 @@
+//! A split cluster: a node that sees most of the members fall silent at once (as across a
+//! network cut, which SIGSTOP stands in for: their connections stay open and say nothing)
+//! sends no request to any site until it sees them again, since they may be fetching its
+//! sites meanwhile; nodes that are killed (nothing listens at their address any more) do
+//! not stop the survivors.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::cluster::{Node, call, three_nodes};
+
+/// A member's state in `node`'s view.
+async fn state_of(node: &Node, member: &str) -> String {
+    let view = node.view().await;
+    let members = view["members"].as_array().cloned().unwrap_or_default();
+    let found = members.iter().find(|m| m["name"] == member).cloned().unwrap_or(Value::Null);
+    found["state"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Waits (20 s at most) until `node` is in touch, or out of it, as `wanted`.
+async fn until_in_touch(node: &Node, wanted: bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let view = node.view().await;
+        if view["inTouch"] == wanted {
+            return view;
+        }
+        assert!(Instant::now() < deadline, "inTouch never became {wanted}: {view}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Starts a batch of `paths` of `site` through `node`: its status path.
+async fn batch(node: &Node, site: &crate::common::CrawlSite, paths: &[&str]) -> String {
+    let urls: Vec<String> = paths.iter().map(|p| site.url(p)).collect();
+    let body = json!({"urls": urls, "maxAge": 0});
+    let (status, started) =
+        call(node.base(), &node.key, reqwest::Method::POST, "/v2/batch/scrape", Some(&body)).await;
+    assert_eq!(status, 200, "{started}");
+    format!("/v2/batch/scrape/{}", started["id"].as_str().expect("id"))
+}
+
+/// The batch at `path`, read through `node`, once it is done (20 s at most).
+async fn finished(node: &Node, path: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, status) = call(node.base(), &node.key, reqwest::Method::GET, path, None).await;
+        if status["status"] != "scraping" {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "the batch did not finish: {status}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_node_cut_off_from_most_members_fetches_nothing_until_it_sees_them_again() {
+    let site = crate::common::CrawlSite::start(0);
+    let mut nodes = three_nodes(&[], &[]).await;
+
+    // b and c fall silent together: a is one of three members that may all be running.
+    for node in &nodes[1..] {
+        node.process.as_ref().expect("running").signal("STOP");
+    }
+    nodes[0].wait_live(&["a"], Duration::from_secs(10)).await;
+    let view = until_in_touch(&nodes[0], false).await;
+    assert_eq!(state_of(&nodes[0], "b").await, "down", "{view}");
+    let waiting = batch(&nodes[0], &site, &["/hub/0", "/hub/1"]).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (_, status) = call(nodes[0].base(), &nodes[0].key, reqwest::Method::GET, &waiting, None).await;
+    assert_eq!(
+        (status["status"].as_str(), status["completed"].as_u64()),
+        (Some("scraping"), Some(0)),
+        "{status}"
+    );
+    assert!(site.requests().is_empty(), "requests from the minority: {:?}", site.requests());
+
+    // They answer again: a is in the majority, and the batch that waited finishes.
+    for node in &nodes[1..] {
+        node.process.as_ref().expect("running").signal("CONT");
+    }
+    for node in &nodes {
+        node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
+    }
+    let done = finished(&nodes[0], &waiting).await;
+    assert_eq!((done["status"].as_str(), done["completed"].as_u64()), (Some("completed"), Some(2)), "{done}");
+
+    // b and c killed: nothing listens at their addresses, so they are not running and a,
+    // the one member left that may be, goes on alone.
+    for node in &mut nodes[1..] {
+        node.process.take().expect("running").kill9();
+    }
+    nodes[0].wait_live(&["a"], Duration::from_secs(10)).await;
+    let view = until_in_touch(&nodes[0], true).await;
+    for member in ["b", "c"] {
+        assert_eq!(state_of(&nodes[0], member).await, "stopped", "{view}");
+    }
+    let alone = batch(&nodes[0], &site, &["/hub/2"]).await;
+    let done = finished(&nodes[0], &alone).await;
+    assert_eq!((done["status"].as_str(), done["completed"].as_u64()), (Some("completed"), Some(1)), "{done}");
+}
