@@ -10,6 +10,8 @@ import time
 
 from firecrawl import Firecrawl
 
+from crawl_steps import listed_and_cancelled
+
 urls = os.environ["SDK_API_URLS"].split()
 key = os.environ["SDK_API_KEY"]
 site = os.environ["SDK_SITE"]
@@ -50,12 +52,7 @@ assert len(errors.robots_blocked) == 2, errors
 
 # A crawl started through c: listed as active through a, cancelled through b, seen
 # cancelled through all three.
-started = c.start_crawl(site + "/chain/0", limit=60, crawl_entire_domain=True, max_concurrency=1, sitemap="skip")
-active = a.get_active_crawls()
-assert any(job.id == started.id for job in active.crawls), active
-assert b.cancel_crawl(started.id) is True
-for app in (a, b, c):
-    assert app.get_crawl_status(started.id).status == "cancelled"
+listed_and_cancelled(site, c, a, b, [a, b, c])
 
 # A batch started through a, polled through b; every page once.
 pages = [site + f"/chain/{n}" for n in range(12)]

@@ -8,6 +8,8 @@ import time
 
 from firecrawl import Firecrawl
 
+from crawl_steps import listed_and_cancelled
+
 api_url = os.environ["SDK_API_URL"]
 key = os.environ["SDK_API_KEY"]
 site = os.environ["SDK_SITE"]
@@ -37,12 +39,7 @@ errors = app.get_crawl_errors(started.id)
 assert len(errors.robots_blocked) == 2, errors
 
 # Started, listed as active, cancelled.
-started = app.start_crawl(site + "/chain/0", limit=60, crawl_entire_domain=True, max_concurrency=1, sitemap="skip")
-active = app.get_active_crawls()
-assert any(c.id == started.id for c in active.crawls), active
-assert app.cancel_crawl(started.id) is True
-status = app.get_crawl_status(started.id)
-assert status.status == "cancelled", status
+listed_and_cancelled(site, app, app, app, [app])
 
 links = app.map(site + "/", limit=100)
 urls = [link.url for link in links.links]
