@@ -110,6 +110,8 @@ pub(crate) struct Shared {
     pub node_server: ActorRef<NodeServerMessage>,
     /// How this node opens connections (plain or TLS).
     pub dialer: super::tls::Dialer,
+    /// Addresses whose latest dial was refused (nothing listened there).
+    pub refused: std::sync::Mutex<HashSet<String>>,
     /// Addresses of nodes the peers know, to dial when not connected.
     pub heard_of: RwLock<std::collections::BTreeSet<String>>,
     /// Live members (this node included), sorted; changes are announced.
@@ -551,25 +553,38 @@ async fn redial(shared: &Arc<Shared>) {
     }
 }
 
-/// Dials `address` on a task of its own. Refused, the peers there that are down are not
-/// running: they are counted so ([`Peer::stopped`]).
+/// Dials `address` on a task of its own.
 fn dial(shared: &Arc<Shared>, address: String) {
     let shared = Arc::clone(shared);
     tokio::spawn(async move {
-        match shared.dialer.dial(&shared.node_server, &address).await {
-            Ok(()) => {}
-            Err(DialError::Refused) => {
-                let Ok(mut peers) = shared.peers.write() else { return };
-                for (name, peer) in
-                    peers.iter_mut().filter(|(_, p)| p.address == address && !p.up && !p.stopped)
-                {
-                    tracing::info!(node = %name, %address, "nothing listens at a down node's address: it is not running");
-                    peer.stopped = true;
-                }
-            }
-            Err(e) => tracing::debug!(peer = %address, error = %e, "could not reach a cluster peer yet"),
+        let result = shared.dialer.dial(&shared.node_server, &address).await;
+        dialled(&shared, &address, &result);
+        if let Err(e) = result {
+            tracing::debug!(peer = %address, error = %e, "could not reach a cluster peer yet");
         }
     });
+}
+
+/// Notes what a dial of `address` found. Refused, nothing listens there: the peers at that
+/// address that are down are not running ([`Peer::stopped`]), and the address counts as
+/// refusing until a dial opens a connection to it.
+pub(crate) fn dialled(shared: &Shared, address: &str, result: &Result<(), DialError>) {
+    let refused = matches!(result, Err(DialError::Refused));
+    if let Ok(mut addresses) = shared.refused.lock() {
+        if refused {
+            addresses.insert(address.to_owned());
+        } else if result.is_ok() {
+            addresses.remove(address);
+        }
+    }
+    if !refused {
+        return;
+    }
+    let Ok(mut peers) = shared.peers.write() else { return };
+    for (name, peer) in peers.iter_mut().filter(|(_, p)| p.address == address && !p.up && !p.stopped) {
+        tracing::info!(node = %name, %address, "nothing listens at a down node's address: it is not running");
+        peer.stopped = true;
+    }
 }
 
 #[cfg(test)]

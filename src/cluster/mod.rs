@@ -238,6 +238,7 @@ impl Cluster {
             handlers: RwLock::default(),
             node_server: server.clone(),
             dialer: dialer.clone(),
+            refused: std::sync::Mutex::default(),
             heard_of: RwLock::default(),
             live: live_tx,
             sites_by_host: std::sync::atomic::AtomicBool::new(spoken_version() >= place::BY_HOST_SINCE),
@@ -249,7 +250,9 @@ impl Cluster {
             .await
             .map_err(|e| ClusterError::Start(e.to_string()))?;
         for seed in &settings.seeds {
-            if let Err(e) = dialer.dial(&server, seed.as_str()).await {
+            let result = dialer.dial(&server, seed.as_str()).await;
+            agent::dialled(&shared, seed, &result);
+            if let Err(e) = result {
                 tracing::warn!(seed = %seed, error = %e, "cluster seed not reachable yet; will retry");
             }
         }
@@ -321,8 +324,15 @@ impl Cluster {
         answered && (!self.shared.keep_majority || self.on_majority_side(&peers))
     }
 
-    /// Whether this node, with `peers` as it sees them, is on the side that fetches.
+    /// Whether this node, with `peers` as it sees them, is on the side that fetches. Before
+    /// it has met any member, only when none of its seeds may be running (each refused a
+    /// connection): a node started while cut off from its cluster does not fetch alone.
     fn on_majority_side(&self, peers: &BTreeMap<String, agent::Peer>) -> bool {
+        if peers.is_empty() {
+            let Ok(refused) = self.shared.refused.lock() else { return false };
+            let mut seeds = self.shared.seeds.iter().filter(|s| **s != self.shared.address);
+            return seeds.all(|seed| refused.contains(seed));
+        }
         let seen = peers.iter().map(|(name, p)| quorum::Seen { name, up: p.up, stopped: p.stopped });
         quorum::holds(&self.shared.name, seen)
     }

@@ -18,7 +18,7 @@ const SHARED_KEY: &str = "fc-cluster-test-shared-key";
 /// A free port on 127.0.0.1 (bound and released; the node binds it right after), below
 /// the kernel's ephemeral range: a port the kernel picked could be handed out again, to a
 /// connection's local end or another test's listener, before the node binds it.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     const FIRST: u16 = 20_000;
     const COUNT: u16 = 12_000;
     let mut seed = [0u8; 2];

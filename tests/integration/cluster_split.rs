@@ -100,3 +100,36 @@ async fn a_node_cut_off_from_most_members_fetches_nothing_until_it_sees_them_aga
     let done = finished(&nodes[0], &alone).await;
     assert_eq!((done["status"].as_str(), done["completed"].as_u64()), (Some("completed"), Some(1)), "{done}");
 }
+
+/// A node started while cut off from its cluster (its seed accepts connections and says
+/// nothing, as across a cut) has met no member: it fetches nothing alone. A node whose seed
+/// refuses (nothing listens there) is all there is of its cluster, and fetches.
+#[tokio::test]
+async fn a_node_that_cannot_hear_its_seed_fetches_nothing_alone() {
+    let site = crate::common::CrawlSite::start(0);
+    // The kernel completes connections to this socket; nothing ever answers on them.
+    let mute = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let mute_addr = mute.local_addr().expect("addr").to_string();
+    let cut = Node::start("c", Some(&mute_addr), &[]);
+    until_in_touch(&cut, false).await;
+    let waiting = batch(&cut, &site, &["/hub/0"]).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (_, status) = call(cut.base(), &cut.key, reqwest::Method::GET, &waiting, None).await;
+    assert_eq!(
+        (status["status"].as_str(), status["completed"].as_u64()),
+        (Some("scraping"), Some(0)),
+        "{status}"
+    );
+    assert!(
+        site.requests().is_empty(),
+        "requests from a node that met none of its cluster: {:?}",
+        site.requests()
+    );
+
+    let nobody = format!("127.0.0.1:{}", crate::cluster::free_port());
+    let first = Node::start("d", Some(&nobody), &[]);
+    until_in_touch(&first, true).await;
+    let alone = batch(&first, &site, &["/hub/1"]).await;
+    let done = finished(&first, &alone).await;
+    assert_eq!((done["status"].as_str(), done["completed"].as_u64()), (Some("completed"), Some(1)), "{done}");
+}
