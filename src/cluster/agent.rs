@@ -567,13 +567,13 @@ fn dial(shared: &Arc<Shared>, address: String) {
 
 /// Notes what a dial of `address` found. Refused, nothing listens there: the peers at that
 /// address that are down are not running ([`Peer::stopped`]), and the address counts as
-/// refusing until a dial opens a connection to it.
+/// refusing until a dial of it is not refused (opened, or silent: it may be running).
 pub(crate) fn dialled(shared: &Shared, address: &str, result: &Result<(), DialError>) {
     let refused = matches!(result, Err(DialError::Refused));
     if let Ok(mut addresses) = shared.refused.lock() {
         if refused {
             addresses.insert(address.to_owned());
-        } else if result.is_ok() {
+        } else {
             addresses.remove(address);
         }
     }
