@@ -74,6 +74,9 @@ async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<Http
         // not answered lately, it woke from a pause and waits for the members' answers, or
         // it sees fewer than half of the members that may be running (`keep_majority`).
         "inTouch": cluster.in_touch(),
+        // False while it sees fewer than half of the members that may be running (a split:
+        // the other side fetches), or has met none and its seeds may be running.
+        "majority": cluster.majority(),
         "live": *cluster.live(),
         // "host" once every live member speaks protocol version 9; "origin" before.
         "sitesPlacedBy": if cluster.sites_by_host() { "host" } else { "origin" },

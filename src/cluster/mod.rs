@@ -321,7 +321,18 @@ impl Cluster {
             now.duration_since(p.last_heard) <= self.shared.down_after
                 && woke.is_none_or(|at| p.last_heard >= at)
         });
-        answered && (!self.shared.keep_majority || self.on_majority_side(&peers))
+        answered && self.may_fetch(&peers)
+    }
+
+    /// Whether this node is on the side of the cluster that fetches: with
+    /// `cluster.keep_majority`, it sees more than half of the members that may be running
+    /// (see [`quorum`]); always without it. `GET /v2/cluster` shows it as `majority`.
+    pub fn majority(&self) -> bool {
+        self.shared.peers.read().is_ok_and(|peers| self.may_fetch(&peers))
+    }
+
+    fn may_fetch(&self, peers: &BTreeMap<String, agent::Peer>) -> bool {
+        !self.shared.keep_majority || self.on_majority_side(peers)
     }
 
     /// Whether this node, with `peers` as it sees them, is on the side that fetches. Before

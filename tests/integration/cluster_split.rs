@@ -65,6 +65,7 @@ async fn a_node_cut_off_from_most_members_fetches_nothing_until_it_sees_them_aga
     }
     nodes[0].wait_live(&["a"], Duration::from_secs(10)).await;
     let view = until_in_touch(&nodes[0], false).await;
+    assert_eq!(view["majority"], false, "{view}");
     assert_eq!(state_of(&nodes[0], "b").await, "down", "{view}");
     let waiting = batch(&nodes[0], &site, &["/hub/0", "/hub/1"]).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
@@ -93,6 +94,7 @@ async fn a_node_cut_off_from_most_members_fetches_nothing_until_it_sees_them_aga
     }
     nodes[0].wait_live(&["a"], Duration::from_secs(10)).await;
     let view = until_in_touch(&nodes[0], true).await;
+    assert_eq!(view["majority"], true, "{view}");
     for member in ["b", "c"] {
         assert_eq!(state_of(&nodes[0], member).await, "stopped", "{view}");
     }
@@ -111,7 +113,7 @@ async fn a_node_that_cannot_hear_its_seed_fetches_nothing_alone() {
     let mute = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let mute_addr = mute.local_addr().expect("addr").to_string();
     let cut = Node::start("c", Some(&mute_addr), &[]);
-    until_in_touch(&cut, false).await;
+    assert_eq!(until_in_touch(&cut, false).await["majority"], false);
     let waiting = batch(&cut, &site, &["/hub/0"]).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (_, status) = call(cut.base(), &cut.key, reqwest::Method::GET, &waiting, None).await;
