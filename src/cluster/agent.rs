@@ -89,7 +89,10 @@ pub(crate) struct Peer {
     /// Whether it is a live member.
     pub up: bool,
     /// Down, and its address refused a connection since: its process is not running (see
-    /// [`super::quorum`]). Cleared when it answers again.
+    /// [`super::quorum`]). Cleared when it answers again, not when its port opens (as
+    /// [`Shared::refused`] is): a restarted node listens a moment before it answers, and
+    /// counting it silent meanwhile would put the survivors of a kill and a freeze in the
+    /// minority for that moment.
     pub stopped: bool,
     /// The protocol version it and this node speak to each other: the older of theirs.
     pub version: u32,
@@ -437,7 +440,6 @@ async fn judge(shared: &Arc<Shared>) {
     // Silence during this process's own pause is not held against a peer.
     let woke = woke_at(shared, now);
     let mut went_down = Vec::new();
-    let mut silent = Vec::new();
     let (live, by_host) = {
         let Ok(mut peers) = shared.peers.write() else { return };
         for (name, peer) in peers.iter_mut() {
@@ -449,8 +451,7 @@ async fn judge(shared: &Arc<Shared>) {
                 } else {
                     tracing::warn!(node = %name, silent_ms = now.duration_since(peer.last_heard).as_millis() as u64,
                         "node stopped answering; it is out of the cluster");
-                    went_down.push(peer.actor.get_id().node());
-                    silent.push(peer.address.clone());
+                    went_down.push((peer.actor.get_id().node(), peer.address.clone()));
                 }
                 peer.up = up;
                 peer.stopped &= !up;
@@ -481,11 +482,9 @@ async fn judge(shared: &Arc<Shared>) {
             true
         }
     });
-    for node in went_down {
+    for (node, address) in went_down {
         disconnect(shared, node).await;
-    }
-    // Dialled at once: a refused connection tells a stopped node from a silent one.
-    for address in silent {
+        // Dialled at once: a refused connection tells a stopped node from a silent one.
         dial(shared, address);
     }
 }

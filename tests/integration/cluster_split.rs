@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cluster::{Node, call, three_nodes};
+use crate::cluster::{Node, call, finished_crawl, three_nodes};
 
 /// A member's state in `node`'s view.
 async fn state_of(node: &Node, member: &str) -> String {
@@ -41,17 +41,12 @@ async fn batch(node: &Node, site: &crate::common::CrawlSite, paths: &[&str]) -> 
     format!("/v2/batch/scrape/{}", started["id"].as_str().expect("id"))
 }
 
-/// The batch at `path`, read through `node`, once it is done (20 s at most).
-async fn finished(node: &Node, path: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let (_, status) = call(node.base(), &node.key, reqwest::Method::GET, path, None).await;
-        if status["status"] != "scraping" {
-            return status;
-        }
-        assert!(Instant::now() < deadline, "the batch did not finish: {status}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+/// Waits for the batch of `paths` at `path` to complete, read through `node` (every page
+/// of `next` read), and checks each page landed once.
+async fn each_page_once(node: &Node, site: &crate::common::CrawlSite, path: &str, paths: &[&str]) {
+    let landed = finished_crawl(node.base(), &node.key, path).await;
+    assert_eq!(landed.len(), paths.len(), "{landed:?}");
+    assert_eq!(landed, paths.iter().map(|p| site.url(p)).collect(), "every page, once");
 }
 
 #[tokio::test]
@@ -84,8 +79,7 @@ async fn a_node_cut_off_from_most_members_fetches_nothing_until_it_sees_them_aga
     for node in &nodes {
         node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
     }
-    let done = finished(&nodes[0], &waiting).await;
-    assert_eq!((done["status"].as_str(), done["completed"].as_u64()), (Some("completed"), Some(2)), "{done}");
+    each_page_once(&nodes[0], &site, &waiting, &["/hub/0", "/hub/1"]).await;
 
     // b and c killed: nothing listens at their addresses, so they are not running and a,
     // the one member left that may be, goes on alone.
@@ -99,8 +93,7 @@ async fn a_node_cut_off_from_most_members_fetches_nothing_until_it_sees_them_aga
         assert_eq!(state_of(&nodes[0], member).await, "stopped", "{view}");
     }
     let alone = batch(&nodes[0], &site, &["/hub/2"]).await;
-    let done = finished(&nodes[0], &alone).await;
-    assert_eq!((done["status"].as_str(), done["completed"].as_u64()), (Some("completed"), Some(1)), "{done}");
+    each_page_once(&nodes[0], &site, &alone, &["/hub/2"]).await;
 }
 
 /// A node started while cut off from its cluster (its seed accepts connections and says
@@ -132,6 +125,5 @@ async fn a_node_that_cannot_hear_its_seed_fetches_nothing_alone() {
     let first = Node::start("d", Some(&nobody), &[]);
     until_in_touch(&first, true).await;
     let alone = batch(&first, &site, &["/hub/1"]).await;
-    let done = finished(&first, &alone).await;
-    assert_eq!((done["status"].as_str(), done["completed"].as_u64()), (Some("completed"), Some(1)), "{done}");
+    each_page_once(&first, &site, &alone, &["/hub/1"]).await;
 }
