@@ -13,11 +13,14 @@
 # PAGES pages (default 300) each, on 127.0.0.2.. port 8090, answering after LATENCY_MS (20).
 # Env: NODE_BIN (target/release/ferrocrawl), NODE_BINS (a binary per node, e.g. the previous
 # release for n2 only: "new old new"; see local.sh), DOMAIN_CONCURRENCY (2), INTERVAL_MS (10), FAULTS
-# (1; 0 runs the rounds without faults, as a reference), NODES (3; the faults need 3),
+# (1; 0 runs the rounds without faults, as a reference; `cut` cuts the network instead:
+# see below), NODES (3; the faults need 3),
 # MARGIN_MS (the server's crawl.domain_interval_margin_ms, 3, when unset), HOPS (10): each
 # site also answers /away/1../away/HOPS with a redirect to a page of the next site, and the
 # batch asks for them, so every site also gets requests sent by the node of another site
 # (a redirect hop), which must keep to its spacing like its own.
+# CRAWLS (1): crawls of each site, started through the nodes in turn, so that jobs on
+# several nodes want one site at once (as when a cut puts them on both sides).
 # OTHER_PAGES (20): each site is also served on port 8091 (a second site of the same host,
 # as http:// and https:// of one host are), and the batch asks for that many of its pages
 # there: the host's limits hold for both its sites together (the access logs of both
@@ -30,10 +33,32 @@
 # wire_gaps_under_interval. Spacing is judged on the wire (what reaches the site's socket);
 # nginx stamps a request when its event loop gets to it, which on a busy core can be
 # milliseconds later (cluster/README.md).
+# FAULTS=cut: n3's cluster traffic with n1 and n2 is dropped for CUT_S seconds (10), as by
+# a network that loses every packet, while all three keep running and can reach the sites:
+# each side sees the other go silent, and only the side with most members may fetch (two
+# live actors of one site would show as spacing or concurrency broken on the wire). The
+# script runs itself in a network namespace of its own (unshare, iproute2: nothing outside
+# it is touched), the nodes' cluster ports on 127.0.1.1..3 so that `ip rule` can drop what
+# passes between two of them; cut_in_touch tells whether n3 still fetched during the cut
+# (it must not: false). FAULTS=partial cuts n3 off n1 only: n2 still hears both, and each
+# of n1 and n3 sees the other silent while it sees n2.
 # The politeness benchmark of many sites is the same script without faults:
 #   SITES=30 LATENCY_MS=50 FAULTS=0 NODES=1 OTHER_PAGES=0 cluster/chaos.sh 3   (and NODES=3)
 set -euo pipefail
+faults=${FAULTS:-1}
+cut_from="1 2"
+[[ $faults == partial ]] && { faults=cut; cut_from=1; }
+if [[ $faults == cut && -z ${CHAOS_NETNS:-} ]]; then
+  ns=(unshare -n); [[ $(id -u) == 0 ]] || ns=(unshare -rn)
+  exec "${ns[@]}" env CHAOS_NETNS=1 "$0" "$@"
+fi
 cd "$(dirname "$0")/.."
+if [[ $faults == cut ]]; then
+  ip link set lo up
+  # Rules before the `local` table's lookup can drop loopback traffic.
+  ip rule del pref 0 lookup local && ip rule add pref 100 lookup local
+  export CLUSTER_IPS="127.0.1.1 127.0.1.2 127.0.1.3"
+fi
 capture=${CAPTURE:-}
 if [[ -z $capture ]]; then
   capture=0
@@ -41,8 +66,8 @@ if [[ -z $capture ]]; then
 fi
 rounds=${1:-1}
 sites=${SITES:-6}; pages=${PAGES:-300}; latency=${LATENCY_MS:-20}
-conc=${DOMAIN_CONCURRENCY:-2}; interval=${INTERVAL_MS:-10}; nodes=${NODES:-3}
-[[ ${FAULTS:-1} == 0 || $nodes == 3 ]] || { echo "the faults need NODES=3" >&2; exit 2; }
+conc=${DOMAIN_CONCURRENCY:-2}; interval=${INTERVAL_MS:-10}; nodes=${NODES:-3}; crawls=${CRAWLS:-1}
+[[ $faults == 0 || $nodes == 3 ]] || { echo "the faults need NODES=3" >&2; exit 2; }
 bench=../shared/bench/crawl
 work=$(mktemp -d)
 chmod 755 "$work"   # nginx workers read the sites
@@ -83,6 +108,22 @@ nginx_pin=()
 [[ -z ${NGINX_CPUS:-} ]] || nginx_pin=(taskset -c "$NGINX_CPUS")
 
 node_api() { echo "http://127.0.0.1:$((API_PORT + $1 - 1))"; }
+# Seconds from $1 until n1 counts two live members (a node gone), or empty.
+until_seen_down() {
+  for _ in $(seq 200); do
+    live=$(curl -sf "${auth[@]}" "$api/v2/cluster" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["live"]))' 2>/dev/null || echo 0)
+    if [[ $live == 2 ]]; then python3 -c "print(f'{$(date +%s.%N) - $1:.2f}')"; return; fi
+    sleep 0.05
+  done
+}
+# Adds or deletes (`cut_net add|del`) the rules that drop every packet between n3's cluster
+# address and n1's and n2's (n1's only with FAULTS=partial), both ways.
+cut_net() {
+  for peer in $cut_from; do
+    ip rule "$1" pref $((10 + peer)) from 127.0.1.3 to 127.0.1.$peer blackhole
+    ip rule "$1" pref $((20 + peer)) from 127.0.1.$peer to 127.0.1.3 blackhole
+  done
+}
 
 for round in $(seq 1 "$rounds"); do
   rm -rf "$CLUSTER_DIR"
@@ -130,20 +171,24 @@ for round in $(seq 1 "$rounds"); do
       sleep 0.1
     done
   done
-  # One crawl per site, on the nodes in turn; a batch of every site's home page.
+  # CRAWLS crawls per site, on the nodes in turn; a batch of every site's home page.
   # Sent all at once (a crawl sent late would count as slow).
   sent=$(date +%s.%N)
   jobs=(); sending=()
   for s in $(seq 2 $((sites + 1))); do
-    node=$(( (s % nodes) + 1 ))
-    curl -sf "${auth[@]}" -H 'content-type: application/json' -o "$work/started$s.json" \
-      -d "{\"url\":\"http://127.0.0.$s:8090/\",\"crawlEntireDomain\":true,\"maxConcurrency\":8}" \
-      "$(node_api $node)/v2/crawl" &
-    sending+=($!)
+    for c in $(seq 0 $((crawls - 1))); do
+      node=$(( ((s + c) % nodes) + 1 ))
+      curl -sf "${auth[@]}" -H 'content-type: application/json' -o "$work/started$s-$c.json" \
+        -d "{\"url\":\"http://127.0.0.$s:8090/\",\"crawlEntireDomain\":true,\"maxConcurrency\":8}" \
+        "$(node_api $node)/v2/crawl" &
+      sending+=($!)
+    done
   done
   wait "${sending[@]}"
   for s in $(seq 2 $((sites + 1))); do
-    jobs+=("crawl $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/started$s.json")")
+    for c in $(seq 0 $((crawls - 1))); do
+      jobs+=("crawl $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/started$s-$c.json")")
+    done
   done
   urls=$(python3 -c "import json; print(json.dumps(['http://127.0.0.%d:8090/' % s for s in range(2, $sites + 2)]
     + ['http://127.0.0.%d:8090/away/%d' % (s, k) for s in range(2, $sites + 2) for k in range(1, $hops + 1)]
@@ -154,21 +199,26 @@ for round in $(seq 1 "$rounds"); do
   started=$(date +%s.%N)
 
   # The faults (FAULTS=0 runs the same round without them, as a reference).
-  if [[ ${FAULTS:-1} == 1 ]]; then
-  sleep 2
-  kill -KILL "$(cat "$CLUSTER_DIR/n2/pid")"
-  killed_at=$(date +%s.%N)
-  detect=""
-  for _ in $(seq 200); do
-    live=$(curl -sf "${auth[@]}" "$api/v2/cluster" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["live"]))' 2>/dev/null || echo 0)
-    if [[ $live == 2 ]]; then detect=$(python3 -c "print(f'{$(date +%s.%N) - $killed_at:.2f}')"); break; fi
-    sleep 0.05
-  done
-  kill -STOP "$(cat "$CLUSTER_DIR/n3/pid")"
-  sleep 10
-  kill -CONT "$(cat "$CLUSTER_DIR/n3/pid")"
-  rm -f "$CLUSTER_DIR/n2/pid"
-  pinned NODE_CPUS cluster/local.sh 3 >/dev/null 2>&1   # starts n2 again (n1 and n3 are running)
+  detect=""; in_touch=""
+  if [[ $faults == 1 ]]; then
+    sleep 2
+    kill -KILL "$(cat "$CLUSTER_DIR/n2/pid")"
+    detect=$(until_seen_down "$(date +%s.%N)")
+    kill -STOP "$(cat "$CLUSTER_DIR/n3/pid")"
+    sleep 10
+    kill -CONT "$(cat "$CLUSTER_DIR/n3/pid")"
+    rm -f "$CLUSTER_DIR/n2/pid"
+    pinned NODE_CPUS cluster/local.sh 3 >/dev/null 2>&1   # starts n2 again (n1 and n3 are running)
+  elif [[ $faults == cut ]]; then
+    sleep 2
+    cut_at=$(date +%s.%N)
+    cut_net add
+    detect=$(until_seen_down "$cut_at")
+    # n3, cut off, must stop fetching: asked once n1 and n2 have seen it go.
+    sleep 1
+    in_touch=$(curl -sf "${auth[@]}" "$(node_api 3)/v2/cluster" | python3 -c 'import json,sys; print(str(json.load(sys.stdin)["inTouch"]).lower())' 2>/dev/null || echo unknown)
+    sleep "$(python3 -c "print(max(0, $cut_at + ${CUT_S:-10} - $(date +%s.%N)))")"
+    cut_net del
   fi
 
   # Every job finishes; each page once.
@@ -305,7 +355,7 @@ for gap, site, a, b in sorted(pairs)[:3]:
 print(f"wire_min_gap_ms={min(gaps, default=0):.2f} wire_gaps_under_interval={sum(g < interval for g in gaps)}/{len(gaps)}")
 ' "$interval" "$started" "$work/holders.txt")
   fi
-  echo "round=$round detect_s=${detect:-none} $result${wire:+ $wire}"
+  echo "round=$round detect_s=${detect:-none}${in_touch:+ cut_in_touch=$in_touch} $result${wire:+ $wire}"
   cluster/local.sh stop >/dev/null
   for p in "${nginx_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   sleep 1

@@ -8,7 +8,9 @@
 # Environment: NODE_BIN (default target/release/ferrocrawl, built when missing), NODE_BINS
 # (a binary per node, space-separated, e.g. "new old new" for a cluster being upgraded one
 # node at a time; nodes beyond the list use NODE_BIN),
-# CLUSTER_DIR (default ./cluster-data), CLUSTER_SECRET (default: generated and kept in
+# CLUSTER_IPS (the address of each node's cluster port, space-separated, default 127.0.0.1
+# for all; e.g. "127.0.1.1 127.0.1.2 127.0.1.3": a node's connections to the others then
+# leave from its own address, which chaos.sh's network cut needs), CLUSTER_DIR (default ./cluster-data), CLUSTER_SECRET (default: generated and kept in
 # CLUSTER_DIR/secret), API_PORT (3101), CLUSTER_PORT (4701), DETACH=1 (return at once and
 # leave the nodes running; stop them with `local.sh stop`).
 # Every node gets the same API key (printed), so the SDKs can use any node.
@@ -17,13 +19,25 @@ cd "$(dirname "$0")/.."
 dir=${CLUSTER_DIR:-cluster-data}
 bin=${NODE_BIN:-target/release/ferrocrawl}
 read -r -a bins <<<"${NODE_BINS:-}"
+read -r -a ips <<<"${CLUSTER_IPS:-}"
 
+# Stops the nodes and waits for them to exit (10 s, then SIGKILL), so that their ports
+# are free when this returns.
 stop_all() {
+  local pids=()
   for pidfile in "$dir"/n*/pid; do
     [[ -f $pidfile ]] || continue
-    kill -TERM "$(cat "$pidfile")" 2>/dev/null || true
+    pids+=("$(cat "$pidfile")")
+    kill -TERM "${pids[-1]}" 2>/dev/null || true
     rm -f "$pidfile"
   done
+  for _ in $(seq 100); do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [[ $alive == 0 ]] && return
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
 }
 
 if [[ ${1:-} == stop ]]; then
@@ -46,7 +60,7 @@ key_file="$dir/api-key"
 key=$(cat "$key_file")
 
 api=${API_PORT:-3101}; port=${CLUSTER_PORT:-4701}
-seed="127.0.0.1:$port"
+seed="${ips[0]:-127.0.0.1}:$port"
 for i in $(seq 1 "$n"); do
   node="$dir/n$i"
   mkdir -p "$node"
@@ -54,11 +68,12 @@ for i in $(seq 1 "$n"); do
   node_bin=${bins[$((i - 1))]:-$bin}
   "$node_bin" keys create --team default --key "$key" --data "$node/data" >/dev/null 2>&1 || true
   join=(); [[ $i -gt 1 ]] && join=(--join "$seed")
+  listen="${ips[$((i - 1))]:-127.0.0.1}:$((port + i - 1))"
   FERROCRAWL_CLUSTER__NODE_NAME="n$i" FERROCRAWL_CLUSTER__SECRET_FILE="$secret_file" \
     "$node_bin" serve --port $((api + i - 1)) --data "$node/data" \
-      --cluster-listen "127.0.0.1:$((port + i - 1))" "${join[@]}" >"$node/log" 2>&1 &
+      --cluster-listen "$listen" "${join[@]}" >"$node/log" 2>&1 &
   echo $! >"$node/pid"
-  echo "n$i: API http://127.0.0.1:$((api + i - 1)), cluster 127.0.0.1:$((port + i - 1)), log $node/log"
+  echo "n$i: API http://127.0.0.1:$((api + i - 1)), cluster $listen, log $node/log"
 done
 echo "API key (every node): $key"
 echo "cluster view: curl -s -H 'Authorization: Bearer $key' http://127.0.0.1:$api/v2/cluster"

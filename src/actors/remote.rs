@@ -273,17 +273,20 @@ pub(crate) async fn fetch_on_owner(
     Some(FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: last_error })
 }
 
-/// Longest a node may take to let a site go: its running requests end within their own
-/// timeouts; a node that takes longer is judged gone for this purpose.
-const RELEASE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+/// Longest a node may take to let a site go: it waits to count the claimer as a member,
+/// and its running requests end within their own timeouts; a node that takes longer is
+/// judged gone for this purpose.
+pub(crate) const RELEASE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 /// Asks every other live node to let site `origin` go, and returns once each has, has
 /// failed to answer (a node of an older version), or was judged down meanwhile (a frozen
 /// node may still finish a request it had started when it wakes: the one case the limit
 /// can be exceeded, by the requests it had in flight).
 pub(crate) async fn claim_site(cluster: &crate::cluster::Cluster, origin: &str) {
-    // Only over the whole membership (see `Cluster::settled`).
+    // Only over the whole membership (see `Cluster::settled`), and once a member cut off
+    // has stopped fetching (see `Cluster::quiet`).
     cluster.settled().await;
+    cluster.quiet().await;
     let request = encode(&Request::Release(origin.to_owned()));
     let mut asks = tokio::task::JoinSet::new();
     for node in cluster.live().iter().filter(|n| *n != cluster.name()) {
@@ -292,16 +295,36 @@ pub(crate) async fn claim_site(cluster: &crate::cluster::Cluster, origin: &str) 
             // A node judged down meanwhile (killed, frozen) is not waited for any longer.
             let gone = cluster.until_not(|live| live.contains(&node));
             tokio::select! {
-                answer = cluster.call(&node, Channel::Jobs, request, RELEASE_TIMEOUT) => {
-                    if let Err(e) = answer {
-                        tracing::debug!(node = %node, error = %e, "a node did not say it let a site go");
-                    }
-                }
+                () = ask_release(&cluster, &node, request) => {}
                 () = gone => tracing::debug!(node = %node, "a node left before letting a site go"),
             }
         });
     }
     while asks.join_next().await.is_some() {}
+}
+
+/// Asks live node `node` to let a site go (`request`), until it says it has, answers that
+/// it cannot, or [`RELEASE_TIMEOUT`] has passed. A call lost on its way is asked again: two
+/// nodes that dial each other at once (as when a cut heals) get two sessions, and
+/// ractor_cluster closes one, with the calls on it, while the node stays a member.
+async fn ask_release(cluster: &crate::cluster::Cluster, node: &str, request: Vec<u8>) {
+    let deadline = std::time::Instant::now() + RELEASE_TIMEOUT;
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match cluster.call(node, Channel::Jobs, request.clone(), left).await {
+            Ok(_) => return,
+            Err(
+                crate::cluster::ClusterError::Unreachable { .. }
+                | crate::cluster::ClusterError::Unavailable(_),
+            ) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await
+            }
+            Err(e) => {
+                tracing::debug!(node = %node, error = %e, "a node did not say it let a site go");
+                return;
+            }
+        }
+    }
 }
 
 /// The protocol version that brought [`Request::Turn`].

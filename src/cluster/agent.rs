@@ -10,7 +10,8 @@
 //! - marks a peer silent for `down_after` as down, drops its session, and stops placing
 //!   work on it; redials seeds and known peers that are not connected, so a node that comes
 //!   back rejoins by itself, and dials the nodes its peers named in their hello answers (the
-//!   way nodes meet over TLS, where ractor_cluster's own transitive dialling cannot).
+//!   way nodes meet: ractor_cluster's own transitive dialling is off, since it could neither
+//!   use TLS nor the node's own source address).
 //!
 //! Requests of the layers above arrive as `Frame::App` and run on their own task, so a slow
 //! request never holds up pings.
@@ -96,6 +97,8 @@ pub(crate) struct Peer {
     pub stopped: bool,
     /// The protocol version it and this node speak to each other: the older of theirs.
     pub version: u32,
+    /// The addresses of the members it counted live at its latest answer.
+    pub hears: Vec<String>,
 }
 
 /// What the agent and the [`super::Cluster`] handle share.
@@ -115,6 +118,10 @@ pub(crate) struct Shared {
     pub dialer: super::tls::Dialer,
     /// Addresses whose latest dial was refused (nothing listened there).
     pub refused: std::sync::Mutex<HashSet<String>>,
+    /// When this node last answered each peer's ping or hello: the peer counts this node
+    /// as answering (and so may fetch its own sites) until `down_after` past that answer's
+    /// arrival (see [`super::Cluster::quiet`]).
+    pub answered: std::sync::Mutex<HashMap<String, Instant>>,
     /// Addresses of nodes the peers know, to dial when not connected.
     pub heard_of: RwLock<std::collections::BTreeSet<String>>,
     /// Live members (this node included), sorted; changes are announced.
@@ -190,8 +197,8 @@ pub(crate) enum Heard {
     /// A newly seen agent answered its hello (or not): its name, address, the addresses of
     /// its live peers, and the version it answered in.
     Hello { actor: ActorRef<AgentMsg>, answer: Result<(String, String, Vec<String>, u32), String> },
-    /// A known peer answered its ping (or not).
-    Pong { name: String, ok: bool },
+    /// A known peer answered its ping (or not), naming the members it hears.
+    Pong { name: String, ok: bool, hears: Option<Vec<String>> },
 }
 
 pub(crate) struct Agent;
@@ -270,6 +277,11 @@ fn answer(shared: &Arc<Shared>, bytes: Vec<u8>, reply: ractor::RpcReplyPort<Vec<
             return;
         }
     };
+    if matches!(frame, Frame::Hello { .. } | Frame::Ping)
+        && let Ok(mut answered) = shared.answered.lock()
+    {
+        answered.insert(from.clone(), Instant::now());
+    }
     match frame {
         Frame::Hello { .. } => {
             let peers = live_addresses(shared).into_iter().collect();
@@ -372,11 +384,15 @@ async fn tick(myself: &ActorRef<AgentMsg>, state: &mut AgentState) {
         }
         let (shared, me) = (Arc::clone(&shared), myself.clone());
         tokio::spawn(async move {
-            let ok = matches!(
-                call(&shared.name, version, &actor, &Frame::Ping, shared.down_after).await,
-                Ok((_, _, Reply::Pong))
-            );
-            let _ = me.cast(AgentMsg::Heard(Heard::Pong { name, ok }));
+            // A hello, answered by every version, whose answer names the members the peer
+            // hears (see `quorum::stands_aside`).
+            let hello = Frame::Hello { address: shared.address.clone() };
+            let (ok, hears) = match call(&shared.name, version, &actor, &hello, shared.down_after).await {
+                Ok((_, _, Reply::Hello { peers, .. })) => (true, Some(peers)),
+                Ok((_, _, Reply::Pong)) => (true, None),
+                _ => (false, None),
+            };
+            let _ = me.cast(AgentMsg::Heard(Heard::Pong { name, ok, hears }));
         });
     }
     judge(&shared).await;
@@ -394,11 +410,30 @@ async fn heard_from(state: &mut AgentState, heard: Heard) {
             match answer {
                 Ok((name, address, known, version)) if name != shared.name => {
                     tracing::info!(node = %name, %address, protocol = version, "met a node of the cluster");
-                    if let Ok(mut heard_of) = shared.heard_of.write() {
-                        heard_of.extend(known.into_iter().filter(|a| *a != shared.address));
+                    let hears = known.clone();
+                    // The nodes it knows that this node has neither met nor heard of are
+                    // dialled now (a member met already has a session: a second one would
+                    // make ractor_cluster close one of the two, and the calls on it).
+                    let met: HashSet<String> = shared
+                        .peers
+                        .read()
+                        .map(|p| p.values().map(|peer| peer.address.clone()).collect())
+                        .unwrap_or_default();
+                    let new: Vec<String> = match shared.heard_of.write() {
+                        Ok(mut heard_of) => known
+                            .into_iter()
+                            .filter(|a| {
+                                *a != shared.address && heard_of.insert(a.clone()) && !met.contains(a)
+                            })
+                            .collect(),
+                        Err(_) => Vec::new(),
+                    };
+                    for address in new {
+                        dial(&shared, address);
                     }
                     if let Ok(mut peers) = shared.peers.write() {
                         let peer = Peer {
+                            hears,
                             address,
                             actor,
                             last_heard: Instant::now(),
@@ -421,13 +456,16 @@ async fn heard_from(state: &mut AgentState, heard: Heard) {
                 Err(e) => tracing::debug!(error = %e, "a node did not answer its hello yet"),
             }
         }
-        Heard::Pong { name, ok } => {
+        Heard::Pong { name, ok, hears } => {
             state.pinging.remove(&name);
             if ok
                 && let Ok(mut peers) = shared.peers.write()
                 && let Some(peer) = peers.get_mut(&name)
             {
                 peer.last_heard = Instant::now();
+                if let Some(hears) = hears {
+                    peer.hears = hears;
+                }
             }
             judge(&shared).await;
         }

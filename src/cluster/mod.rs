@@ -194,9 +194,10 @@ impl Cluster {
         let host = host_of(&address).to_owned();
         let name = settings.name();
         let (acceptor, dialer) = tls::load(settings)?;
-        // ractor_cluster's own transitive dialling is plain TCP: with TLS, this node's agent
-        // meets the peers it hears of instead (see `agent`).
-        let mode = if settings.tls() { NodeConnectionMode::Isolated } else { NodeConnectionMode::Transitive };
+        // Every connection this node opens goes through its dialer (TLS, and the source
+        // address it listens on): ractor_cluster's own transitive dialling (plain TCP, from
+        // any address) is off, and this node's agent meets the peers it hears of (`agent`).
+        let mode = NodeConnectionMode::Isolated;
         // With TLS this node accepts on the cluster port itself (`tls::accept`: handshakes
         // bounded in time); the node server's own listener, still TLS, is left on a port of
         // the loopback interface that nothing dials.
@@ -239,6 +240,7 @@ impl Cluster {
             node_server: server.clone(),
             dialer: dialer.clone(),
             refused: std::sync::Mutex::default(),
+            answered: std::sync::Mutex::default(),
             heard_of: RwLock::default(),
             live: live_tx,
             sites_by_host: std::sync::atomic::AtomicBool::new(spoken_version() >= place::BY_HOST_SINCE),
@@ -325,8 +327,9 @@ impl Cluster {
     }
 
     /// Whether this node is on the side of the cluster that fetches: with
-    /// `cluster.keep_majority`, it sees more than half of the members that may be running
-    /// (see [`quorum`]); always without it. `GET /v2/cluster` shows it as `majority`.
+    /// `cluster.keep_majority`, it sees more than half of the members that may be running,
+    /// and does not stand aside from a partial cut (see [`quorum`]); always without it.
+    /// `GET /v2/cluster` shows it as `majority`.
     pub fn majority(&self) -> bool {
         self.shared.peers.read().is_ok_and(|peers| self.may_fetch(&peers))
     }
@@ -344,8 +347,18 @@ impl Cluster {
             let mut seeds = self.shared.seeds.iter().filter(|s| **s != self.shared.address);
             return seeds.all(|seed| refused.contains(seed));
         }
-        let seen = peers.iter().map(|(name, p)| quorum::Seen { name, up: p.up, stopped: p.stopped });
-        quorum::holds(&self.shared.name, seen)
+        let seen: Vec<quorum::Seen<'_>> = peers
+            .iter()
+            .map(|(name, p)| quorum::Seen {
+                name,
+                address: &p.address,
+                up: p.up,
+                stopped: p.stopped,
+                hears: &p.hears,
+            })
+            .collect();
+        quorum::holds(&self.shared.name, seen.iter().copied())
+            && !quorum::stands_aside(&self.shared.name, &seen)
     }
 
     /// Resolves once this node has been up for `down_after_ms`: by then it has met every
@@ -355,6 +368,39 @@ impl Cluster {
     /// fetching it (measured as requests from two nodes at once when a node rejoins).
     pub async fn settled(&self) {
         tokio::time::sleep_until((self.started + self.shared.down_after).into()).await;
+    }
+
+    /// Resolves once no member that fell silent may still be fetching: one cut off from
+    /// this node (not stopped: its address does not refuse) counts this node as answering
+    /// until `down_after_ms` past this node's last answer to it, and meanwhile fetches its
+    /// own sites, which this node may have just taken over on judging it down (which it
+    /// did `down_after_ms` past that member's last answer, which can come up to a ping
+    /// interval before this node's). A site taken over waits for this before its first
+    /// request, so a cut never has two nodes fetching one site; a killed member (refusing)
+    /// and one stopped ([`agent::Peer::stopped`]) meanwhile hold nothing.
+    pub async fn quiet(&self) {
+        loop {
+            let until = {
+                let peers = self.shared.peers.read().map(|p| {
+                    p.iter().filter(|(_, peer)| !peer.up && !peer.stopped).map(|(n, _)| n.clone()).collect()
+                });
+                let silent: Vec<String> = peers.unwrap_or_default();
+                let answered = self
+                    .shared
+                    .answered
+                    .lock()
+                    .map(|a| silent.iter().filter_map(|n| a.get(n).copied()).max());
+                answered.ok().flatten().map(|at| at + self.shared.down_after + self.shared.heartbeat)
+            };
+            let now = Instant::now();
+            match until {
+                // Checked again in a while: a member found stopped meanwhile holds nothing.
+                Some(until) if until > now => {
+                    tokio::time::sleep((until - now).min(Duration::from_millis(50))).await
+                }
+                _ => return,
+            }
+        }
     }
 
     /// Whether sites are placed by host now (see [`place::BY_HOST_SINCE`]).

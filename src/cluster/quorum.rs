@@ -10,12 +10,21 @@
 //! there) and is left out, so losing nodes one kill at a time never stops the survivors.
 //! Half exactly (a cluster of two cut in two, or of four cut in halves) goes to the side
 //! holding the lowest-named of them, which both sides tell alike.
+//!
+//! A cut can also fall between two members only, each still hearing the rest: both then
+//! hold a majority. Each peer's answer to a ping names the members it hears, so a node
+//! that counts a member silent that a live peer hears knows the cut is between the two of
+//! them, and the higher-named stands aside ([`stands_aside`]).
 
 /// What this node knows of a peer, for the count.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Seen<'a> {
     /// Its node name.
     pub name: &'a str,
+    /// Its cluster address.
+    pub address: &'a str,
+    /// The addresses of the members it counted live at its latest answer.
+    pub hears: &'a [String],
     /// A live member.
     pub up: bool,
     /// Down, and its address refused a connection since: not running.
@@ -35,12 +44,26 @@ pub(crate) fn holds<'a>(me: &'a str, peers: impl IntoIterator<Item = Seen<'a>>) 
     2 * live > counted || (2 * live == counted && lowest.1)
 }
 
+/// Whether node `me` stands aside from a partial cut: a live peer hears a member that this
+/// node counts as down and silent (not stopped), so the network fails between that member
+/// and this node only. Each of the two would place the other's sites over the members it
+/// hears and fetch them, beside the other still fetching them; so the one with the higher
+/// name (which both tell alike) fetches nothing while the cut lasts, and the other goes on.
+/// A peer's report lags its own judgement by up to a ping interval: a member that all have
+/// just lost stops the higher-named ones that long.
+pub(crate) fn stands_aside(me: &str, peers: &[Seen<'_>]) -> bool {
+    peers
+        .iter()
+        .filter(|m| !m.up && !m.stopped && m.name < me)
+        .any(|m| peers.iter().any(|p| p.up && p.hears.iter().any(|a| a == m.address)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn seen(name: &str, up: bool, stopped: bool) -> Seen<'_> {
-        Seen { name, up, stopped }
+        Seen { name, address: name, up, stopped, hears: &[] }
     }
 
     #[test]
@@ -69,5 +92,20 @@ mod tests {
         };
         assert!(side("a", "d") && side("d", "a"));
         assert!(!side("b", "c") && !side("c", "b"));
+    }
+
+    #[test]
+    fn of_two_members_that_cannot_hear_each_other_the_higher_named_stands_aside() {
+        let all = ["a".to_owned(), "b".to_owned(), "c".to_owned()];
+        let only_b = ["b".to_owned()];
+        let peer = |name, up, hears| Seen { name, address: name, up, stopped: false, hears };
+        // a and c cannot hear each other; b hears both: c stands aside, a goes on.
+        assert!(!stands_aside("a", &[peer("b", true, &all[..]), peer("c", false, &[])]));
+        assert!(stands_aside("c", &[peer("a", false, &[]), peer("b", true, &all[..])]));
+        // A whole side cut off: the live peers do not hear the lost member either.
+        assert!(!stands_aside("c", &[peer("a", false, &[]), peer("b", true, &only_b[..])]));
+        // A member that was killed (its address refuses) holds no one back.
+        let killed = Seen { stopped: true, ..peer("a", false, &[]) };
+        assert!(!stands_aside("c", &[killed, peer("b", true, &all[..])]));
     }
 }

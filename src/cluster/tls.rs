@@ -11,7 +11,7 @@
 //! [`HANDSHAKE_TIMEOUT`] to finish, and at most [`HANDSHAKES`] run at once; a finished
 //! session is handed to the node server as its own listener would.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,27 +19,26 @@ use ractor::ActorRef;
 use ractor_cluster::{NetworkStream, NodeServerMessage};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio_rustls::{TlsAcceptor, TlsConnector};
 
 use super::ClusterError;
 use crate::config::ClusterSettings;
 
-/// How this node opens connections to others: plain TCP, or TLS with its certificate.
+/// How this node opens connections to others: plain TCP or TLS with its certificate, from
+/// the address it listens on when that is one address (so peers, and their firewalls, see
+/// a node's connections come from the address it is known by).
 #[derive(Clone)]
-pub(crate) enum Dialer {
-    /// Plain TCP (the secret is still checked).
-    Plain,
-    /// TLS.
-    Tls(TlsConnector),
+pub(crate) struct Dialer {
+    /// TLS, or plain TCP (the secret is still checked) when `None`.
+    tls: Option<TlsConnector>,
+    /// The source address of the connections, `None` for the system's choice.
+    from: Option<IpAddr>,
 }
 
 impl std::fmt::Debug for Dialer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Plain => "Dialer::Plain",
-            Self::Tls(_) => "Dialer::Tls",
-        })
+        f.debug_struct("Dialer").field("tls", &self.tls.is_some()).field("from", &self.from).finish()
     }
 }
 
@@ -53,22 +52,62 @@ impl Dialer {
         address: &str,
     ) -> Result<(), DialError> {
         let opened = async {
-            match self {
-                Self::Plain => ractor_cluster::client_connect(server, address).await.map_err(DialError::of),
-                Self::Tls(connector) => {
+            let stream = self.connect(address).await.map_err(DialError::of)?;
+            let (peer_addr, local_addr) =
+                (stream.peer_addr().map_err(DialError::of)?, stream.local_addr().map_err(DialError::of)?);
+            let stream = match &self.tls {
+                None => NetworkStream::Raw { peer_addr, local_addr, stream },
+                Some(connector) => {
                     let host = super::host_of(address).trim_start_matches('[').trim_end_matches(']');
                     let name = ServerName::try_from(host.to_owned())
                         .map_err(|e| DialError::Other(format!("`{host}`: {e}")))?;
-                    ractor_cluster::client_connect_enc(server, address, connector.clone(), name)
+                    let stream = connector
+                        .connect(name, stream)
                         .await
-                        .map_err(DialError::of)
+                        .map_err(|e| DialError::Other(format!("TLS handshake: {e}")))?;
+                    NetworkStream::TlsClient { peer_addr, local_addr, stream }
                 }
-            }
+            };
+            server
+                .cast(NodeServerMessage::ConnectionOpened { stream: Box::new(stream), is_server: false })
+                .map_err(|_| DialError::Other("the node server stopped".into()))
         };
         tokio::time::timeout(HANDSHAKE_TIMEOUT, opened).await.unwrap_or_else(|_| {
             Err(DialError::Other(format!("no answer within {} s", HANDSHAKE_TIMEOUT.as_secs())))
         })
     }
+
+    /// A TCP connection to the first of `address`'s addresses that takes one.
+    async fn connect(&self, address: &str) -> std::io::Result<TcpStream> {
+        let mut last = None;
+        for target in tokio::net::lookup_host(address).await? {
+            let socket = if target.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+            if let Some(from) = source_for(self.from, target.ip()) {
+                socket.bind(SocketAddr::new(from, 0))?;
+            }
+            match socket.connect(target).await {
+                Ok(stream) => {
+                    stream.set_nodelay(true)?;
+                    return Ok(stream);
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::NotFound, format!("`{address}` has no address"))
+        }))
+    }
+}
+
+/// The source address of a connection to `target` from a node listening on `listen`: that
+/// address when it is one (not `0.0.0.0` or `::`) of the target's family, and not a loopback
+/// address while the target is elsewhere (which it could not reach).
+fn source_for(listen: Option<IpAddr>, target: IpAddr) -> Option<IpAddr> {
+    listen.filter(|ip| {
+        !ip.is_unspecified()
+            && ip.is_ipv4() == target.is_ipv4()
+            && (!ip.is_loopback() || target.is_loopback())
+    })
 }
 
 /// Why a dial failed.
@@ -84,14 +123,10 @@ pub(crate) enum DialError {
 }
 
 impl DialError {
-    fn of(e: ractor_cluster::ClientConnectErr) -> Self {
-        match e {
-            ractor_cluster::ClientConnectErr::Socket(io)
-                if io.kind() == std::io::ErrorKind::ConnectionRefused =>
-            {
-                Self::Refused
-            }
-            other => Self::Other(other.to_string()),
+    fn of(e: std::io::Error) -> Self {
+        match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => Self::Refused,
+            _ => Self::Other(e.to_string()),
         }
     }
 }
@@ -118,8 +153,9 @@ const HANDSHAKES: usize = 64;
 /// The acceptor for incoming connections and this node's dialer, from the settings: plain
 /// TCP (no acceptor) when no certificate is configured.
 pub(crate) fn load(settings: &ClusterSettings) -> Result<(Option<TlsAcceptor>, Dialer), ClusterError> {
+    let from = settings.listen.trim().parse::<SocketAddr>().ok().map(|a| a.ip());
     if !settings.tls() {
-        return Ok((None, Dialer::Plain));
+        return Ok((None, Dialer { tls: None, from }));
     }
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(settings.tls_cert.trim())
         .map_err(|e| invalid("cluster.tls_cert", e))?
@@ -151,7 +187,8 @@ pub(crate) fn load(settings: &ClusterSettings) -> Result<(Option<TlsAcceptor>, D
         .with_root_certificates(roots)
         .with_client_auth_cert(certs, key)
         .map_err(|e| invalid("cluster.tls_cert", e))?;
-    Ok((Some(TlsAcceptor::from(Arc::new(server))), Dialer::Tls(TlsConnector::from(Arc::new(client)))))
+    let dialer = Dialer { tls: Some(TlsConnector::from(Arc::new(client))), from };
+    Ok((Some(TlsAcceptor::from(Arc::new(server))), dialer))
 }
 
 /// Accepts the cluster's TLS connections on `listener` for `server` until the node server
@@ -195,4 +232,24 @@ pub(crate) fn accept(listener: TcpListener, acceptor: TlsAcceptor, server: Actor
             });
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connections_leave_from_the_address_a_node_listens_on_when_they_can() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let from = |listen: &str, target: &str| source_for(Some(ip(listen)), ip(target));
+        assert_eq!(from("10.0.0.5", "10.0.0.6"), Some(ip("10.0.0.5")));
+        assert_eq!(from("127.0.1.3", "127.0.1.1"), Some(ip("127.0.1.3")));
+        // Any address: the system chooses.
+        assert_eq!(from("0.0.0.0", "10.0.0.6"), None);
+        assert_eq!(from("::", "fd00::6"), None);
+        // A loopback address reaches no other machine; another family cannot be bound.
+        assert_eq!(from("127.0.0.1", "10.0.0.6"), None);
+        assert_eq!(from("10.0.0.5", "fd00::6"), None);
+        assert_eq!(source_for(None, ip("10.0.0.6")), None);
+    }
 }

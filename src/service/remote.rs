@@ -64,7 +64,7 @@ impl RemoteHandler {
         Arc::new(Self { jobs })
     }
 
-    async fn answer(&self, request: Request) -> Result<Response, JobError> {
+    async fn answer(&self, from: String, request: Request) -> Result<Response, JobError> {
         let team = |name: &str| TeamId::parse(name).map_err(|_| JobError::NotFound);
         let jobs = &self.jobs;
         let held = matches!(request, Request::TurnHeld(_));
@@ -90,6 +90,13 @@ impl RemoteHandler {
                 Response::Done
             }
             Request::Release(origin) => {
+                // Let go only to a member: to a node this one still counts as down (back from
+                // a cut, not met again yet), this node would still own the site in its own
+                // view and start a new actor of it at its next request, beside the claimer's.
+                if let Some(cluster) = &jobs.runtime().services().cluster {
+                    let member = cluster.until_not(|live| !live.contains(&from));
+                    let _ = tokio::time::timeout(crate::actors::remote::RELEASE_TIMEOUT, member).await;
+                }
                 jobs.runtime().release_here(&origin).await;
                 Response::Done
             }
@@ -147,11 +154,11 @@ impl RemoteHandler {
 }
 
 impl crate::cluster::Handler for RemoteHandler {
-    fn handle(&self, _from: String, request: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>> {
+    fn handle(&self, from: String, request: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>> {
         let this = self.clone();
         Box::pin(async move {
             let request: Request = decode(&request)?;
-            let response = this.answer(request).await.unwrap_or_else(|e| failed(&e));
+            let response = this.answer(from, request).await.unwrap_or_else(|e| failed(&e));
             Ok(encode(&response))
         })
     }

@@ -52,7 +52,6 @@ impl Node {
         env: &[(&str, &str)],
         keys: &[(&str, &str)],
     ) -> Self {
-        ferrocrawl::scrape::engine::http::install_crypto_provider();
         let data = tempfile::tempdir().expect("tempdir");
         for (team, key) in keys {
             let dir = data.path().to_str().expect("utf8").to_owned();
@@ -62,7 +61,27 @@ impl Node {
             );
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         }
-        let cluster_addr = format!("127.0.0.1:{}", free_port());
+        Self::start_in(name, data, format!("127.0.0.1:{}", free_port()), seed, env)
+    }
+
+    /// [`Node::start`] with its cluster port at `cluster_addr`.
+    pub(crate) fn start_at(
+        name: &str,
+        cluster_addr: String,
+        seed: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Self {
+        Self::start_in(name, tempfile::tempdir().expect("tempdir"), cluster_addr, seed, env)
+    }
+
+    fn start_in(
+        name: &str,
+        data: tempfile::TempDir,
+        cluster_addr: String,
+        seed: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Self {
+        ferrocrawl::scrape::engine::http::install_crypto_provider();
         let mut node = Node { name: name.to_owned(), cluster_addr, process: None, key: String::new(), data };
         node.launch(seed, env);
         node

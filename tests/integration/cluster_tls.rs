@@ -1,6 +1,7 @@
 //! Connections to the cluster port: nodes that talk over TLS meet, nodes without the
 //! cluster's certificate are kept out, a connection that never finishes its handshake keeps
-//! no node out, and one that does not authenticate is closed.
+//! no node out, and one that does not authenticate is closed; a node's connections leave
+//! from the address it listens on.
 
 use std::io::Read;
 use std::time::{Duration, Instant};
@@ -107,4 +108,26 @@ async fn a_connection_that_does_not_authenticate_is_closed() {
         a.warnings().contains("did not authenticate").then_some(())
     })
     .await;
+}
+
+/// A node listening on one address opens its connections from it: the peer (and a firewall
+/// between them) sees the address the node is known by, not whichever the system picks.
+#[tokio::test]
+async fn a_node_dials_from_the_address_it_listens_on() {
+    let seed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let seed_addr = seed.local_addr().expect("addr").to_string();
+    let listen = format!("127.0.0.2:{}", crate::cluster::free_port());
+    let _node = Node::start_at("a", listen, Some(&seed_addr), &[]);
+    seed.set_nonblocking(true).expect("nonblocking");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let from = loop {
+        match seed.accept() {
+            Ok((_, from)) => break from,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await
+            }
+            Err(e) => panic!("the node never dialled its seed: {e}"),
+        }
+    };
+    assert_eq!(from.ip().to_string(), "127.0.0.2");
 }
