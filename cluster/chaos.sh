@@ -170,6 +170,7 @@ for round in $(seq 1 "$rounds"); do
       [[ $live == "$nodes" ]] && break
       sleep 0.1
     done
+    [[ $live == "$nodes" ]] || { echo "round $round: n$n sees $live live members of $nodes after 30 s; its log ends:" >&2; tail -5 "$CLUSTER_DIR/n$n/log" >&2; exit 1; }
   done
   # CRAWLS crawls per site, on the nodes in turn; a batch of every site's home page.
   # Sent all at once (a crawl sent late would count as slow).
