@@ -170,7 +170,7 @@ for round in $(seq 1 "$rounds"); do
       [[ $live == "$nodes" ]] && break
       sleep 0.1
     done
-    [[ $live == "$nodes" ]] || { echo "round $round: n$n sees $live live members of $nodes after 30 s; its log ends:" >&2; tail -5 "$CLUSTER_DIR/n$n/log" >&2; exit 1; }
+    [[ $live == "$nodes" ]] || { echo "round $round: n$n sees $live live members of $nodes after 30 s; the nodes' logs end:" >&2; tail -n 5 "$CLUSTER_DIR"/n*/log >&2; exit 1; }
   done
   # CRAWLS crawls per site, on the nodes in turn; a batch of every site's home page.
   # Sent all at once (a crawl sent late would count as slow).
@@ -185,7 +185,9 @@ for round in $(seq 1 "$rounds"); do
       sending+=($!)
     done
   done
-  wait "${sending[@]}"
+  for p in "${sending[@]}"; do
+    wait "$p" || { echo "round $round: a crawl could not be started (curl exit $?); the nodes' logs end:" >&2; tail -n 3 "$CLUSTER_DIR"/n*/log >&2; exit 1; }
+  done
   for s in $(seq 2 $((sites + 1))); do
     for c in $(seq 0 $((crawls - 1))); do
       jobs+=("crawl $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$work/started$s-$c.json")")
