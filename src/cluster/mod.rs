@@ -370,14 +370,13 @@ impl Cluster {
         tokio::time::sleep_until((self.started + self.shared.down_after).into()).await;
     }
 
-    /// Resolves once no member that fell silent may still be fetching: one cut off from
-    /// this node (not stopped: its address does not refuse) counts this node as answering
-    /// until `down_after_ms` past this node's last answer to it, and meanwhile fetches its
-    /// own sites, which this node may have just taken over on judging it down (which it
-    /// did `down_after_ms` past that member's last answer, which can come up to a ping
-    /// interval before this node's). A site taken over waits for this before its first
-    /// request, so a cut never has two nodes fetching one site; a killed member (refusing)
-    /// and one stopped ([`agent::Peer::stopped`]) meanwhile hold nothing.
+    /// Resolves once no member that fell silent may still be fetching. A member cut off
+    /// from this node keeps fetching its own sites until it has not heard this node for
+    /// `down_after_ms`, which can be up to a ping interval after this node judged it down
+    /// and took its sites; so a site taken over waits, before its first request, until
+    /// `down_after_ms` and a heartbeat past this node's last answer to each silent member.
+    /// A stopped member ([`agent::Peer::stopped`]: killed, its address refuses) holds
+    /// nothing, also when found stopped during the wait.
     pub async fn quiet(&self) {
         loop {
             let until = {
