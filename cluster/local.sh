@@ -21,8 +21,8 @@ bin=${NODE_BIN:-target/release/ferrocrawl}
 read -r -a bins <<<"${NODE_BINS:-}"
 read -r -a ips <<<"${CLUSTER_IPS:-}"
 
-# Stops the nodes and waits for them to exit (10 s, then SIGKILL), so that their ports
-# are free when this returns.
+# Stops the nodes and waits for them to exit (10 s, then SIGKILL and up to 5 s more), so
+# that their ports are free when this returns.
 stop_all() {
   local pids=()
   for pidfile in "$dir"/n*/pid; do
@@ -31,13 +31,22 @@ stop_all() {
     kill -TERM "${pids[-1]}" 2>/dev/null || true
     rm -f "$pidfile"
   done
-  for _ in $(seq 100); do
-    alive=0
-    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
-    [[ $alive == 0 ]] && return
+  exited 100 "${pids[@]}" && return
+  echo "nodes still running 10 s after SIGTERM: killing them" >&2
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  exited 50 "${pids[@]}" || true
+}
+
+# Whether the processes $2.. exit within $1 tenths of a second.
+exited() {
+  local tries=$1; shift
+  for _ in $(seq "$tries"); do
+    local alive=0
+    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    [[ $alive == 0 ]] && return 0
     sleep 0.1
   done
-  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  return 1
 }
 
 if [[ ${1:-} == stop ]]; then
