@@ -78,6 +78,9 @@ export FERROCRAWL_CLUSTER__DOWN_AFTER_MS=2000
 [[ -z ${MARGIN_MS:-} ]] || export FERROCRAWL_CRAWL__DOMAIN_INTERVAL_MARGIN_MS=$MARGIN_MS
 nginx_pids=()
 cleanup() {
+  # A round that stopped half-way leaves its capture running.
+  [[ -z ${capture_pid:-} ]] || kill -INT "$capture_pid" 2>/dev/null || true
+  [[ -z ${holders_pid:-} ]] || kill "$holders_pid" 2>/dev/null || true
   cluster/local.sh stop >/dev/null 2>&1 || true
   for p in "${nginx_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   rm -rf "$work"
