@@ -104,17 +104,20 @@ for s in $(seq 2 $((sites + 1))); do
     >"$work/other$s.txt"
 done
 
-api="http://127.0.0.1:$API_PORT"
 # Runs a command on the cores given by the variable named first, or anywhere when unset.
 pinned() { local cpus=${!1:-}; shift; if [[ -n $cpus ]]; then taskset -c "$cpus" "$@"; else "$@"; fi; }
 nginx_pin=()
 [[ -z ${NGINX_CPUS:-} ]] || nginx_pin=(taskset -c "$NGINX_CPUS")
 
 node_api() { echo "http://127.0.0.1:$((API_PORT + $1 - 1))"; }
+# How many live members node $1 counts (0 when it does not answer).
+live_seen_by() {
+  curl -sf "${auth[@]}" "$(node_api "$1")/v2/cluster" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["live"]))' 2>/dev/null || echo 0
+}
 # Seconds from $1 until n1 counts two live members (a node gone), or empty.
 until_seen_down() {
   for _ in $(seq 200); do
-    live=$(curl -sf "${auth[@]}" "$api/v2/cluster" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["live"]))' 2>/dev/null || echo 0)
+    live=$(live_seen_by 1)
     if [[ $live == 2 ]]; then python3 -c "print(f'{$(date +%s.%N) - $1:.2f}')"; return; fi
     sleep 0.05
   done
@@ -169,7 +172,7 @@ for round in $(seq 1 "$rounds"); do
   # The crawls start once every node sees all the others (the cluster's start is not a fault).
   for n in $(seq "$nodes"); do
     for _ in $(seq 300); do
-      live=$(curl -sf "${auth[@]}" "$(node_api $n)/v2/cluster" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["live"]))' 2>/dev/null || echo 0)
+      live=$(live_seen_by "$n")
       [[ $live == "$nodes" ]] && break
       sleep 0.1
     done

@@ -129,6 +129,10 @@ pub(crate) struct Shared {
     /// Whether sites are placed by host: this node and every live member speak
     /// [`super::place::BY_HOST_SINCE`] or later. A change is announced as the members'.
     pub sites_by_host: std::sync::atomic::AtomicBool,
+    /// Whether this node stands aside from a partial cut ([`super::quorum::stands_aside`]),
+    /// as of the latest judgement (each heartbeat and answer; a member found stopped in
+    /// between counts at the next, which keeps this node aside that much longer at most).
+    pub aside: std::sync::atomic::AtomicBool,
     /// When this process last ran its heartbeat, and when it last woke from a pause.
     pub wake: std::sync::Mutex<Wake>,
     /// Sessions opened and not authenticated yet.
@@ -500,6 +504,12 @@ async fn judge(shared: &Arc<Shared>) {
         live.sort();
         let by_host = spoken_version() >= super::place::BY_HOST_SINCE
             && peers.values().filter(|p| p.up).all(|p| p.version >= super::place::BY_HOST_SINCE);
+        // Judged here, where what it reads changes (members up and down, what they hear),
+        // not at each request's write.
+        let seen = peers.iter().map(|(name, p)| super::quorum::Seen::of(name, p));
+        shared
+            .aside
+            .store(super::quorum::stands_aside(&shared.name, seen), std::sync::atomic::Ordering::Relaxed);
         (live, by_host)
     };
     shared.live.send_if_modified(|current| {

@@ -244,6 +244,7 @@ impl Cluster {
             heard_of: RwLock::default(),
             live: live_tx,
             sites_by_host: std::sync::atomic::AtomicBool::new(spoken_version() >= place::BY_HOST_SINCE),
+            aside: std::sync::atomic::AtomicBool::new(false),
             wake: std::sync::Mutex::new(agent::Wake::new()),
             unauthenticated,
             batches,
@@ -347,18 +348,9 @@ impl Cluster {
             let mut seeds = self.shared.seeds.iter().filter(|s| **s != self.shared.address);
             return seeds.all(|seed| refused.contains(seed));
         }
-        let seen: Vec<quorum::Seen<'_>> = peers
-            .iter()
-            .map(|(name, p)| quorum::Seen {
-                name,
-                address: &p.address,
-                up: p.up,
-                stopped: p.stopped,
-                hears: &p.hears,
-            })
-            .collect();
-        quorum::holds(&self.shared.name, seen.iter().copied())
-            && !quorum::stands_aside(&self.shared.name, &seen)
+        let seen = peers.iter().map(|(name, p)| quorum::Seen::of(name, p));
+        quorum::holds(&self.shared.name, seen)
+            && !self.shared.aside.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Resolves once this node has been up for `down_after_ms`: by then it has met every
