@@ -232,13 +232,35 @@ for round in $(seq 1 "$rounds"); do
 
   # Every job finishes; each page once.
   result=$(python3 - "$key" "$API_PORT" "$sent" "$work" "$sites" "$conc" "$interval" "$hops" "${jobs[@]}" <<'PY'
-import json, sys, time, urllib.request
+import json, os, re, sys, time, urllib.request
+from urllib.parse import urljoin
 key, port, started, work, sites, conc, interval, hops, *jobs = sys.argv[1:]
 sites, conc, interval, hops = int(sites), int(conc), int(interval), int(hops)
 def get(url):
     req = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"})
     return json.load(urllib.request.urlopen(req, timeout=30))
 lost = dup = pages = 0
+def pages_of(s):
+    """The URLs of site `s`'s pages outside robots.txt's /private/."""
+    www = f"{work}/site{s}/www"
+    return {f"http://127.0.0.{s}:8090/" + os.path.relpath(os.path.join(root, name), www).removesuffix("index.html")
+            for root, _, files in os.walk(www) for name in files
+            if name.endswith(".html") and not os.path.relpath(root, www).startswith("private")}
+crawled = {}  # site -> [(job, URLs of its documents)]
+def broken_links(s, known={}):
+    """The 404 links (`removed-page-N`) of site `s`'s pages outside robots.txt's /private/."""
+    if s not in known:
+        www, want = f"{work}/site{s}/www", set()
+        for root, _, files in os.walk(www):
+            for name in files:
+                rel = os.path.relpath(os.path.join(root, name), www)
+                if not name.endswith(".html") or rel.startswith("private/"):
+                    continue
+                url = f"http://127.0.0.{s}:8090/" + (rel.removesuffix("index.html"))
+                for href in re.findall(r'href="([^"]*removed-page[^"]*)"', open(os.path.join(root, name)).read()):
+                    want.add(urljoin(url, href))
+        known[s] = want
+    return known[s]
 deadline = time.time() + 600
 for job in jobs:
     kind, jid = job.split()
@@ -275,7 +297,28 @@ for job in jobs:
             continue
         manifest = json.load(open(f"{work}/site{s}/manifest.json"))
         found = {d["metadata"]["url"] for d in docs if d["metadata"].get("statusCode") == 200}
-        lost += max(0, manifest["reachable_pages"] - len(found))
+        if len(found) < manifest["reachable_pages"]:
+            lost += manifest["reachable_pages"] - len(found)
+            print(f"crawl {jid}: {manifest['reachable_pages'] - len(found)} pages missing: "
+                  f"{sorted(pages_of(s) - found)}; errors: {get(f'http://127.0.0.1:{port}/v2/crawl/{jid}/errors')}",
+                  file=sys.stderr)
+        # (a page linked both as `dir` and `dir/` lands once, under whichever came first)
+        crawled.setdefault(s, []).append((jid, {url.rstrip("/") for url in landed}))
+        # Each broken link lands once too, as its 404.
+        gone = broken_links(s) - {d["metadata"]["url"] for d in docs if d["metadata"].get("statusCode") == 404}
+        if gone:
+            lost += len(gone)
+            print(f"crawl {jid}: {len(gone)} broken links missing: {sorted(gone)}; "
+                  f"errors: {get(f'http://127.0.0.1:{port}/v2/crawl/{jid}/errors')}", file=sys.stderr)
+# The crawls of one site return the same documents: what one returned, another missed.
+for s, runs in crawled.items():
+    every = set().union(*(urls for _, urls in runs))
+    for jid, urls in runs:
+        if every - urls:
+            lost += len(every - urls)
+            print(f"crawl {jid}: {len(every - urls)} documents another crawl of its site returned are missing: "
+                  f"{sorted(every - urls)}; errors: {get(f'http://127.0.0.1:{port}/v2/crawl/{jid}/errors')}",
+                  file=sys.stderr)
 finished = time.time() - float(started)
 # Politeness, from each host's access logs (both its sites): "status uri bytes msec request_time".
 worst_conc, worst_gap, robots, gaps, short = 0, float("inf"), 0, 0, 0

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, ActorStatus, RpcReplyPort, SupervisionEvent};
 use url::Url;
 
 use super::Services;
@@ -77,8 +77,14 @@ impl Actor for DomainSupervisor {
             DomainsMsg::Lookup(origin, reply) => {
                 let key = origin.to_string();
                 if let Some(actor) = state.by_origin.get(&key) {
-                    let _ = reply.send(Ok(actor.clone()));
-                    return Ok(());
+                    if !leaving(actor) {
+                        let _ = reply.send(Ok(actor.clone()));
+                        return Ok(());
+                    }
+                    // An actor that stopped (idle, let go to another node, failed) is heard
+                    // of here a moment later: until then a request sent to it is lost, so the
+                    // site's next actor starts now (`by_actor` still names the old one).
+                    state.by_origin.remove(&key);
                 }
                 let args = DomainArgs {
                     origin,
@@ -137,10 +143,18 @@ impl Actor for DomainSupervisor {
             if let Some(err) = failure {
                 tracing::error!(%origin, error = %err, "site actor failed; a new one starts on the next request");
             }
-            state.by_origin.remove(&origin);
+            // Unless a lookup already started the site's next actor.
+            if state.by_origin.get(&origin).is_some_and(|actor| actor.get_id() == cell.get_id()) {
+                state.by_origin.remove(&origin);
+            }
         }
         Ok(())
     }
+}
+
+/// Whether a site actor has stopped or is stopping: it takes no more requests.
+fn leaving(actor: &ActorRef<DomainMsg>) -> bool {
+    matches!(actor.get_status(), ActorStatus::Draining | ActorStatus::Stopping | ActorStatus::Stopped)
 }
 
 #[cfg(test)]

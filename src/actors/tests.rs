@@ -1,7 +1,7 @@
 //! The actor tree against a real local HTTP server and a real store: a job actor that
 //! panics is restarted by its supervisor and the job still completes with every page once
 //! (in the store, or through a tap); the janitor deletes what expired and nothing else; site
-//! actors refuse a cancelled job's requests.
+//! actors refuse a cancelled job's requests, and one that is stopping is replaced at once.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -274,4 +274,47 @@ async fn site_actors_refuse_a_cancelled_jobs_requests() {
         assert!(Instant::now() < deadline, "the cancel never reached the site actor");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// A site actor that is stopping is never handed out: a request looked up in the moment
+/// between its stop and its supervisor hearing of it reaches the site's next actor, and
+/// the old actor's end does not make the supervisor forget the new one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_site_actor_is_replaced_at_once() {
+    use super::domain::{DocumentOutcome, DomainMsg};
+    use super::domains::{DomainsMsg, origin_of};
+    use ractor::rpc::CallResult;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = chain_site(Duration::ZERO).await;
+    let rt = runtime(dir.path()).await;
+    let supervisors = rt.supervisors().await.expect("supervisors");
+    let origin = origin_of(&url::Url::parse(&base).expect("url")).expect("origin");
+    let lookup = || async {
+        match supervisors.domains.call(|r| DomainsMsg::Lookup(origin.clone(), r), None).await {
+            Ok(CallResult::Success(Ok(site))) => site,
+            other => panic!("no site actor: {other:?}"),
+        }
+    };
+    for round in 0..50 {
+        let old = lookup().await;
+        // Stops taking messages at once; its supervisor hears of its end a moment later.
+        old.drain().expect("drain");
+        let next = lookup().await;
+        assert_ne!(next.get_id(), old.get_id(), "round {round}: a stopping actor was handed out");
+        let (reply, answer) = ractor::concurrency::oneshot();
+        let read = DomainMsg::FetchDocument {
+            job: JobId::new(),
+            url: format!("{base}/p/{round}"),
+            timeout_ms: 5_000,
+            reply: reply.into(),
+        };
+        next.cast(read).expect("the new site actor takes the request");
+        assert!(matches!(answer.await, Ok(DocumentOutcome::Fetched { status: 200, .. })));
+        // Once the old actor's end is heard, the supervisor still knows the new one.
+        old.wait(Some(Duration::from_secs(5))).await.expect("the old actor ends");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert_eq!(lookup().await.get_id(), next.get_id(), "round {round}: a third actor");
+    }
+    rt.shutdown().await;
 }
