@@ -222,6 +222,12 @@ pub async fn serve(
         failed
     };
     let (result, failed) = tokio::join!(server, stopper);
+    let (raised, refused) = priority::raise_idle_threads();
+    tracing::debug!(
+        raised,
+        refused,
+        "background threads put back in the normal scheduling class for the stop"
+    );
     runtime.shutdown().await;
     if let Some(index) = runtime.services().scraper.search_index() {
         index.shutdown().await;
