@@ -41,13 +41,16 @@
 # it is touched), the nodes' cluster ports on 127.0.1.1..3 so that `ip rule` can drop what
 # passes between two of them; cut_in_touch tells whether n3 still fetched during the cut
 # (it must not: false). FAULTS=partial cuts n3 off n1 only: n2 still hears both, and each
-# of n1 and n3 sees the other silent while it sees n2.
+# of n1 and n3 sees the other silent while it sees n2. FAULTS=oneway drops only what n3
+# sends to n1 and n2: n3 still receives their packets (but none of its answers, its TCP
+# acknowledgements among them, gets through).
 # The politeness benchmark of many sites is the same script without faults:
 #   SITES=30 LATENCY_MS=50 FAULTS=0 NODES=1 OTHER_PAGES=0 cluster/chaos.sh 3   (and NODES=3)
 set -euo pipefail
 faults=${FAULTS:-1}
-cut_from="1 2"
+cut_from="1 2"; both_ways=1
 [[ $faults == partial ]] && { faults=cut; cut_from=1; }
+[[ $faults == oneway ]] && { faults=cut; both_ways=0; }
 if [[ $faults == cut && -z ${CHAOS_NETNS:-} ]]; then
   ns=(unshare -n); [[ $(id -u) == 0 ]] || ns=(unshare -rn)
   exec "${ns[@]}" env CHAOS_NETNS=1 "$0" "$@"
@@ -123,11 +126,12 @@ until_seen_down() {
   done
 }
 # Adds or deletes (`cut_net add|del`) the rules that drop every packet between n3's cluster
-# address and n1's and n2's (n1's only with FAULTS=partial), both ways.
+# address and n1's and n2's (n1's only with FAULTS=partial), both ways (from n3 only with
+# FAULTS=oneway).
 cut_net() {
   for peer in $cut_from; do
     ip rule "$1" pref $((10 + peer)) from 127.0.1.3 to 127.0.1.$peer blackhole
-    ip rule "$1" pref $((20 + peer)) from 127.0.1.$peer to 127.0.1.3 blackhole
+    [[ $both_ways == 0 ]] || ip rule "$1" pref $((20 + peer)) from 127.0.1.$peer to 127.0.1.3 blackhole
   done
 }
 
