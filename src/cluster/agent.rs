@@ -575,13 +575,24 @@ fn live_addresses(shared: &Shared) -> HashSet<String> {
     peers.values().filter(|p| p.up).map(|p| p.address.clone()).collect()
 }
 
+/// The addresses this node has a session with: each session's far end, and the cluster
+/// address its peer gave when it authenticated. `None` when the node server does not answer.
+pub(crate) async fn in_session(server: &ActorRef<NodeServerMessage>) -> Option<HashSet<String>> {
+    match server.call(NodeServerMessage::GetSessions, Some(Duration::from_secs(1))).await {
+        Ok(CallResult::Success(sessions)) => Some(
+            sessions
+                .into_values()
+                .flat_map(|s| [Some(s.peer_addr), s.peer_name.map(|name| name.connection_string)])
+                .flatten()
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
 /// Dials the seeds and known peers that are not connected now.
 async fn redial(shared: &Arc<Shared>) {
-    let connected: HashSet<String> =
-        match shared.node_server.call(NodeServerMessage::GetSessions, Some(Duration::from_secs(1))).await {
-            Ok(CallResult::Success(sessions)) => sessions.values().map(|s| s.peer_addr.clone()).collect(),
-            _ => return,
-        };
+    let Some(connected) = in_session(&shared.node_server).await else { return };
     let up = live_addresses(shared);
     let mut targets: Vec<String> = shared.seeds.clone();
     if let Ok(peers) = shared.peers.read() {

@@ -53,6 +53,12 @@ impl Dialer {
     ) -> Result<(), DialError> {
         let opened = async {
             let stream = self.connect(address).await.map_err(DialError::of)?;
+            // The node may have dialled this one meanwhile (both redial when a cut heals,
+            // and a connection can be minutes on its way through a lossy network): a second
+            // session would be closed by ractor_cluster's election, with the calls on it.
+            if super::agent::in_session(server).await.is_some_and(|open| open.contains(address)) {
+                return Ok(());
+            }
             let (peer_addr, local_addr) =
                 (stream.peer_addr().map_err(DialError::of)?, stream.local_addr().map_err(DialError::of)?);
             let stream = match &self.tls {
