@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+use ractor::rpc::CallResult;
+
+use super::domain::{DocumentOutcome, DomainMsg};
+use super::domains::{DomainsMsg, origin_of};
 use super::jobs::JobsMsg;
 use super::*;
 use crate::model::{CrawlOptions, JobStatus, SitemapMode, time};
@@ -234,10 +238,6 @@ async fn idle_site_actors_exit_and_come_back() {
 /// cancel; other jobs' requests go through.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn site_actors_refuse_a_cancelled_jobs_requests() {
-    use super::domain::{DocumentOutcome, DomainMsg};
-    use super::domains::{DomainsMsg, origin_of};
-    use ractor::rpc::CallResult;
-
     let dir = tempfile::tempdir().expect("tempdir");
     let base = chain_site(Duration::ZERO).await;
     let rt = runtime(dir.path()).await;
@@ -281,10 +281,6 @@ async fn site_actors_refuse_a_cancelled_jobs_requests() {
 /// the old actor's end does not make the supervisor forget the new one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stopping_site_actor_is_replaced_at_once() {
-    use super::domain::{DocumentOutcome, DomainMsg};
-    use super::domains::{DomainsMsg, origin_of};
-    use ractor::rpc::CallResult;
-
     let dir = tempfile::tempdir().expect("tempdir");
     let base = chain_site(Duration::ZERO).await;
     let rt = runtime(dir.path()).await;
