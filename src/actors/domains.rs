@@ -152,9 +152,9 @@ impl Actor for DomainSupervisor {
     }
 }
 
-/// Whether a site actor has stopped or is stopping: it takes no more requests.
+/// Whether a site actor has stopped or is stopping: ractor refuses it messages from then on.
 fn leaving(actor: &ActorRef<DomainMsg>) -> bool {
-    matches!(actor.get_status(), ActorStatus::Draining | ActorStatus::Stopping | ActorStatus::Stopped)
+    actor.get_status() >= ActorStatus::Draining
 }
 
 #[cfg(test)]

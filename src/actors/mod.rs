@@ -420,37 +420,10 @@ impl Runtime {
         }
     }
 
-    /// Stops every actor (running jobs resume on the next start). An actor that has not
-    /// stopped within [`STOP_WAIT`] is named in the log and left behind: what it had not
-    /// written is done again at the next start, as after a crash.
+    /// Stops every actor (running jobs resume on the next start).
     pub async fn shutdown(&self) {
         self.stopping.send_replace(true);
-        let stopped = self.root.stop_and_wait(Some("shutting down".into()), Some(STOP_WAIT)).await;
-        if stopped.is_err() {
-            let mut left = Vec::new();
-            still_running(&self.root.get_cell(), &mut left);
-            tracing::warn!(
-                actors = %left.join(", "),
-                "actors still running {} s after the stop; stopping without them",
-                STOP_WAIT.as_secs()
-            );
-        }
-    }
-}
-
-/// How long a node's actors have to stop at shutdown.
-pub const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// The actors under `cell` (itself included) that have not stopped: id, and name if any.
-fn still_running(cell: &ractor::ActorCell, left: &mut Vec<String>) {
-    if cell.get_status() != ractor::ActorStatus::Stopped {
-        left.push(match cell.get_name() {
-            Some(name) => format!("{} ({name}, {:?})", cell.get_id(), cell.get_status()),
-            None => format!("{} ({:?})", cell.get_id(), cell.get_status()),
-        });
-    }
-    for child in cell.get_children() {
-        still_running(&child, left);
+        let _ = self.root.stop_and_wait(Some("shutting down".into()), None).await;
     }
 }
 

@@ -156,6 +156,19 @@ impl Actor for Root {
         _: &mut RootState,
     ) -> Result<(), ActorProcessingErr> {
         myself.stop_children_and_wait(Some("shutting down".into()), Some(CHILDREN_STOP_WAIT)).await;
+        // Those that have not stopped by then are left behind (what they had not written is
+        // done again at the next start, as after a crash), and named.
+        let mut left = Vec::new();
+        for child in myself.get_children() {
+            still_running(&child, &mut left);
+        }
+        if !left.is_empty() {
+            tracing::warn!(
+                actors = %left.join(", "),
+                "actors still running {} s after the stop; stopping without them",
+                CHILDREN_STOP_WAIT.as_secs()
+            );
+        }
         Ok(())
     }
 
@@ -242,6 +255,19 @@ async fn restart(
         Child::Janitor => current.janitor = spawn_janitor(myself, &services, &current.jobs).await?,
     }
     Ok(())
+}
+
+/// The actors under `cell` (itself included) that have not stopped: id, and name if any.
+fn still_running(cell: &ractor::ActorCell, left: &mut Vec<String>) {
+    if cell.get_status() != ractor::ActorStatus::Stopped {
+        left.push(match cell.get_name() {
+            Some(name) => format!("{} ({name}, {:?})", cell.get_id(), cell.get_status()),
+            None => format!("{} ({:?})", cell.get_id(), cell.get_status()),
+        });
+    }
+    for child in cell.get_children() {
+        still_running(&child, left);
+    }
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ pub const COMMIT_AFTER: Duration = Duration::from_secs(2);
 /// Longest a graceful stop waits for the last commit. The writing thread runs in the idle
 /// class, so on a busy machine it may get no CPU at all; what it has not committed by then
 /// is indexed at the next start (the pages' notes in the store go only with the commit).
-pub const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(5);
 
 /// Messages of [`Indexer`].
 #[derive(Debug)]
