@@ -459,10 +459,15 @@ pub(crate) async fn fetch_via_site(
         if cluster.is_none() || !matches!(outcome, FetchOutcome::Moved) {
             return outcome;
         }
-        // The nodes' views of the members differ for a heartbeat or two while they change.
-        tokio::time::sleep(std::time::Duration::from_millis((50 * attempt as u64).min(500))).await;
+        pause_after_move(attempt).await;
     }
     FetchOutcome::Moved
+}
+
+/// The pause before asking a site's owner again after the `attempt`th answer that the site
+/// moved: the nodes' views of the members differ for a heartbeat or two while they change.
+pub(crate) async fn pause_after_move(attempt: usize) {
+    tokio::time::sleep(std::time::Duration::from_millis((50 * attempt as u64).min(500))).await;
 }
 
 /// Waits for one of the page's team's slots, and notes in `task` how long it waited.
@@ -472,8 +477,8 @@ pub(crate) async fn admit(teams: &Teams, task: &mut FetchTask) -> Admission {
     admission
 }
 
-/// Times a page follows its site from node to node before it is given up.
-const MOVES: usize = 30;
+/// Times a page (or a sitemap) follows its site from node to node before it is given up.
+pub(crate) const MOVES: usize = 30;
 
 /// Sends a page to this node's actor of its site (`origin`) and waits for the outcome.
 async fn fetch_on_this_node(

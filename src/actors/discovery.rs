@@ -63,28 +63,55 @@ impl Sites {
     }
 }
 
-/// The sitemaps robots.txt of `origin` names, asked of the site's actor wherever it lives.
+/// The sitemaps robots.txt of `origin` names, asked of the site's actor wherever it lives;
+/// when the site moves to another node meanwhile, or its node is lost, asked of its next
+/// owner.
 pub(crate) async fn robots_sitemaps(sites: &Sites, origin: &Url) -> Vec<String> {
-    if let Some((cluster, owner)) = sites.elsewhere(origin) {
-        let request = super::remote::Request::Sitemaps(origin.to_string());
-        return match super::remote::ask_site(cluster, &owner, &request).await {
-            Some(super::remote::Response::Sitemaps(list)) => list,
-            _ => Vec::new(),
+    following_moves(sites, origin, |elsewhere| async move {
+        let Some((cluster, owner)) = elsewhere else {
+            return local_sitemaps(&sites.domains, origin).await;
         };
-    }
-    local_sitemaps(&sites.domains, origin).await
+        let request = super::remote::Request::Sitemaps(origin.to_string());
+        match super::remote::ask_site(cluster, &owner, &request).await? {
+            super::remote::Response::Sitemaps(list) => Some(list),
+            answer if answer.is_moved() => None,
+            _ => Some(Vec::new()),
+        }
+    })
+    .await
+    .unwrap_or_default()
 }
 
-/// The sitemaps robots.txt of `origin` names, from this node's actor of the site.
-pub(crate) async fn local_sitemaps(domains: &ActorRef<DomainsMsg>, origin: &Url) -> Vec<String> {
+/// Asks `ask` (given the site's owner when that is another node) until it answers other
+/// than `None` (the site moved to another node, or its node did not answer), at most
+/// [`super::crawl_job::MOVES`] times.
+async fn following_moves<'s, T, F, Fut>(sites: &'s Sites, origin: &Url, mut ask: F) -> Option<T>
+where
+    F: FnMut(Option<(&'s crate::cluster::Cluster, String)>) -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    for attempt in 1..=super::crawl_job::MOVES {
+        if let Some(answer) = ask(sites.elsewhere(origin)).await {
+            return Some(answer);
+        }
+        // Sites move only in a cluster.
+        sites.cluster.as_ref()?;
+        super::crawl_job::pause_after_move(attempt).await;
+    }
+    None
+}
+
+/// The sitemaps robots.txt of `origin` names, from this node's actor of the site; `None`
+/// when the actor let the site go to another node.
+pub(crate) async fn local_sitemaps(domains: &ActorRef<DomainsMsg>, origin: &Url) -> Option<Vec<String>> {
     let Ok(CallResult::Success(Ok(site))) =
         domains.call(|r| DomainsMsg::Lookup(origin.clone(), r), None).await
     else {
-        return Vec::new();
+        return Some(Vec::new());
     };
     match site.call(DomainMsg::Sitemaps, Some(Duration::from_secs(20))).await {
         Ok(CallResult::Success(list)) => list,
-        _ => Vec::new(),
+        _ => Some(Vec::new()),
     }
 }
 
@@ -129,19 +156,29 @@ pub(crate) async fn discover(sites: &Sites, job: JobId, start: &Url, limit: u64)
     Some(pages)
 }
 
-/// Reads one sitemap through its site's actor, wherever it lives.
+/// Reads one sitemap through its site's actor, wherever it lives (the site's next owner
+/// when it moves meanwhile or its node is lost).
 async fn fetch(sites: &Sites, job: JobId, url: &Url) -> DocumentOutcome {
     let Some(origin) = origin_of(url) else {
         return DocumentOutcome::Failed(format!("{url} has no site"));
     };
-    if let Some((cluster, owner)) = sites.elsewhere(&origin) {
-        let request = super::remote::Request::Document { job, url: url.to_string() };
-        return match super::remote::ask_site(cluster, &owner, &request).await {
-            Some(super::remote::Response::Document(outcome)) => outcome,
-            _ => DocumentOutcome::Failed(format!("the node of {origin} did not answer")),
+    let origin = &origin;
+    let outcome = following_moves(sites, origin, |elsewhere| async move {
+        let Some((cluster, owner)) = elsewhere else {
+            let outcome = local_document(&sites.domains, job, url, origin).await;
+            return (!matches!(outcome, DocumentOutcome::Moved)).then_some(outcome);
         };
-    }
-    local_document(&sites.domains, job, url, &origin).await
+        let request = super::remote::Request::Document { job, url: url.to_string() };
+        match super::remote::ask_site(cluster, &owner, &request).await? {
+            super::remote::Response::Document(outcome) => Some(outcome),
+            answer if answer.is_moved() => None,
+            answer => {
+                Some(DocumentOutcome::Failed(format!("unexpected answer from node `{owner}`: {answer:?}")))
+            }
+        }
+    })
+    .await;
+    outcome.unwrap_or_else(|| DocumentOutcome::Failed(format!("the node of {origin} did not answer")))
 }
 
 /// Reads one sitemap through this node's actor of its site; a site actor that went away is

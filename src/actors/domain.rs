@@ -97,6 +97,10 @@ pub enum DocumentOutcome {
     Failed(String),
     /// The job was cancelled before the document was read.
     Cancelled,
+    /// The site's actor here let the site go to another node first: ask the site's owner.
+    /// Never sent as it is: another node hears [`super::remote::Response::moved`].
+    #[serde(skip)]
+    Moved,
 }
 
 /// Messages of a [`Domain`].
@@ -124,8 +128,9 @@ pub enum DomainMsg {
         /// The outcome.
         reply: RpcReplyPort<DocumentOutcome>,
     },
-    /// The site's sitemap URLs from robots.txt (after it is read).
-    Sitemaps(RpcReplyPort<Vec<String>>),
+    /// The site's sitemap URLs from robots.txt (after it is read); `None` when the actor let
+    /// the site go to another node first (ask the site's owner).
+    Sitemaps(RpcReplyPort<Option<Vec<String>>>),
     /// Drop a job's waiting requests (answered `Cancelled`), stop its running ones (their
     /// askers see the reply port close) and refuse its later ones.
     Cancel(JobId),
@@ -190,7 +195,7 @@ impl Work {
                 let _ = reply.send(FetchOutcome::Moved);
             }
             Self::Document { reply, .. } => {
-                let _ = reply.send(DocumentOutcome::Failed("the site moved to another node".into()));
+                let _ = reply.send(DocumentOutcome::Moved);
             }
         }
     }
@@ -231,7 +236,7 @@ pub struct DomainState {
     robots: Robots,
     waiting: VecDeque<Waiting>,
     cancelled: HashMap<JobId, Instant>,
-    sitemap_waiters: Vec<RpcReplyPort<Vec<String>>>,
+    sitemap_waiters: Vec<RpcReplyPort<Option<Vec<String>>>>,
     running: HashMap<u64, (JobId, JoinHandle<()>)>,
     next_token: u64,
     next_slot: Instant,
@@ -331,7 +336,7 @@ impl Actor for Domain {
             }
             DomainMsg::Sitemaps(reply) => match &mut state.robots {
                 Robots::Ready(robots) => {
-                    let _ = reply.send(robots.sitemaps());
+                    let _ = reply.send(Some(robots.sitemaps()));
                 }
                 _ => state.sitemap_waiters.push(reply),
             },
@@ -343,7 +348,7 @@ impl Actor for Domain {
                     state.pace.widen(delay);
                 }
                 for waiter in state.sitemap_waiters.drain(..) {
-                    let _ = waiter.send(robots.sitemaps());
+                    let _ = waiter.send(Some(robots.sitemaps()));
                 }
                 state.robots = Robots::Ready(robots);
             }
@@ -407,14 +412,14 @@ fn claim(myself: &ActorRef<DomainMsg>, cluster: &crate::cluster::Cluster, origin
     });
 }
 
-/// Lets the site go (see [`DomainMsg::Release`]): the waiting requests are answered
-/// `Moved` at once; the askers are answered, and the actor stops, once none is running.
+/// Lets the site go (see [`DomainMsg::Release`]): the waiting requests and sitemap askers
+/// are answered `Moved` at once; the askers are answered, and the actor stops, once none is running.
 fn release(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
     for waiting in state.waiting.drain(..) {
         waiting.work.moved();
     }
     for waiter in state.sitemap_waiters.drain(..) {
-        let _ = waiter.send(Vec::new());
+        let _ = waiter.send(None);
     }
     if state.running.is_empty() {
         for reply in state.releasing.take().unwrap_or_default() {

@@ -393,10 +393,11 @@ impl Runtime {
         }
     }
 
-    /// The sitemaps robots.txt of `origin` names, from this node's actor of the site.
-    pub async fn sitemaps_here(&self, origin: &str) -> Vec<String> {
+    /// The sitemaps robots.txt of `origin` names, from this node's actor of the site; `None`
+    /// when the site is another node's.
+    pub async fn sitemaps_here(&self, origin: &str) -> Option<Vec<String>> {
         let (Ok(supervisors), Ok(origin)) = (self.supervisors().await, url::Url::parse(origin)) else {
-            return Vec::new();
+            return Some(Vec::new());
         };
         discovery::local_sitemaps(&supervisors.domains, &origin).await
     }

@@ -143,6 +143,28 @@ pub enum Response {
     Lent(u64),
 }
 
+/// The code of [`Response::moved`].
+const SITE_MOVED: &str = "SITE_MOVED";
+
+impl Response {
+    /// The answer to a request for a site's sitemaps or documents when this node's actor of
+    /// the site let it go to another node first: the asker asks the site's owner. A node
+    /// that does not know the code takes it for a failure, as it took the empty answer
+    /// nodes gave before.
+    pub fn moved() -> Self {
+        Self::Failed {
+            status: 421,
+            code: SITE_MOVED.into(),
+            message: "the site moved to another node".into(),
+        }
+    }
+
+    /// Whether this is [`Response::moved`].
+    pub fn is_moved(&self) -> bool {
+        matches!(self, Self::Failed { code, .. } if code == SITE_MOVED)
+    }
+}
+
 /// A page fetched on the node of its site, as the job's node needs it: the document
 /// already serialized the way the store keeps it (so the job's node neither reads nor
 /// writes it again), and the few fields settling the page looks at.

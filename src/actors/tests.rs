@@ -1,7 +1,8 @@
 //! The actor tree against a real local HTTP server and a real store: a job actor that
 //! panics is restarted by its supervisor and the job still completes with every page once
 //! (in the store, or through a tap); the janitor deletes what expired and nothing else; site
-//! actors refuse a cancelled job's requests, and one that is stopping is replaced at once.
+//! actors refuse a cancelled job's requests, one that is stopping is replaced at once, and
+//! one let go to another node tells the crawls waiting for its sitemaps that it moved.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -312,5 +313,36 @@ async fn a_stopping_site_actor_is_replaced_at_once() {
         tokio::time::sleep(Duration::from_millis(5)).await;
         assert_eq!(lookup().await.get_id(), next.get_id(), "round {round}: a third actor");
     }
+    rt.shutdown().await;
+}
+
+/// A site actor let go to another node while its robots.txt is still being read tells the
+/// crawls waiting on it that the site moved (they ask the site's new owner), rather than
+/// answering that the site names no sitemaps, which made a crawl miss the pages only its
+/// sitemaps list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_site_let_go_tells_its_sitemap_askers_it_moved() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // robots.txt (like every page of the site) answers after a second.
+    let base = chain_site(Duration::from_secs(1)).await;
+    let rt = runtime(dir.path()).await;
+    let supervisors = rt.supervisors().await.expect("supervisors");
+    let origin = origin_of(&url::Url::parse(&base).expect("url")).expect("origin");
+    let site = match supervisors.domains.call(|r| DomainsMsg::Lookup(origin.clone(), r), None).await {
+        Ok(CallResult::Success(Ok(site))) => site,
+        other => panic!("no site actor: {other:?}"),
+    };
+    let (sitemaps, listed) = ractor::concurrency::oneshot();
+    site.cast(DomainMsg::Sitemaps(sitemaps.into())).expect("cast");
+    let (reply, read) = ractor::concurrency::oneshot();
+    let job = JobId::new();
+    let document =
+        DomainMsg::FetchDocument { job, url: format!("{base}/p/1"), timeout_ms: 5_000, reply: reply.into() };
+    site.cast(document).expect("cast");
+    // Another node takes the site before robots.txt is in.
+    let released = supervisors.domains.call(|r| DomainsMsg::Release(origin.to_string(), r), None).await;
+    assert!(matches!(released, Ok(CallResult::Success(()))), "{released:?}");
+    assert_eq!(listed.await.expect("the sitemap asker is answered"), None);
+    assert!(matches!(read.await, Ok(DocumentOutcome::Moved)), "the sitemap's reader is told it moved");
     rt.shutdown().await;
 }

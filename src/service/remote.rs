@@ -81,10 +81,14 @@ impl RemoteHandler {
                     outcome => Response::Fetched(serde_json::to_vec(&outcome).map_err(internal)?),
                 }
             }
-            Request::Sitemaps(origin) => Response::Sitemaps(jobs.runtime().sitemaps_here(&origin).await),
-            Request::Document { job, url } => {
-                Response::Document(jobs.runtime().document_here(job, &url).await)
-            }
+            Request::Sitemaps(origin) => match jobs.runtime().sitemaps_here(&origin).await {
+                Some(list) => Response::Sitemaps(list),
+                None => Response::moved(),
+            },
+            Request::Document { job, url } => match jobs.runtime().document_here(job, &url).await {
+                crate::actors::domain::DocumentOutcome::Moved => Response::moved(),
+                outcome => Response::Document(outcome),
+            },
             Request::CancelJob(id) => {
                 jobs.runtime().cancel_here(id).await;
                 Response::Done

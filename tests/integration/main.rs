@@ -17,6 +17,7 @@ mod cluster_batches;
 mod cluster_browser;
 mod cluster_credits;
 mod cluster_llm;
+mod cluster_sitemaps;
 mod cluster_spacing;
 mod cluster_split;
 mod cluster_tls;
