@@ -187,6 +187,9 @@ pub struct ServerSettings {
     pub workers: usize,
     /// Largest JSON request body.
     pub max_request_bytes: usize,
+    /// At a stop (SIGTERM, Ctrl-C), the longest wait for running requests to finish, in
+    /// seconds; those still running then are cut off.
+    pub shutdown_grace_secs: u64,
 }
 
 /// `[storage]`

@@ -180,7 +180,7 @@ pub async fn serve(
     let server = HttpServer::new(move || api::create_app(state.clone(), openapi.clone(), api::Surface::Api))
         .workers(workers)
         .disable_signals()
-        .shutdown_timeout(30)
+        .shutdown_timeout(settings.server.shutdown_grace_secs)
         .listen(listener)?
         .run();
     tracing::info!(%address, workers, "ferrocrawl is listening");

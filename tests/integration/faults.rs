@@ -1,7 +1,8 @@
 //! Faults an operator meets: the data disk fills up (new work refused with 503
 //! `STORAGE_UNAVAILABLE`, scrapes still answered, running jobs paused, nothing committed
 //! lost, all resumed once space is back), SIGTERM in the middle of crawls (a quick exit and
-//! every crawl finished after the restart, each page once), and a second server started on
+//! every crawl finished after the restart, each page once), a stop that cuts off a request
+//! running longer than its grace period, and a second server started on
 //! a data directory in use (refused, saying why), and a server killed with -9 (its Chromium
 //! processes end with it, and its browser sessions are billed when it starts again).
 
@@ -285,6 +286,33 @@ async fn sigterm_in_the_middle_of_crawls_exits_quickly_and_every_crawl_resumes()
         assert_each_once(&sources, &chain_pages(&site));
     }
     server.terminate();
+}
+
+/// A stop waits for running requests only as long as `server.shutdown_grace_secs` allows:
+/// a scrape of a page that answers after 40 s does not hold the process (the default, 30 s,
+/// would), so a supervisor's own grace period (docker stop's 10 s) can be kept.
+#[tokio::test]
+async fn a_stop_waits_for_running_requests_only_as_long_as_the_setting_allows() {
+    let site = CrawlSite::start(40_000);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = Binary::serve(dir.path(), &[("FERROCRAWL_SERVER__SHUTDOWN_GRACE_SECS", "1")]);
+    let api = Api::of(&server, dir.path());
+    let scrape = {
+        let (client, url) = (api.client.clone(), format!("{}/v2/scrape", api.base));
+        let body = json!({"url": site.url("/"), "timeout": 60_000});
+        let key = api.key.clone();
+        tokio::spawn(async move { client.post(url).bearer_auth(key).json(&body).send().await })
+    };
+    wait_for("the scrape's request at the site", Duration::from_secs(20), || async {
+        (!site.requests().is_empty()).then_some(())
+    })
+    .await;
+    let asked = Instant::now();
+    let (status, log) = server.terminate();
+    let took = asked.elapsed();
+    assert!(status.success(), "{log}");
+    assert!(took < Duration::from_secs(20), "the stop waited {took:?} for a 40 s page: {log}");
+    assert!(scrape.await.expect("task").is_err(), "the running scrape is cut off at the stop");
 }
 
 #[tokio::test]
