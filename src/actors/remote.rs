@@ -93,7 +93,14 @@ pub enum Request {
     /// hop's answer (protocol version 12, [`WRITES_SINCE`]). The place stays lent until
     /// [`Request::Return`].
     Written(u64),
+    /// Forget the member of this name, gone for good (protocol version 13,
+    /// [`FORGETS_SINCE`]). Answered `Done`, or `Failed` when it is not a member this node
+    /// counts as down.
+    Forget(String),
 }
+
+/// The protocol version from which a node forgets a member when asked ([`Request::Forget`]).
+pub const FORGETS_SINCE: u32 = 13;
 
 /// The answers.
 #[derive(Debug, Clone, Serialize, Deserialize)]

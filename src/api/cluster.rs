@@ -1,6 +1,7 @@
 //! `GET /v2/cluster`: the operator's view of the cluster: this node (and whether it is in
 //! touch with the others), every member it knows with its state, and how many sites, jobs
-//! and interact sessions each holds. Keys of
+//! and interact sessions each holds. `DELETE /v2/cluster/members/{name}`: a member that is
+//! down and gone for good is forgotten by this node and every live member. Keys of
 //! teams with `admin = true` only (the `default` team's by default).
 
 use std::time::Duration;
@@ -17,12 +18,67 @@ use crate::model::Code;
 /// Registers the route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/v2/cluster").route(web::get().to(members)));
+    cfg.service(web::resource("/v2/cluster/members/{name}").route(web::delete().to(forget)));
+}
+
+fn admin_only(auth: &Authenticated) -> Result<(), ApiError> {
+    match auth.flags.admin {
+        true => Ok(()),
+        false => Err(ApiError::new(Code::Forbidden, "The cluster's operations need a key of an admin team.")),
+    }
+}
+
+/// Forgets a member that is down and gone for good, here and on every live member (those of
+/// a protocol version before 13 are listed as not told: forget it through each of them
+/// once upgraded, or restart them).
+async fn forget(
+    state: web::Data<AppState>,
+    auth: Authenticated,
+    name: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    admin_only(&auth)?;
+    let Some(cluster) = &state.runtime.services().cluster else {
+        return Err(ApiError::new(Code::NotFound, "This node is not part of a cluster."));
+    };
+    let name = name.into_inner();
+    cluster.forget(&name)?;
+    let request = remote::encode(&Request::Forget(name.clone()));
+    let others: Vec<String> = cluster.live().iter().filter(|m| *m != cluster.name()).cloned().collect();
+    let asks = others.iter().map(|member| {
+        let request = request.clone();
+        async move {
+            if cluster.version_of(member).is_none_or(|v| v < remote::FORGETS_SINCE) {
+                return Err("its protocol version is older than 13".to_owned());
+            }
+            let answer = cluster.call(member, Channel::Jobs, request, Duration::from_secs(5)).await;
+            match answer.map_err(|e| e.to_string()).and_then(|a| remote::decode::<Response>(&a)) {
+                Ok(Response::Done) => Ok(()),
+                Ok(Response::Failed { message, .. }) => Err(message),
+                Ok(other) => Err(format!("unexpected answer: {other:?}")),
+                Err(e) => Err(e),
+            }
+        }
+    });
+    let answers = futures::future::join_all(asks).await;
+    let mut forgotten_by = vec![cluster.name().to_owned()];
+    let mut not_told = Vec::new();
+    for (member, answer) in others.into_iter().zip(answers) {
+        match answer {
+            Ok(()) => forgotten_by.push(member),
+            Err(error) => not_told.push(json!({"node": member, "error": error})),
+        }
+    }
+    Ok(HttpResponse::Ok().json(json!({
+        "success": true,
+        "forgotten": name,
+        "forgottenBy": forgotten_by,
+        "notForgottenBy": not_told,
+        "majority": cluster.majority(),
+    })))
 }
 
 async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
-    if !auth.flags.admin {
-        return Err(ApiError::new(Code::Forbidden, "The cluster view needs a key of an admin team."));
-    }
+    admin_only(&auth)?;
     let runtime = &state.runtime;
     let own = runtime.counts().await;
     let Some(cluster) = &runtime.services().cluster else {

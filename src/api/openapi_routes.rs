@@ -273,7 +273,21 @@ pub fn add(doc: &mut Value) {
         vec![],
         json_response(
             "Members",
-            success_with(json!({"clustered": {"type": "boolean"}, "members": list(object)})),
+            success_with(json!({"clustered": {"type": "boolean"}, "members": list(object.clone())})),
+        ),
+        true,
+    );
+    paths["/v2/cluster/members/{name}"]["delete"] = operation(
+        "Forget a member that is down and gone for good, here and on every live member (admin teams)",
+        vec![path_param("name", "Node name")],
+        json_response(
+            "Forgotten",
+            success_with(json!({
+                "forgotten": {"type": "string"},
+                "forgottenBy": list(json!({"type": "string"})),
+                "notForgottenBy": list(object),
+                "majority": {"type": "boolean"},
+            })),
         ),
         true,
     );

@@ -124,6 +124,9 @@ pub(crate) struct Shared {
     pub answered: std::sync::Mutex<HashMap<String, Instant>>,
     /// Addresses of nodes the peers know, to dial when not connected.
     pub heard_of: RwLock<std::collections::BTreeSet<String>>,
+    /// Addresses of the members an operator said are gone for good ([`forget`]), until a
+    /// node answers from one again.
+    pub forgotten: std::sync::Mutex<HashSet<String>>,
     /// Live members (this node included), sorted; changes are announced.
     pub live: tokio::sync::watch::Sender<Arc<Vec<String>>>,
     /// Whether sites are placed by host: this node and every live member speak
@@ -414,6 +417,7 @@ async fn heard_from(state: &mut AgentState, heard: Heard) {
             match answer {
                 Ok((name, address, known, version)) if name != shared.name => {
                     tracing::info!(node = %name, %address, protocol = version, "met a node of the cluster");
+                    lock(&shared.forgotten).remove(&address);
                     let hears = known.clone();
                     // The nodes it knows that this node has neither met nor heard of are
                     // dialled now (a member met already has a session: a second one would
@@ -535,6 +539,56 @@ async fn judge(shared: &Arc<Shared>) {
         // Dialled at once: a refused connection tells a stopped node from a silent one.
         dial(shared, address);
     }
+}
+
+/// Why a member was not forgotten.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotForgotten {
+    /// No member of that name.
+    #[error("no member named `{0}`")]
+    Unknown(String),
+    /// The member is live.
+    #[error("member `{0}` is live; only a member that is down can be forgotten")]
+    Live(String),
+    /// This node itself.
+    #[error("node `{0}` cannot forget itself")]
+    Itself(String),
+}
+
+/// Forgets member `name`, which is down and, as the operator says, gone for good: it no
+/// longer counts among the members that may be running ([`super::quorum`]), and this node
+/// stops dialling it (a seed is still dialled). Should it come back, it joins again as any
+/// node does, met through a seed or dialling its own.
+pub(crate) fn forget(shared: &Shared, name: &str) -> Result<(), NotForgotten> {
+    if name == shared.name {
+        return Err(NotForgotten::Itself(name.to_owned()));
+    }
+    let address = {
+        let mut peers = shared.peers.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match peers.get(name) {
+            None => return Err(NotForgotten::Unknown(name.to_owned())),
+            Some(peer) if peer.up => return Err(NotForgotten::Live(name.to_owned())),
+            Some(_) => peers.remove(name).map(|peer| peer.address).unwrap_or_default(),
+        }
+    };
+    tracing::warn!(node = %name, %address, "member forgotten: it no longer counts among the cluster's members");
+    if let Ok(mut heard_of) = shared.heard_of.write() {
+        heard_of.remove(&address);
+    }
+    lock(&shared.answered).remove(name);
+    lock(&shared.forgotten).insert(address);
+    // What it changes (the side that fetches) is judged at once, not at the next heartbeat.
+    let seen = shared.peers.read().map(|peers| {
+        super::quorum::stands_aside(&shared.name, peers.iter().map(|(n, p)| super::quorum::Seen::of(n, p)))
+    });
+    if let Ok(aside) = seen {
+        shared.aside.store(aside, std::sync::atomic::Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Drops the session with node `node_id` (a hung peer keeps its TCP session open).

@@ -29,9 +29,19 @@ use ractor_cluster::node::NodeConnectionMode;
 use ractor_cluster::{NodeServer, NodeServerMessage};
 
 use crate::config::ClusterSettings;
+pub use agent::NotForgotten;
 pub use wire::{
     OLDEST_PROTOCOL_VERSION, OpenError, PROTOCOL_VERSION, oldest_version, speaks, spoken_version, to_bytes,
 };
+
+impl crate::model::ErrorCode for NotForgotten {
+    fn code(&self) -> crate::model::Code {
+        match self {
+            Self::Unknown(_) => crate::model::Code::NotFound,
+            Self::Live(_) | Self::Itself(_) => crate::model::Code::Conflict,
+        }
+    }
+}
 
 /// How many members after a key's owner are its next owners (see
 /// [`Cluster::next_owners_of`]): what is reported to a team's owner is copied to them, so
@@ -242,6 +252,7 @@ impl Cluster {
             refused: std::sync::Mutex::default(),
             answered: std::sync::Mutex::default(),
             heard_of: RwLock::default(),
+            forgotten: std::sync::Mutex::default(),
             live: live_tx,
             sites_by_host: std::sync::atomic::AtomicBool::new(spoken_version() >= place::BY_HOST_SINCE),
             aside: std::sync::atomic::AtomicBool::new(false),
@@ -345,8 +356,9 @@ impl Cluster {
     fn on_majority_side(&self, peers: &BTreeMap<String, agent::Peer>) -> bool {
         if peers.is_empty() {
             let Ok(refused) = self.shared.refused.lock() else { return false };
+            let forgotten = self.shared.forgotten.lock().map(|f| f.clone()).unwrap_or_default();
             let mut seeds = self.shared.seeds.iter().filter(|s| **s != self.shared.address);
-            return seeds.all(|seed| refused.contains(seed));
+            return seeds.all(|seed| refused.contains(seed) || forgotten.contains(seed));
         }
         let seen = peers.iter().map(|(name, p)| quorum::Seen::of(name, p));
         quorum::holds(&self.shared.name, seen)
@@ -392,6 +404,15 @@ impl Cluster {
                 _ => return,
             }
         }
+    }
+
+    /// Forgets member `name`, down and gone for good (its machine will not come back):
+    /// it no longer counts among the members that may be running, so the survivors of a
+    /// cluster that lost most of its machines fetch again. Every other live member is to be
+    /// told as well (`DELETE /v2/cluster/members/{name}` does). Forgetting a member that
+    /// still runs, cut off, lets both sides of the cut fetch.
+    pub fn forget(&self, name: &str) -> Result<(), agent::NotForgotten> {
+        agent::forget(&self.shared, name)
     }
 
     /// Whether sites are placed by host now (see [`place::BY_HOST_SINCE`]).

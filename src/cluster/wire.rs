@@ -30,13 +30,14 @@ use serde::{Deserialize, Serialize};
 /// others (`TokensUsed`, `TokensBeyond` on the teams channel). 12: a redirect hop tells the
 /// node that lent its turn when its request is written (`Written`), so the site's own
 /// requests wait for the write, not for the hop's answer; and at a membership change what
-/// nodes that are down reported is passed on to each team's owner (`Relayed`).
-pub const PROTOCOL_VERSION: u32 = 12;
+/// nodes that are down reported is passed on to each team's owner (`Relayed`). 13: a member
+/// an operator forgets is forgotten by every live member it is told to (`Forget`).
+pub const PROTOCOL_VERSION: u32 = 13;
 
 /// The oldest version this build still speaks, so a cluster is upgraded one node at a
 /// time: to a node of an older version it writes in that version (and sends it nothing
 /// that version lacks: no `Turn` to a node of version 4, no batch to one older than 6).
-/// Versions 4 to 12 differ only by messages a node of an older version is never sent.
+/// Versions 4 to 13 differ only by messages a node of an older version is never sent.
 pub const OLDEST_PROTOCOL_VERSION: u32 = 4;
 
 // Byte fields are written as bytes (`serde_bytes`), not as sequences of numbers: the same

@@ -136,6 +136,19 @@ impl RemoteHandler {
                 crate::actors::remote::written(id);
                 Response::Done
             }
+            Request::Forget(name) => {
+                match jobs.runtime().services().cluster.as_ref().map(|c| c.forget(&name)) {
+                    Some(Err(refused)) => {
+                        let code = refused.code();
+                        Response::Failed {
+                            status: code.status(),
+                            code: code.as_str().to_owned(),
+                            message: refused.to_string(),
+                        }
+                    }
+                    _ => Response::Done,
+                }
+            }
             Request::Page { team: t, id, kind, paging: (skip, limit, max_bytes) } => {
                 let JobPage { job, counts, documents } =
                     jobs.local_page(&team(&t)?, id, kind, Paging { skip, limit, max_bytes }).await?;

@@ -2,7 +2,7 @@
 //! network cut, which SIGSTOP stands in for: their connections stay open and say nothing)
 //! sends no request to any site until it sees them again, since they may be fetching its
 //! sites meanwhile; nodes that are killed (nothing listens at their address any more) do
-//! not stop the survivors.
+//! not stop the survivors, nor do members an operator forgot (machines gone for good).
 
 use std::time::{Duration, Instant};
 
@@ -126,4 +126,61 @@ async fn a_node_that_cannot_hear_its_seed_fetches_nothing_alone() {
     until_in_touch(&first, true).await;
     let alone = batch(&first, &site, &["/hub/1"]).await;
     each_page_once(&first, &site, &alone, &["/hub/1"]).await;
+}
+
+/// `DELETE /v2/cluster/members/{name}` on `node`.
+async fn forget(node: &Node, name: &str) -> (u16, Value) {
+    let path = format!("/v2/cluster/members/{name}");
+    call(node.base(), &node.key, reqwest::Method::DELETE, &path, None).await
+}
+
+/// Members whose machines are gone for good (off: silent, never refusing a connection) are
+/// forgotten through any node, by every live member: the survivor of a cluster that lost
+/// most of its machines fetches again, and a forgotten node that comes back joins as any
+/// node does.
+#[tokio::test]
+async fn members_gone_for_good_are_forgotten_and_the_survivor_fetches_again() {
+    let site = crate::common::CrawlSite::start(0);
+    let nodes = three_nodes(&[], &[]).await;
+    let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
+    // Only a member that is down, and not the node itself, is forgotten.
+    crate::common::assert_error(&forget(c, "b").await, 409, "CONFLICT");
+    crate::common::assert_error(&forget(c, "c").await, 409, "CONFLICT");
+    crate::common::assert_error(&forget(c, "nobody").await, 404, "NOT_FOUND");
+
+    // a's machine is gone: forgotten through c, and by b, which c tells.
+    a.process.as_ref().expect("running").signal("STOP");
+    for node in [b, c] {
+        node.wait_live(&["b", "c"], Duration::from_secs(10)).await;
+    }
+    let (status, forgotten) = forget(c, "a").await;
+    assert_eq!(status, 200, "{forgotten}");
+    assert_eq!(forgotten["forgottenBy"], json!(["c", "b"]), "{forgotten}");
+    for node in [b, c] {
+        assert_eq!(state_of(node, "a").await, "", "{} still lists a: {}", node.name, node.view().await);
+    }
+
+    // b's too. Alone with a silent b, c holds no majority (of two, the lower-named holds
+    // it); once b is forgotten, c is all there is of its cluster and fetches.
+    b.process.as_ref().expect("running").signal("STOP");
+    c.wait_live(&["c"], Duration::from_secs(10)).await;
+    let view = until_in_touch(c, false).await;
+    assert_eq!(view["majority"], false, "{view}");
+    let waiting = batch(c, &site, &["/hub/0", "/hub/1"]).await;
+    let (status, forgotten) = forget(c, "b").await;
+    assert_eq!(status, 200, "{forgotten}");
+    assert_eq!(
+        (&forgotten["forgottenBy"], &forgotten["majority"]),
+        (&json!(["c"]), &json!(true)),
+        "{forgotten}"
+    );
+    each_page_once(c, &site, &waiting, &["/hub/0", "/hub/1"]).await;
+
+    // Back after all: met again, the members are as before.
+    for node in [a, b] {
+        node.process.as_ref().expect("running").signal("CONT");
+    }
+    for node in &nodes {
+        node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
+    }
 }

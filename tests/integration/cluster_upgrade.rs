@@ -63,6 +63,20 @@ async fn a_node_of_the_previous_protocol_version_works_beside_this_one() {
     assert!(traffic["calls"].as_u64() >= Some(HUB_LEN as u64), "{traffic}");
     assert_eq!(traffic["messages"], traffic["calls"], "{traffic}");
 
+    // A member forgotten through this node: the old node cannot read the request, and is
+    // named as not told.
+    let gone = Node::start("gone", Some(&a.cluster_addr), &[]);
+    let mut with_gone = vec!["a", "gone", old_name.as_str()];
+    with_gone.sort_unstable();
+    a.wait_live(&with_gone, Duration::from_secs(20)).await;
+    gone.process.expect("gone").kill9();
+    a.wait_live(&names, Duration::from_secs(20)).await;
+    let (status, forgotten) =
+        call(&entry, &key, reqwest::Method::DELETE, "/v2/cluster/members/gone", None).await;
+    assert_eq!(status, 200, "{forgotten}");
+    assert_eq!(forgotten["forgottenBy"], serde_json::json!(["a"]), "{forgotten}");
+    assert_eq!(forgotten["notForgottenBy"][0]["node"], old_name, "{forgotten}");
+
     // Sites were placed by origin beside the old node; by host once it has left.
     assert_eq!(a.view().await["sitesPlacedBy"], "origin");
     let mut old = old;

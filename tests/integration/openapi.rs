@@ -113,6 +113,7 @@ const SERVED: &[&str] = &[
     "/v2/team/activity",
     "/v2/files/{name}",
     "/v2/cluster",
+    "/v2/cluster/members/{name}",
     "/v2/crawl/params-preview",
     "/v2/support/docs-search",
     "/v2/extract",
