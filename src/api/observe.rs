@@ -127,6 +127,14 @@ async fn metrics_text(
     metrics::gauge!("browser_sessions").set(counts.sessions as f64);
     if let Some(cluster) = &state.runtime.services().cluster {
         metrics::gauge!("cluster_members_live").set(cluster.live().len() as f64);
+        // What an operator alerts on: a node that sends no request to any site.
+        metrics::gauge!("cluster_in_touch").set(f64::from(u8::from(cluster.in_touch())));
+        metrics::gauge!("cluster_majority").set(f64::from(u8::from(cluster.majority())));
+        let members = cluster.members();
+        for state in ["up", "down", "stopped"] {
+            let count = members.iter().filter(|m| m.state == state).count();
+            metrics::gauge!("cluster_members", "state" => state).set(count as f64);
+        }
         let traffic = cluster.traffic();
         metrics::counter!("cluster_calls_total").absolute(traffic.calls);
         metrics::counter!("cluster_messages_total").absolute(traffic.messages);

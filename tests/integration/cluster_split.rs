@@ -166,6 +166,8 @@ async fn members_gone_for_good_are_forgotten_and_the_survivor_fetches_again() {
     c.wait_live(&["c"], Duration::from_secs(10)).await;
     let view = until_in_touch(c, false).await;
     assert_eq!(view["majority"], false, "{view}");
+    let metric = |name: &'static str| crate::cluster::metric(c.base(), name);
+    assert_eq!((metric("cluster_majority").await, metric("cluster_in_touch").await), (0.0, 0.0));
     let waiting = batch(c, &site, &["/hub/0", "/hub/1"]).await;
     let (status, forgotten) = forget(c, "b").await;
     assert_eq!(status, 200, "{forgotten}");
@@ -175,6 +177,7 @@ async fn members_gone_for_good_are_forgotten_and_the_survivor_fetches_again() {
         "{forgotten}"
     );
     each_page_once(c, &site, &waiting, &["/hub/0", "/hub/1"]).await;
+    assert_eq!((metric("cluster_majority").await, metric("cluster_members").await), (1.0, 0.0));
 
     // Back after all: met again, the members are as before.
     for node in [a, b] {
