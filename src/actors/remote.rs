@@ -94,8 +94,8 @@ pub enum Request {
     /// [`Request::Return`].
     Written(u64),
     /// Forget the member of this name, gone for good (protocol version 13,
-    /// [`FORGETS_SINCE`]). Answered `Done`, or `Failed` when it is not a member this node
-    /// counts as down.
+    /// [`FORGETS_SINCE`]). Answered `Done` (also when this node does not know it), or
+    /// `Failed` when this node counts it as live.
     Forget(String),
 }
 

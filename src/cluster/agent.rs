@@ -26,7 +26,7 @@ use ractor_cluster::node::{NodeEventSubscription, NodeServerSessionInformation};
 use ractor_cluster::{NodeServerMessage, NodeSessionMessage};
 
 use super::Handler;
-use super::batch::Batches;
+use super::batch::{Batches, lock};
 use super::tls::DialError;
 use super::wire::{
     AgentMsg, Frame, OpenError, OwnedReply as Reply, open_versioned, seal, seal_as, speaks, spoken_version,
@@ -585,10 +585,6 @@ pub(crate) fn forget(shared: &Shared, name: &str) -> Result<(), NotForgotten> {
         shared.aside.store(aside, std::sync::atomic::Ordering::Relaxed);
     }
     Ok(())
-}
-
-fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Drops the session with node `node_id` (a hung peer keeps its TCP session open).

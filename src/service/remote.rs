@@ -137,8 +137,9 @@ impl RemoteHandler {
                 Response::Done
             }
             Request::Forget(name) => {
+                // A member this node never met (or forgot already) is not counted here either.
                 match jobs.runtime().services().cluster.as_ref().map(|c| c.forget(&name)) {
-                    Some(Err(refused)) => {
+                    Some(Err(refused)) if !matches!(refused, crate::cluster::NotForgotten::Unknown(_)) => {
                         let code = refused.code();
                         Response::Failed {
                             status: code.status(),
