@@ -8,7 +8,9 @@
 //! `cargo bench --bench load -- --base URL --key KEY --pid PID --crawl URL... --batch-site
 //! URL --scrape-site URL [--clients 200] [--seconds 180] [--pages N] [--zdr]` (`--zdr`:
 //! the scrapes store nothing); without `--base`
-//! (as under `cargo test`) it only prints this usage.
+//! (as under `cargo test`) it only prints this usage. With several `--base` (the nodes of a
+//! cluster) the clients and jobs take them in turn; with several `--pid` the memory and
+//! descriptors are summed.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -18,9 +20,9 @@ use serde_json::{Value, json};
 
 #[derive(Debug, Default)]
 struct Args {
-    base: String,
+    bases: Vec<String>,
     key: String,
-    pid: u32,
+    pids: Vec<u32>,
     crawls: Vec<String>,
     batch_site: String,
     scrape_site: String,
@@ -37,9 +39,9 @@ fn args() -> Option<Args> {
     while let Some(flag) = it.next() {
         let mut value = || it.next().unwrap_or_default();
         match flag.as_str() {
-            "--base" => a.base = value(),
+            "--base" => a.bases.push(value()),
             "--key" => a.key = value(),
-            "--pid" => a.pid = value().parse().unwrap_or(0),
+            "--pid" => a.pids.extend(value().parse::<u32>().ok()),
             "--crawl" => a.crawls.push(value()),
             "--batch-site" => a.batch_site = value(),
             "--scrape-site" => a.scrape_site = value(),
@@ -50,7 +52,14 @@ fn args() -> Option<Args> {
             _ => {}
         }
     }
-    (!a.base.is_empty()).then_some(a)
+    (!a.bases.is_empty()).then_some(a)
+}
+
+impl Args {
+    /// The API the `n`th client or job uses.
+    fn base(&self, n: usize) -> &str {
+        &self.bases[n % self.bases.len()]
+    }
 }
 
 /// Latencies (ms) and statuses of one kind of request.
@@ -60,8 +69,12 @@ struct Tally {
     statuses: BTreeMap<String, u64>,
 }
 
-/// (resident bytes, open fds) of the server now.
-fn sample(pid: u32) -> (u64, usize) {
+/// (resident bytes, open fds) of the server's processes now, summed.
+fn sample(pids: &[u32]) -> (u64, usize) {
+    pids.iter().map(|pid| sample_one(*pid)).fold((0, 0), |(r, f), (rss, fds)| (r + rss, f + fds))
+}
+
+fn sample_one(pid: u32) -> (u64, usize) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let rss = status
         .lines()
@@ -84,11 +97,12 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 async fn call(
     client: &reqwest::Client,
     a: &Args,
+    base: &str,
     method: reqwest::Method,
     path: &str,
     body: Option<Value>,
 ) -> Value {
-    let url = if path.starts_with("http") { path.to_owned() } else { format!("{}{path}", a.base) };
+    let url = if path.starts_with("http") { path.to_owned() } else { format!("{base}{path}") };
     let mut request = client.request(method, url).bearer_auth(&a.key);
     if let Some(body) = body {
         request = request.json(&body);
@@ -99,10 +113,11 @@ async fn call(
     }
 }
 
-/// Waits for the job at `path` and returns (status, every document's source URL and status).
-async fn finish(client: &reqwest::Client, a: &Args, path: &str) -> (String, Vec<(String, u64)>) {
+/// Waits for the job at `path` (read through `base`) and returns (status, every document's
+/// source URL and status).
+async fn finish(client: &reqwest::Client, a: &Args, base: &str, path: &str) -> (String, Vec<(String, u64)>) {
     let done = loop {
-        let status = call(client, a, reqwest::Method::GET, path, None).await;
+        let status = call(client, a, base, reqwest::Method::GET, path, None).await;
         if status["status"] != "scraping" {
             break status;
         }
@@ -111,7 +126,7 @@ async fn finish(client: &reqwest::Client, a: &Args, path: &str) -> (String, Vec<
     let mut docs: Vec<Value> = done["data"].as_array().cloned().unwrap_or_default();
     let mut next = done["next"].as_str().map(str::to_owned);
     while let Some(url) = next {
-        let page = call(client, a, reqwest::Method::GET, &url, None).await;
+        let page = call(client, a, base, reqwest::Method::GET, &url, None).await;
         docs.extend(page["data"].as_array().cloned().unwrap_or_default());
         next = page["next"].as_str().map(str::to_owned);
     }
@@ -148,7 +163,7 @@ async fn client_loop(
         };
         let started = Instant::now();
         let sent = client
-            .post(format!("{}/v2/scrape", a.base))
+            .post(format!("{}/v2/scrape", a.base(n)))
             .bearer_auth(&a.key)
             .json(&json!({"url": url, "formats": ["markdown"], "zeroDataRetention": a.zdr}))
             .send()
@@ -185,21 +200,21 @@ async fn main() {
     ferrocrawl::scrape::engine::http::install_crypto_provider();
     let a = Arc::new(a);
     let client = reqwest::Client::builder().no_proxy().build().expect("client");
-    let (rss0, fds0) = sample(a.pid);
+    let (rss0, fds0) = sample(&a.pids);
     let mut jobs = Vec::new();
-    for url in &a.crawls {
+    for (n, url) in a.crawls.iter().enumerate() {
         let body = json!({"url": url, "limit": 100000, "sitemap": "skip", "scrapeOptions": {"formats": ["markdown"]}});
-        let started = call(&client, &a, reqwest::Method::POST, "/v2/crawl", Some(body)).await;
-        jobs.push(("crawl", url.clone(), format!("/v2/crawl/{}", started["id"].as_str().expect("crawl id"))));
+        let started = call(&client, &a, a.base(n), reqwest::Method::POST, "/v2/crawl", Some(body)).await;
+        let path = format!("/v2/crawl/{}", started["id"].as_str().expect("crawl id"));
+        jobs.push(("crawl", url.clone(), a.base(n).to_owned(), path));
     }
     let urls: Vec<String> = (0..200).map(|i| format!("{}/?batch={i}", a.batch_site)).collect();
+    let base = a.base(a.crawls.len()).to_owned();
     let started =
-        call(&client, &a, reqwest::Method::POST, "/v2/batch/scrape", Some(json!({"urls": urls}))).await;
-    jobs.push((
-        "batch",
-        a.batch_site.clone(),
-        format!("/v2/batch/scrape/{}", started["id"].as_str().expect("batch id")),
-    ));
+        call(&client, &a, &base, reqwest::Method::POST, "/v2/batch/scrape", Some(json!({"urls": urls})))
+            .await;
+    let path = format!("/v2/batch/scrape/{}", started["id"].as_str().expect("batch id"));
+    jobs.push(("batch", a.batch_site.clone(), base, path));
 
     let tallies = Arc::new(Mutex::new(BTreeMap::new()));
     let until = Instant::now() + Duration::from_secs(a.seconds);
@@ -213,7 +228,7 @@ async fn main() {
     while Instant::now() < until {
         tokio::time::sleep(Duration::from_secs(1)).await;
         tick += 1;
-        let (rss, fds) = sample(a.pid);
+        let (rss, fds) = sample(&a.pids);
         rss_peak = rss_peak.max(rss);
         fds_peak = fds_peak.max(fds);
         if tick.is_multiple_of(30) {
@@ -244,8 +259,8 @@ async fn main() {
     println!("| job | status | documents | distinct URLs | pages with 200 |");
     println!("|---|---|---|---|---|");
     let mut all_ok = true;
-    for (kind, url, path) in &jobs {
-        let (status, pages) = finish(&client, &a, path).await;
+    for (kind, url, base, path) in &jobs {
+        let (status, pages) = finish(&client, &a, base, path).await;
         let distinct: BTreeSet<&String> = pages.iter().map(|(u, _)| u).collect();
         let ok200 = pages.iter().filter(|(_, s)| *s == 200).count();
         let expected = if *kind == "crawl" { a.pages } else { 200 };
@@ -262,10 +277,10 @@ async fn main() {
     // pools settle: wait up to two minutes for the descriptors to come back.
     drop(client);
     let settle = Instant::now();
-    let (mut rss_end, mut fds_end) = sample(a.pid);
+    let (mut rss_end, mut fds_end) = sample(&a.pids);
     while fds_end > fds0 + 2 && settle.elapsed() < Duration::from_secs(120) {
         tokio::time::sleep(Duration::from_secs(1)).await;
-        (rss_end, fds_end) = sample(a.pid);
+        (rss_end, fds_end) = sample(&a.pids);
     }
     let settled_after = settle.elapsed().as_secs();
     println!();

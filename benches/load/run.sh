@@ -7,6 +7,13 @@
 # finished with each page once.
 #
 #   benches/load/run.sh [CLIENTS] [SECONDS]     (default 200 clients, 180 s)
+#   NODES=3 benches/load/run.sh ...             a cluster (cluster/local.sh) instead
+#   NODES=3 FAULT=kill benches/load/run.sh ...  and its last node killed (-9) a third of
+#                                               the way in, started again at two thirds
+#
+# With NODES > 1 the clients, crawls and batch enter through every node but the last (as
+# through a load balancer), whose node holds sites and teams like the others; memory and
+# descriptors are summed over the nodes as they started (a restarted node is not counted).
 #
 # Needs nginx-light (the echo module for the sites' 20 ms latency) and the crawl
 # benchmark's site generator (../shared/bench/crawl). The team limit is raised to 1 000
@@ -36,19 +43,44 @@ reachable=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['rea
 
 cargo build --release --quiet
 cargo bench --bench load --no-run --quiet 2>/dev/null
-FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS=true FERROCRAWL_LOG__LEVEL=warn \
-FERROCRAWL_LIMITS__TEAM_CONCURRENCY=1000 \
+export FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS=true FERROCRAWL_LOG__LEVEL=warn
+export FERROCRAWL_LIMITS__TEAM_CONCURRENCY=1000
+nodes=${NODES:-1}
+entries=(); watched=()
+if (( nodes == 1 )); then
   target/release/ferrocrawl serve --port 3450 --data "$work/data" >"$work/server.log" 2>&1 &
-server=$!
-pids+=($server)
-for _ in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:3450/health && break; sleep 0.1; done
-key=$(cat "$work/data/api-key")
+  pids+=($!)
+  entries=(--base http://127.0.0.1:3450); watched=(--pid "$!")
+  for _ in $(seq 100); do curl -sf -o /dev/null http://127.0.0.1:3450/health && break; sleep 0.1; done
+  key=$(cat "$work/data/api-key")
+else
+  export CLUSTER_DIR=$work/cluster DETACH=1 API_PORT=3450 CLUSTER_PORT=4950
+  trap 'cluster/local.sh stop >/dev/null 2>&1; cleanup' EXIT
+  cluster/local.sh "$nodes" >/dev/null
+  key=$(cat "$CLUSTER_DIR/api-key")
+  for _ in $(seq 300); do
+    live=$(curl -sf -H "Authorization: Bearer $key" http://127.0.0.1:3450/v2/cluster |
+      python3 -c 'import json,sys; print(len(json.load(sys.stdin)["live"]))' 2>/dev/null || echo 0)
+    [[ $live == "$nodes" ]] && break
+    sleep 0.1
+  done
+  for i in $(seq 1 "$((nodes - 1))"); do entries+=(--base "http://127.0.0.1:$((3450 + i - 1))"); done
+  for i in $(seq 1 "$nodes"); do watched+=(--pid "$(cat "$CLUSTER_DIR/n$i/pid")"); done
+  if [[ ${FAULT:-} == kill ]]; then
+    (
+      sleep $((seconds / 3)); kill -KILL "$(cat "$CLUSTER_DIR/n$nodes/pid")"; rm -f "$CLUSTER_DIR/n$nodes/pid"
+      echo "n$nodes killed at $((seconds / 3)) s" >&2
+      sleep $((seconds / 3)); cluster/local.sh "$nodes" >/dev/null; echo "n$nodes started again" >&2
+    ) &
+  fi
+fi
 
-echo "# load: $clients clients, ${seconds}s, build $(git rev-parse --short HEAD), $(date -u +%F)"
-cargo bench --bench load --quiet -- --base http://127.0.0.1:3450 --key "$key" --pid "$server" \
+echo "# load: $clients clients, ${seconds}s, $nodes node(s)${FAULT:+, fault $FAULT}, build $(git rev-parse --short HEAD), $(date -u +%F)"
+cargo bench --bench load --quiet -- "${entries[@]}" --key "$key" "${watched[@]}" \
   --crawl http://127.0.0.2:8095/ --crawl http://127.0.0.3:8095/ --crawl http://127.0.0.4:8095/ \
   --batch-site http://127.0.0.5:8095 --scrape-site http://127.0.0.5:8095 \
   --clients "$clients" --seconds "$seconds" --pages "$reachable"
-echo "data directory after the run: $(du -sh "$work/data" | cut -f1)"
-echo "server log lines at warn or above: $(wc -l <"$work/server.log")"
-grep -m5 -E "panicked|ERROR" "$work/server.log" || true
+logs=("$work/server.log"); (( nodes == 1 )) || logs=("$CLUSTER_DIR"/n*/log)
+echo "data directory after the run: $(du -sch "$work/data" "$work/cluster"/n*/data 2>/dev/null | tail -1 | cut -f1)"
+echo "server log lines at warn or above: $(cat "${logs[@]}" | wc -l)"
+grep -h -m5 -E "panicked|ERROR" "${logs[@]}" || true
