@@ -139,6 +139,7 @@ pub async fn serve(
         // Before any job resumes: the team limits it passes are the cluster's.
         services.teams.join_cluster(cluster.clone());
         scraper.keep_profiles_with(Arc::new(teams::Profiles(Arc::clone(&services.teams))));
+        scraper.keep_pages_with(Arc::new(actors::remote::SiteCaches(cluster.clone())));
         services.cluster = Some(cluster);
     }
     let runtime = actors::Runtime::start(services).await?;

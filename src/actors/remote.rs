@@ -17,7 +17,10 @@ use super::NodeCounts;
 use super::domain::{FetchOutcome, FetchTask};
 use crate::model::{JobId, JobKind};
 use crate::scrape::engine::pace::{self, Lending, Slot};
+use crate::scrape::shared_cache::PageKeeper;
+use crate::store::CacheKey;
 use crate::store::jobs::{Counters, ErrorEntry, JobRecord};
+use futures::future::BoxFuture;
 
 /// What one node asks another.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -97,6 +100,17 @@ pub enum Request {
     /// [`FORGETS_SINCE`]). Answered `Done` (also when this node does not know it), or
     /// `Failed` when this node counts it as live.
     Forget(String),
+    /// The page cached under this key, of a site this node owns (protocol version 13,
+    /// [`CACHES_SINCE`]). Answered `CachedPage`.
+    Cached([u8; 32]),
+    /// Cache this page under this key, of a site this node owns (protocol version 13).
+    /// Answered `Done`.
+    Cache {
+        /// The cache key.
+        key: [u8; 32],
+        /// The page.
+        page: Box<crate::store::CachedPage>,
+    },
 }
 
 /// The protocol version from which a node forgets a member when asked ([`Request::Forget`]).
@@ -148,6 +162,8 @@ pub enum Response {
     Stored(Box<StoredPage>),
     /// See [`Request::TurnHeld`]: the turn is had, and the place lent is `id`.
     Lent(u64),
+    /// See [`Request::Cached`].
+    CachedPage(Option<Box<crate::store::CachedPage>>),
 }
 
 /// The code of [`Response::moved`].
@@ -552,5 +568,72 @@ pub(crate) async fn ask_site(
             tracing::warn!(node = %owner, error = %e, "a site's node did not answer");
             None
         }
+    }
+}
+
+/// The protocol version from which a node keeps the cached pages of its sites for the
+/// others ([`Request::Cached`], [`Request::Cache`]).
+pub const CACHES_SINCE: u32 = 13;
+/// How long a site's node may take over a cached page; then this node's own cache serves
+/// (a frozen node holds a scrape that long at most, until it is judged down).
+const CACHE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The cluster's [`PageKeeper`]: each page is cached on the node that owns its site (a
+/// node older than [`CACHES_SINCE`] keeps none for the others: pages of its sites are
+/// cached where they are fetched, as before).
+#[derive(Debug)]
+pub struct SiteCaches(pub crate::cluster::Cluster);
+
+impl SiteCaches {
+    /// The node that keeps the cached pages of `url`'s site, when it is another one.
+    fn keeper(&self, url: &url::Url) -> Option<String> {
+        let origin = super::domains::origin_of(url)?;
+        let owner = self.0.site_owner(origin.as_str());
+        let speaks = self.0.version_of(&owner).is_some_and(|v| v >= CACHES_SINCE);
+        (owner != self.0.name() && speaks).then_some(owner)
+    }
+}
+
+/// Sends `request` to `node` for the page cache, and reads its answer.
+async fn ask_cache(
+    cluster: &crate::cluster::Cluster,
+    node: &str,
+    request: &Request,
+) -> Result<Response, String> {
+    let answer =
+        cluster.call(node, Channel::Jobs, encode(request), CACHE_TIMEOUT).await.map_err(|e| e.to_string())?;
+    decode(&answer)
+}
+
+impl PageKeeper for SiteCaches {
+    fn get<'a>(
+        &'a self,
+        url: &'a url::Url,
+        key: CacheKey,
+    ) -> Option<BoxFuture<'a, Result<Option<crate::store::CachedPage>, String>>> {
+        let node = self.keeper(url)?;
+        Some(Box::pin(async move {
+            match ask_cache(&self.0, &node, &Request::Cached(*key.as_bytes())).await? {
+                Response::CachedPage(page) => Ok(page.map(|page| *page)),
+                other => Err(format!("unexpected answer from node `{node}`: {other:?}")),
+            }
+        }))
+    }
+
+    fn put(
+        &self,
+        url: &url::Url,
+        key: CacheKey,
+        page: crate::store::CachedPage,
+    ) -> Option<BoxFuture<'static, Result<(), String>>> {
+        let node = self.keeper(url)?;
+        let cluster = self.0.clone();
+        Some(Box::pin(async move {
+            let request = Request::Cache { key: *key.as_bytes(), page: Box::new(page) };
+            match ask_cache(&cluster, &node, &request).await? {
+                Response::Done => Ok(()),
+                other => Err(format!("unexpected answer from node `{node}`: {other:?}")),
+            }
+        }))
     }
 }

@@ -31,7 +31,8 @@ use serde::{Deserialize, Serialize};
 /// node that lent its turn when its request is written (`Written`), so the site's own
 /// requests wait for the write, not for the hop's answer; and at a membership change what
 /// nodes that are down reported is passed on to each team's owner (`Relayed`). 13: a member
-/// an operator forgets is forgotten by every live member it is told to (`Forget`).
+/// an operator forgets is forgotten by every live member it is told to (`Forget`), and a
+/// page is cached on the node that owns its site (`Cached`, `Cache`).
 pub const PROTOCOL_VERSION: u32 = 13;
 
 /// The oldest version this build still speaks, so a cluster is upgraded one node at a

@@ -14,6 +14,7 @@ mod pool;
 pub mod profiles;
 pub mod reindex;
 mod rendering;
+pub mod shared_cache;
 pub mod upload;
 
 use std::sync::Arc;
@@ -134,6 +135,8 @@ pub struct Scraper {
     links: links::FileLinks,
     /// Where profiles live when not in this node's store (a cluster).
     profiles: Arc<std::sync::OnceLock<Arc<dyn profiles::ProfileKeeper>>>,
+    /// Where pages of sites another node owns are cached (a cluster).
+    pages: Arc<std::sync::OnceLock<Arc<dyn shared_cache::PageKeeper>>>,
     /// Where stored pages go to be searchable, once the server started its index.
     index: Arc<std::sync::OnceLock<crate::search::indexer::IndexHandle>>,
     /// The language model, when one is configured.
@@ -220,6 +223,7 @@ impl Scraper {
             unreplayable: Arc::default(),
             links,
             profiles: Arc::default(),
+            pages: Arc::default(),
             index: Arc::default(),
             llm,
         })
@@ -535,6 +539,9 @@ impl Scraper {
         if job.options.may_write_cache() && (200..300).contains(&page.status) && !self.store.space.is_short()
         {
             let key = cache::key(&job.url, &job.options);
+            if self.cache_elsewhere(&job.url, key, &page) {
+                return page;
+            }
             let put = move |cache: &crate::store::PageCache, page: &CachedPage| {
                 if let Err(e) = cache.put(key, page) {
                     tracing::warn!(error = %e, "page not cached");
@@ -555,7 +562,8 @@ impl Scraper {
         let options = &job.options;
         let key = cache::key(&job.url, options);
         if options.may_read_cache() {
-            let cached = self.store.cache.get(key)?.filter(|p| cache::is_usable(p, options, time::now_ms()));
+            let cached =
+                self.cached(&job.url, key).await?.filter(|p| cache::is_usable(p, options, time::now_ms()));
             if let Some(page) = cached {
                 let final_url = Url::parse(&page.final_url).unwrap_or_else(|_| job.url.clone());
                 let cached_at = Some(time::iso_ms(page.fetched_ms));

@@ -150,6 +150,25 @@ impl RemoteHandler {
                     _ => Response::Done,
                 }
             }
+            Request::Cached(key) => {
+                let cache = &jobs.runtime().services().store.cache;
+                let page = crate::store::CacheKey::from_bytes(&key).map(|key| cache.get(key)).transpose();
+                Response::CachedPage(
+                    page.map_err(|e| JobError::Internal(e.to_string()))?.flatten().map(Box::new),
+                )
+            }
+            Request::Cache { key, page } => {
+                let store = jobs.runtime().services().store.clone();
+                if let Some(key) =
+                    crate::store::CacheKey::from_bytes(&key).filter(|_| !store.space.is_short())
+                {
+                    // Off the async workers: a page's body can be megabytes.
+                    let put = tokio::task::spawn_blocking(move || store.cache.put(key, &page)).await;
+                    put.map_err(|e| JobError::Internal(e.to_string()))?
+                        .map_err(|e| JobError::Internal(e.to_string()))?;
+                }
+                Response::Done
+            }
             Request::Page { team: t, id, kind, paging: (skip, limit, max_bytes) } => {
                 let JobPage { job, counts, documents } =
                     jobs.local_page(&team(&t)?, id, kind, Paging { skip, limit, max_bytes }).await?;

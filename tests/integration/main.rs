@@ -15,6 +15,7 @@ mod cli;
 mod cluster;
 mod cluster_batches;
 mod cluster_browser;
+mod cluster_cache;
 mod cluster_credits;
 mod cluster_llm;
 mod cluster_sitemaps;
