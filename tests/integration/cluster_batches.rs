@@ -3,7 +3,6 @@
 //! fails them at once, so they are sent again.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use crate::cluster::{Node, call, finished_crawl};
 use crate::common::decode;
@@ -18,11 +17,7 @@ async fn traffic(node: &Node) -> (u64, u64) {
 #[tokio::test]
 async fn calls_made_together_share_messages_and_each_gets_its_own_answer() {
     let site = crate::common::CrawlSite::start(100);
-    let a = Node::start("a", None, &[]);
-    let b = Node::start("b", Some(&a.cluster_addr), &[]);
-    for node in [&a, &b] {
-        node.wait_live(&["a", "b"], Duration::from_secs(20)).await;
-    }
+    let (a, b) = crate::cluster_spacing::a_and_b(&[], &[]).await;
     let key = &a.key;
     // Four jobs owned by b, each with pages of its own.
     let mut jobs = Vec::new();

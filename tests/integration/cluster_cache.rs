@@ -16,11 +16,7 @@ async fn scrape(node: &Node, body: &Value) -> (u16, Value) {
 #[tokio::test]
 async fn a_page_scraped_through_one_node_is_in_the_cache_of_every_node() {
     let site = crate::common::CrawlSite::start(0);
-    let a = Node::start("a", None, &[]);
-    let b = Node::start("b", Some(&a.cluster_addr), &[]);
-    for node in [&a, &b] {
-        node.wait_live(&["a", "b"], Duration::from_secs(20)).await;
-    }
+    let (a, b) = crate::cluster_spacing::a_and_b(&[], &[]).await;
     let owner = site_owner(&["a", "b"], &site.url("/"));
     let (owns, other) = if owner == "a" { (&a, &b) } else { (&b, &a) };
 

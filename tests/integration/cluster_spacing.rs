@@ -23,7 +23,7 @@ fn host_owned_by(prefix: &str, names: &[&str], owner: &str, port: u16) -> String
 }
 
 /// Nodes `a` (settings `a_env`) and `b` (`b_env`), joined, once each sees both live.
-async fn a_and_b(a_env: &[(&str, &str)], b_env: &[(&str, &str)]) -> (Node, Node) {
+pub(crate) async fn a_and_b(a_env: &[(&str, &str)], b_env: &[(&str, &str)]) -> (Node, Node) {
     let a = Node::start("a", None, a_env);
     let b = Node::start("b", Some(&a.cluster_addr), b_env);
     for node in [&a, &b] {
