@@ -16,21 +16,24 @@ pub enum Priority {
 
 /// Lowers the calling thread's priority. A refusal leaves the next best.
 pub fn lower(priority: Priority) {
-    // SAFETY: both calls take plain integers and a parameter struct that outlives them;
-    // `0` names the calling thread.
+    let nice = match priority {
+        Priority::Nice(n) => n,
+        Priority::Idle if set_policy(0, libc::SCHED_IDLE) => return,
+        Priority::Idle => 19,
+    };
+    // SAFETY: plain integers; `0` names the calling thread.
     unsafe {
-        let nice = match priority {
-            Priority::Nice(n) => n,
-            Priority::Idle => {
-                let param = libc::sched_param { sched_priority: 0 };
-                if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) == 0 {
-                    return;
-                }
-                19
-            }
-        };
         libc::setpriority(libc::PRIO_PROCESS, 0, nice);
     }
+}
+
+/// Puts thread `tid` (`0`: the calling thread) in scheduling class `policy`; whether the
+/// system allowed it.
+fn set_policy(tid: libc::pid_t, policy: libc::c_int) -> bool {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: plain integers and a parameter struct that outlives the call; a thread that
+    // has exited meanwhile makes the call fail, nothing else.
+    unsafe { libc::sched_setscheduler(tid, policy, &param) == 0 }
 }
 
 /// Puts this process's threads of the idle class back in the normal one (nice 0), where
@@ -42,18 +45,14 @@ pub fn raise_idle_threads() -> (usize, usize) {
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return (0, 0) };
     let (mut raised, mut refused) = (0, 0);
     for tid in tasks.flatten().filter_map(|t| t.file_name().to_str()?.parse::<libc::pid_t>().ok()) {
-        // SAFETY: plain integers and a parameter struct that outlives the call; a thread
-        // that has exited meanwhile makes the calls fail, nothing else.
-        unsafe {
-            if libc::sched_getscheduler(tid) != libc::SCHED_IDLE {
-                continue;
-            }
-            let param = libc::sched_param { sched_priority: 0 };
-            if libc::sched_setscheduler(tid, libc::SCHED_OTHER, &param) == 0 {
-                raised += 1;
-            } else {
-                refused += 1;
-            }
+        // SAFETY: a plain integer; a thread that has exited meanwhile makes the call fail.
+        if unsafe { libc::sched_getscheduler(tid) } != libc::SCHED_IDLE {
+            continue;
+        }
+        if set_policy(tid, libc::SCHED_OTHER) {
+            raised += 1;
+        } else {
+            refused += 1;
         }
     }
     (raised, refused)

@@ -555,20 +555,28 @@ pub(crate) fn broadcast_cancel(cluster: &crate::cluster::Cluster, id: JobId) {
 /// How long a site's node may take over a sitemap or robots.txt question.
 const SITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
+/// Asks `node` `request`, waiting `timeout` at most, and reads its answer.
+pub async fn ask(
+    cluster: &crate::cluster::Cluster,
+    node: &str,
+    request: &Request,
+    timeout: std::time::Duration,
+) -> Result<Response, String> {
+    let answer =
+        cluster.call(node, Channel::Jobs, encode(request), timeout).await.map_err(|e| e.to_string())?;
+    decode(&answer)
+}
+
 /// Asks the node that owns a site `request` about it; `None` when it did not answer.
 pub(crate) async fn ask_site(
     cluster: &crate::cluster::Cluster,
     owner: &str,
     request: &Request,
 ) -> Option<Response> {
-    let answer = cluster.call(owner, Channel::Jobs, encode(request), SITE_TIMEOUT).await;
-    match answer {
-        Ok(bytes) => decode(&bytes).ok(),
-        Err(e) => {
-            tracing::warn!(node = %owner, error = %e, "a site's node did not answer");
-            None
-        }
-    }
+    ask(cluster, owner, request, SITE_TIMEOUT)
+        .await
+        .inspect_err(|e| tracing::warn!(node = %owner, error = %e, "a site's node did not answer"))
+        .ok()
 }
 
 /// The protocol version from which a node keeps the cached pages of its sites for the
@@ -594,17 +602,6 @@ impl SiteCaches {
     }
 }
 
-/// Sends `request` to `node` for the page cache, and reads its answer.
-async fn ask_cache(
-    cluster: &crate::cluster::Cluster,
-    node: &str,
-    request: &Request,
-) -> Result<Response, String> {
-    let answer =
-        cluster.call(node, Channel::Jobs, encode(request), CACHE_TIMEOUT).await.map_err(|e| e.to_string())?;
-    decode(&answer)
-}
-
 impl PageKeeper for SiteCaches {
     fn get<'a>(
         &'a self,
@@ -613,7 +610,7 @@ impl PageKeeper for SiteCaches {
     ) -> Option<BoxFuture<'a, Result<Option<crate::store::CachedPage>, String>>> {
         let node = self.keeper(url)?;
         Some(Box::pin(async move {
-            match ask_cache(&self.0, &node, &Request::Cached(*key.as_bytes())).await? {
+            match ask(&self.0, &node, &Request::Cached(*key.as_bytes()), CACHE_TIMEOUT).await? {
                 Response::CachedPage(page) => Ok(page.map(|page| *page)),
                 other => Err(format!("unexpected answer from node `{node}`: {other:?}")),
             }
@@ -630,7 +627,7 @@ impl PageKeeper for SiteCaches {
         let cluster = self.0.clone();
         Some(Box::pin(async move {
             let request = Request::Cache { key: *key.as_bytes(), page: Box::new(page) };
-            match ask_cache(&cluster, &node, &request).await? {
+            match ask(&cluster, &node, &request, CACHE_TIMEOUT).await? {
                 Response::Done => Ok(()),
                 other => Err(format!("unexpected answer from node `{node}`: {other:?}")),
             }

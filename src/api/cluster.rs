@@ -12,7 +12,6 @@ use serde_json::json;
 use super::error::ApiError;
 use super::{AppState, Authenticated};
 use crate::actors::remote::{self, Request, Response};
-use crate::cluster::Channel;
 use crate::model::Code;
 
 /// Registers the route.
@@ -42,20 +41,18 @@ async fn forget(
     };
     let name = name.into_inner();
     cluster.forget(&name)?;
-    let request = remote::encode(&Request::Forget(name.clone()));
+    let request = Request::Forget(name.clone());
     let others: Vec<String> = cluster.live().iter().filter(|m| *m != cluster.name()).cloned().collect();
     let asks = others.iter().map(|member| {
-        let request = request.clone();
+        let request = &request;
         async move {
             if cluster.version_of(member).is_none_or(|v| v < remote::FORGETS_SINCE) {
                 return Err("its protocol version is older than 13".to_owned());
             }
-            let answer = cluster.call(member, Channel::Jobs, request, Duration::from_secs(5)).await;
-            match answer.map_err(|e| e.to_string()).and_then(|a| remote::decode::<Response>(&a)) {
-                Ok(Response::Done) => Ok(()),
-                Ok(Response::Failed { message, .. }) => Err(message),
-                Ok(other) => Err(format!("unexpected answer: {other:?}")),
-                Err(e) => Err(e),
+            match remote::ask(cluster, member, request, Duration::from_secs(5)).await? {
+                Response::Done => Ok(()),
+                Response::Failed { message, .. } => Err(message),
+                other => Err(format!("unexpected answer: {other:?}")),
             }
         }
     });
@@ -94,11 +91,7 @@ async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<Http
         if m.state != "up" {
             return None;
         }
-        let answer = cluster
-            .call(&m.name, Channel::Jobs, remote::encode(&Request::Counts), Duration::from_secs(2))
-            .await
-            .ok()?;
-        match remote::decode(&answer).ok()? {
+        match remote::ask(cluster, &m.name, &Request::Counts, Duration::from_secs(2)).await.ok()? {
             Response::Counts(counts) => Some(counts),
             _ => None,
         }

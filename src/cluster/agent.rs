@@ -510,10 +510,7 @@ async fn judge(shared: &Arc<Shared>) {
             && peers.values().filter(|p| p.up).all(|p| p.version >= super::place::BY_HOST_SINCE);
         // Judged here, where what it reads changes (members up and down, what they hear),
         // not at each request's write.
-        let seen = peers.iter().map(|(name, p)| super::quorum::Seen::of(name, p));
-        shared
-            .aside
-            .store(super::quorum::stands_aside(&shared.name, seen), std::sync::atomic::Ordering::Relaxed);
+        note_aside(shared, &peers);
         (live, by_host)
     };
     shared.live.send_if_modified(|current| {
@@ -578,13 +575,17 @@ pub(crate) fn forget(shared: &Shared, name: &str) -> Result<(), NotForgotten> {
     lock(&shared.answered).remove(name);
     lock(&shared.forgotten).insert(address);
     // What it changes (the side that fetches) is judged at once, not at the next heartbeat.
-    let seen = shared.peers.read().map(|peers| {
-        super::quorum::stands_aside(&shared.name, peers.iter().map(|(n, p)| super::quorum::Seen::of(n, p)))
-    });
-    if let Ok(aside) = seen {
-        shared.aside.store(aside, std::sync::atomic::Ordering::Relaxed);
+    if let Ok(peers) = shared.peers.read() {
+        note_aside(shared, &peers);
     }
     Ok(())
+}
+
+/// Notes whether this node stands aside from a partial cut, with `peers` as they are now
+/// ([`super::quorum::stands_aside`]).
+fn note_aside(shared: &Shared, peers: &BTreeMap<String, Peer>) {
+    let seen = peers.iter().map(|(name, p)| super::quorum::Seen::of(name, p));
+    shared.aside.store(super::quorum::stands_aside(&shared.name, seen), std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Drops the session with node `node_id` (a hung peer keeps its TCP session open).

@@ -356,7 +356,7 @@ impl Cluster {
     fn on_majority_side(&self, peers: &BTreeMap<String, agent::Peer>) -> bool {
         if peers.is_empty() {
             let Ok(refused) = self.shared.refused.lock() else { return false };
-            let forgotten = self.shared.forgotten.lock().map(|f| f.clone()).unwrap_or_default();
+            let Ok(forgotten) = self.shared.forgotten.lock() else { return false };
             let mut seeds = self.shared.seeds.iter().filter(|s| **s != self.shared.address);
             return seeds.all(|seed| refused.contains(seed) || forgotten.contains(seed));
         }

@@ -37,7 +37,7 @@ impl ErrorCode for RemoteError {
     }
 }
 
-fn failed(e: &JobError) -> Response {
+fn failed(e: &(impl ErrorCode + std::fmt::Display)) -> Response {
     let code = e.code();
     Response::Failed { status: code.status(), code: code.as_str().to_owned(), message: e.to_string() }
 }
@@ -140,12 +140,7 @@ impl RemoteHandler {
                 // A member this node never met (or forgot already) is not counted here either.
                 match jobs.runtime().services().cluster.as_ref().map(|c| c.forget(&name)) {
                     Some(Err(refused)) if !matches!(refused, crate::cluster::NotForgotten::Unknown(_)) => {
-                        let code = refused.code();
-                        Response::Failed {
-                            status: code.status(),
-                            code: code.as_str().to_owned(),
-                            message: refused.to_string(),
-                        }
+                        failed(&refused)
                     }
                     _ => Response::Done,
                 }
