@@ -135,7 +135,7 @@ pub async fn serve(
     }
     let mut services = actors::Services::new(scraper.clone(), store.clone(), Arc::clone(&settings));
     if settings.cluster.enabled() {
-        let cluster = cluster::Cluster::start(&settings.cluster).await?;
+        let cluster = cluster::Cluster::start(&settings.cluster, store.forgotten_members()).await?;
         // Before any job resumes: the team limits it passes are the cluster's.
         services.teams.join_cluster(cluster.clone());
         scraper.keep_profiles_with(Arc::new(teams::Profiles(Arc::clone(&services.teams))));

@@ -125,8 +125,9 @@ pub(crate) struct Shared {
     /// Addresses of nodes the peers know, to dial when not connected.
     pub heard_of: RwLock<std::collections::BTreeSet<String>>,
     /// Addresses of the members an operator said are gone for good ([`forget`]), until a
-    /// node answers from one again.
+    /// node answers from one again; kept on disk in `book` (read at start).
     pub forgotten: std::sync::Mutex<HashSet<String>>,
+    pub book: crate::store::members::ForgottenMembers,
     /// Live members (this node included), sorted; changes are announced.
     pub live: tokio::sync::watch::Sender<Arc<Vec<String>>>,
     /// Whether sites are placed by host: this node and every live member speak
@@ -417,7 +418,7 @@ async fn heard_from(state: &mut AgentState, heard: Heard) {
             match answer {
                 Ok((name, address, known, version)) if name != shared.name => {
                     tracing::info!(node = %name, %address, protocol = version, "met a node of the cluster");
-                    lock(&shared.forgotten).remove(&address);
+                    unforget(&shared, &address);
                     let hears = known.clone();
                     // The nodes it knows that this node has neither met nor heard of are
                     // dialled now (a member met already has a session: a second one would
@@ -573,12 +574,31 @@ pub(crate) fn forget(shared: &Shared, name: &str) -> Result<(), NotForgotten> {
         heard_of.remove(&address);
     }
     lock(&shared.answered).remove(name);
-    lock(&shared.forgotten).insert(address);
+    let mut forgotten = lock(&shared.forgotten);
+    forgotten.insert(address);
+    keep(shared, &forgotten);
+    drop(forgotten);
     // What it changes (the side that fetches) is judged at once, not at the next heartbeat.
     if let Ok(peers) = shared.peers.read() {
         note_aside(shared, &peers);
     }
     Ok(())
+}
+
+/// A node answered from `address`: not forgotten any more, here and on disk.
+fn unforget(shared: &Shared, address: &str) {
+    let mut forgotten = lock(&shared.forgotten);
+    if forgotten.remove(address) {
+        keep(shared, &forgotten);
+    }
+}
+
+/// Writes the forgotten addresses to disk (rare: an operator's call, or a forgotten node
+/// back), so a restart of this node still leaves them out.
+fn keep(shared: &Shared, forgotten: &HashSet<String>) {
+    if let Err(e) = shared.book.save(forgotten.iter().cloned().collect()) {
+        tracing::warn!(error = %e, "the forgotten members could not be written to disk; a restart counts them again");
+    }
 }
 
 /// Notes whether this node stands aside from a partial cut, with `peers` as they are now

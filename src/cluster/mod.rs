@@ -192,8 +192,12 @@ pub struct TrafficView {
 }
 
 impl Cluster {
-    /// Opens the cluster port and starts this node's agent; joins the seeds.
-    pub async fn start(settings: &ClusterSettings) -> Result<Self, ClusterError> {
+    /// Opens the cluster port and starts this node's agent; joins the seeds. `book` keeps
+    /// the members an operator forgot across restarts.
+    pub async fn start(
+        settings: &ClusterSettings,
+        book: crate::store::members::ForgottenMembers,
+    ) -> Result<Self, ClusterError> {
         let cookie = settings.cookie().map_err(|e| ClusterError::Settings(e.to_string()))?;
         let listen: std::net::SocketAddr = settings
             .listen
@@ -238,6 +242,14 @@ impl Cluster {
             tls::accept(listener, acceptor, server.clone());
         }
         let (live_tx, live) = tokio::sync::watch::channel(Arc::new(vec![name.clone()]));
+        let forgotten = book.load().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "the forgotten members could not be read; none are left out");
+            Vec::new()
+        });
+        if !forgotten.is_empty() {
+            tracing::info!(members = ?forgotten, "members forgotten before this start are still left out");
+        }
+        let forgotten = forgotten.into_iter().collect();
         let shared = Arc::new(agent::Shared {
             name: name.clone(),
             address: address.clone(),
@@ -252,7 +264,8 @@ impl Cluster {
             refused: std::sync::Mutex::default(),
             answered: std::sync::Mutex::default(),
             heard_of: RwLock::default(),
-            forgotten: std::sync::Mutex::default(),
+            forgotten: std::sync::Mutex::new(forgotten),
+            book,
             live: live_tx,
             sites_by_host: std::sync::atomic::AtomicBool::new(spoken_version() >= place::BY_HOST_SINCE),
             aside: std::sync::atomic::AtomicBool::new(false),

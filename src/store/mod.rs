@@ -22,6 +22,7 @@ pub mod jobs;
 pub mod keys;
 pub mod ledger;
 mod legacy;
+pub mod members;
 mod migrate;
 pub mod model_jobs;
 pub mod outbox;
@@ -304,6 +305,11 @@ impl Store {
     /// in the data directory), e.g. the key that signs file links.
     pub fn secret(&self, name: &str) -> Result<[u8; 32]> {
         secrets::get_or_create(&self.meta, name)
+    }
+
+    /// The cluster members an operator forgot, kept across restarts.
+    pub fn forgotten_members(&self) -> members::ForgottenMembers {
+        members::ForgottenMembers::new(self.meta.clone())
     }
 
     /// Writes everything to disk; called on shutdown.

@@ -141,7 +141,7 @@ async fn forget(node: &Node, name: &str) -> (u16, Value) {
 #[tokio::test]
 async fn members_gone_for_good_are_forgotten_and_the_survivor_fetches_again() {
     let site = crate::common::CrawlSite::start(0);
-    let nodes = three_nodes(&[], &[]).await;
+    let mut nodes = three_nodes(&[], &[]).await;
     let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
     // Only a member that is down, and not the node itself, is forgotten.
     crate::common::assert_error(&forget(c, "b").await, 409, "CONFLICT");
@@ -178,6 +178,17 @@ async fn members_gone_for_good_are_forgotten_and_the_survivor_fetches_again() {
     );
     each_page_once(c, &site, &waiting, &["/hub/0", "/hub/1"]).await;
     assert_eq!((metric("cluster_majority").await, metric("cluster_members").await), (1.0, 0.0));
+
+    // The forgets are kept on disk: c, killed and started again with the silent a as its
+    // only seed, still leaves a out and fetches alone (counting a again, it would wait).
+    let seed = a.cluster_addr.clone();
+    nodes[2].process.take().expect("c").kill9();
+    nodes[2].restart(&seed);
+    let (a, b, c) = (&nodes[0], &nodes[1], &nodes[2]);
+    let view = until_in_touch(c, true).await;
+    assert_eq!((&view["majority"], &view["live"]), (&json!(true), &json!(["c"])), "{view}");
+    let after_restart = batch(c, &site, &["/hub/2"]).await;
+    each_page_once(c, &site, &after_restart, &["/hub/2"]).await;
 
     // Back after all: met again, the members are as before.
     for node in [a, b] {
