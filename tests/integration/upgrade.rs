@@ -26,6 +26,8 @@ const V4_FACTS: &str = include_str!("../fixtures/datadir/v4.json");
 const V5: &[u8] = include_bytes!("../fixtures/datadir/v5.tar.gz");
 const V5_PEER: &[u8] = include_bytes!("../fixtures/datadir/v5-peer.tar.gz");
 const V5_FACTS: &str = include_str!("../fixtures/datadir/v5.json");
+const V6: &[u8] = include_bytes!("../fixtures/datadir/v6.tar.gz");
+const V6_FACTS: &str = include_str!("../fixtures/datadir/v6.json");
 
 /// The fixture site's pages (as `tests/fixtures/datadir/site.py` serves them).
 async fn fixture_page(req: HttpRequest) -> HttpResponse {
@@ -199,6 +201,40 @@ async fn a_data_directory_of_format_5_and_its_peer_keep_what_a_teams_owner_was_r
         expected,
         "node {owner}, the team's owner, counts what node {other} reported ({own:?} alone)"
     );
+}
+
+#[tokio::test]
+async fn a_data_directory_of_format_6_still_leaves_out_the_member_it_forgot() {
+    let a = opens_and_finishes_its_jobs(V6, V6_FACTS).await;
+    let facts: Value = serde_json::from_str(V6_FACTS).expect("facts");
+    let forgotten = strings(&facts["cluster"]["forgotten"]);
+    assert_eq!(forgotten.len(), 1, "{facts}");
+    let _one_at_a_time = FIXED_ADDRESSES.lock().await;
+    // Node a starts alone with the forgotten b as its only seed, where something accepts
+    // connections and never answers (b's machine frozen or cut off, not refusing): a member
+    // it counted, a would wait for it; forgotten, a fetches alone.
+    let _silent = bind_fixed(&forgotten[0]);
+    let listen = format!(
+        "127.0.0.1:{}",
+        TcpListener::bind("127.0.0.1:0").expect("port").local_addr().expect("addr").port()
+    );
+    let secret = facts["cluster"]["secret"].as_str().expect("secret");
+    let node = Binary::serve_with(
+        a.path(),
+        &["--cluster-listen", &listen, "--join", &forgotten[0]],
+        &[("FERROCRAWL_CLUSTER__NODE_NAME", "a"), ("FERROCRAWL_CLUSTER__SECRET", secret)],
+    );
+    let key = facts["api_key"].as_str().expect("key");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, view) = get(&node.base, key, "/v2/cluster").await;
+        assert_eq!(status, 200, "{view}");
+        if view["majority"] == true && view["inTouch"] == true {
+            break;
+        }
+        assert!(Instant::now() < deadline, "a counts the member it forgot: {view}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// A node's usage history of the default team: credits and tokens over every month shown,
