@@ -10,6 +10,8 @@
 #   NODES=3 benches/load/run.sh ...             a cluster (cluster/local.sh) instead
 #   NODES=3 FAULT=kill benches/load/run.sh ...  and its last node killed (-9) a third of
 #                                               the way in, started again at two thirds
+#   NODES=3 FAULT=freeze benches/load/run.sh ...  its last node frozen (SIGSTOP) a third of
+#                                               the way in for FREEZE_S seconds (10)
 #
 # With NODES > 1 the clients, crawls and batch enter through every node but the last (as
 # through a load balancer), whose node holds sites and teams like the others; memory and
@@ -71,6 +73,12 @@ else
       sleep $((seconds / 3)); kill -KILL "$(cat "$CLUSTER_DIR/n$nodes/pid")"; rm -f "$CLUSTER_DIR/n$nodes/pid"
       echo "n$nodes killed at $((seconds / 3)) s" >&2
       sleep $((seconds / 3)); cluster/local.sh "$nodes" >/dev/null; echo "n$nodes started again" >&2
+    ) &
+  elif [[ ${FAULT:-} == freeze ]]; then
+    (
+      sleep $((seconds / 3)); kill -STOP "$(cat "$CLUSTER_DIR/n$nodes/pid")"
+      echo "n$nodes frozen at $((seconds / 3)) s" >&2
+      sleep "${FREEZE_S:-10}"; kill -CONT "$(cat "$CLUSTER_DIR/n$nodes/pid")"; echo "n$nodes woken" >&2
     ) &
   fi
 fi

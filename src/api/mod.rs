@@ -141,7 +141,7 @@ pub fn create_app(
         .app_data(openapi)
         .configure(|cfg| configure_data(cfg, max_body))
         .wrap(ErrorHandlers::new().default_handler(error::envelope_errors))
-        .wrap(Logger::new("%r %s %Dms").exclude("/health"))
+        .wrap(Logger::new("%r %s %Dms").exclude("/health").exclude("/ready"))
         .wrap(actix_web::middleware::from_fn(observe::observe))
         .configure(|cfg| {
             if metrics_here {

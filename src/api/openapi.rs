@@ -10,7 +10,7 @@ use super::batch::{self, StartedBatch};
 use super::crawl::{self, StartedJob};
 use super::crawl_body::CrawlBody;
 use super::error::ErrorBody;
-use super::health::{self, Health};
+use super::health::{self, Health, Readiness};
 use super::map::{self, MapBody};
 use super::options::{LocationBody, ScrapeOptionsBody};
 use super::parse;
@@ -41,9 +41,10 @@ use super::{browser, interact};
         search::search_route,
         parse::parse,
         parse::formats,
-        health::health
+        health::health,
+        health::ready
     ),
-    components(schemas(ScrapeOptionsBody, LocationBody, ScrapeResponse, CrawlBody, MapBody, StartedJob, StartedBatch, ErrorBody, Health))
+    components(schemas(ScrapeOptionsBody, LocationBody, ScrapeResponse, CrawlBody, MapBody, StartedJob, StartedBatch, ErrorBody, Health, Readiness))
 )]
 struct ApiDoc;
 

@@ -31,6 +31,19 @@ async fn until_in_touch(node: &Node, wanted: bool) -> Value {
     }
 }
 
+/// `GET /ready` on `node` (no key).
+async fn ready(node: &Node) -> (u16, Value) {
+    let resp = reqwest::Client::builder()
+        .no_proxy()
+        .build()
+        .expect("client")
+        .get(format!("{}/ready", node.base()))
+        .send()
+        .await
+        .expect("ready");
+    crate::common::decode(resp).await
+}
+
 /// Starts a batch of `paths` of `site` through `node`: its status path.
 async fn batch(node: &Node, site: &crate::common::CrawlSite, paths: &[&str]) -> String {
     let urls: Vec<String> = paths.iter().map(|p| site.url(p)).collect();
@@ -62,6 +75,10 @@ async fn a_node_cut_off_from_most_members_fetches_nothing_until_it_sees_them_aga
     let view = until_in_touch(&nodes[0], false).await;
     assert_eq!(view["majority"], false, "{view}");
     assert_eq!(state_of(&nodes[0], "b").await, "down", "{view}");
+    // A load balancer that asks `/ready` sends new work elsewhere meanwhile.
+    let (status, readiness) = ready(&nodes[0]).await;
+    assert_eq!((status, readiness["status"].as_str()), (503, Some("unready")), "{readiness}");
+    assert!(readiness["reasons"][0].as_str().is_some_and(|r| r.contains("not in touch")), "{readiness}");
     let waiting = batch(&nodes[0], &site, &["/hub/0", "/hub/1"]).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (_, status) = call(nodes[0].base(), &nodes[0].key, reqwest::Method::GET, &waiting, None).await;
@@ -80,6 +97,8 @@ async fn a_node_cut_off_from_most_members_fetches_nothing_until_it_sees_them_aga
         node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
     }
     each_page_once(&nodes[0], &site, &waiting, &["/hub/0", "/hub/1"]).await;
+    let (status, readiness) = ready(&nodes[0]).await;
+    assert_eq!((status, &readiness), (200, &json!({"status": "ready"})));
 
     // b and c killed: nothing listens at their addresses, so they are not running and a,
     // the one member left that may be, goes on alone.

@@ -186,6 +186,7 @@ async fn a_full_data_disk_refuses_new_jobs_keeps_answering_and_recovers() {
     })
     .await;
 
+    assert_eq!(api.call(reqwest::Method::GET, "/ready", None).await, (200, json!({"status": "ready"})));
     let filler = fill(&disk, 16 << 20);
     // New jobs are refused, naming the setting.
     let refused = wait_for("new jobs refused", Duration::from_secs(10), || async {
@@ -226,6 +227,13 @@ async fn a_full_data_disk_refuses_new_jobs_keeps_answering_and_recovers() {
         .await
         .expect("text");
     assert!(text.lines().any(|l| l == "store_short_of_space 1"), "{text}");
+    // A load balancer that asks `/ready` sends new work elsewhere meanwhile.
+    let (status, readiness) = api.call(reqwest::Method::GET, "/ready", None).await;
+    assert_eq!((status, readiness["status"].as_str()), (503, Some("unready")), "{readiness}");
+    assert!(
+        readiness["reasons"][0].as_str().is_some_and(|r| r.contains("storage.min_free_mb")),
+        "{readiness}"
+    );
 
     // Space back: the crawl finishes with every page once, and new work is taken again.
     std::fs::remove_file(filler).expect("free the disk");
@@ -241,6 +249,7 @@ async fn a_full_data_disk_refuses_new_jobs_keeps_answering_and_recovers() {
         )
         .await;
     assert_eq!(after["completed"].as_u64(), Some(1), "{after}");
+    assert_eq!(api.call(reqwest::Method::GET, "/ready", None).await, (200, json!({"status": "ready"})));
     let (status, _) = server.terminate();
     assert!(status.success());
 }

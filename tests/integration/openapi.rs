@@ -75,6 +75,7 @@ async fn document_matches_the_scrape_endpoint() {
 const SERVED: &[&str] = &[
     "/",
     "/health",
+    "/ready",
     "/metrics",
     "/v2/openapi.json",
     "/v2/scrape",

@@ -98,6 +98,8 @@ async fn unknown_routes_methods_and_ids() {
     assert!(msg.contains("Invalid job ID"), "{msg}");
     let (status, body) = app.request(reqwest::Method::GET, "/health", None).await;
     assert_eq!((status, body["status"].as_str()), (200, Some("ok")));
+    let got = app.request(reqwest::Method::GET, "/ready", None).await;
+    assert_eq!(got, (200, serde_json::json!({"status": "ready"})));
 }
 
 #[tokio::test]
