@@ -168,6 +168,8 @@ pub struct NodeCounts {
 pub struct Runtime {
     services: Services,
     root: ActorRef<RootMsg>,
+    /// The supervisors' current references, as the root publishes them.
+    current: tokio::sync::watch::Receiver<Option<Supervisors>>,
     /// Becomes true when the root has stopped (shut down, or gave up on a failing child).
     ended: tokio::sync::watch::Receiver<bool>,
     /// Becomes true as [`Runtime::shutdown`] begins, before any actor stops.
@@ -183,7 +185,8 @@ const BULK_URLS: usize = 10_000;
 impl Runtime {
     /// Starts the tree; unfinished jobs resume at once.
     pub async fn start(services: Services) -> Result<Self, RuntimeError> {
-        let (root, handle) = Actor::spawn(None, Root, services.clone())
+        let (published, current) = tokio::sync::watch::channel(None);
+        let (root, handle) = Actor::spawn(None, Root, (services.clone(), published))
             .await
             .map_err(|e| RuntimeError::Actors(e.to_string()))?;
         let (tell, ended) = tokio::sync::watch::channel(false);
@@ -194,6 +197,7 @@ impl Runtime {
         Ok(Self {
             services,
             root,
+            current,
             ended,
             stopping: Arc::new(tokio::sync::watch::Sender::new(false)),
             bulk_writes: Arc::new(tokio::sync::Semaphore::new(1)),
@@ -220,11 +224,17 @@ impl Runtime {
         &self.services
     }
 
+    /// The supervisors' current references (read, not asked of the root: every API call
+    /// and every page another node sends here needs them). An error once the tree stopped.
     pub(crate) async fn supervisors(&self) -> Result<Supervisors, RuntimeError> {
-        match self.root.call(RootMsg::Supervisors, None).await {
-            Ok(CallResult::Success(s)) => Ok(s),
-            other => Err(RuntimeError::Actors(format!("root supervisor unreachable: {other:?}"))),
+        let status = self.root.get_status();
+        if matches!(status, ractor::ActorStatus::Stopping | ractor::ActorStatus::Stopped) {
+            return Err(RuntimeError::Actors(format!("root supervisor unreachable: {status:?}")));
         }
+        self.current
+            .borrow()
+            .clone()
+            .ok_or_else(|| RuntimeError::Actors("the actor tree has not started".into()))
     }
 
     /// Stores a new job with its first URLs and starts it.

@@ -1,5 +1,6 @@
-//! `Root`: starts the supervisors and restarts any that fails, handing out their current
-//! references so callers never hold a stale one. Restarts follow Erlang's intensity and
+//! `Root`: starts the supervisors and restarts any that fails, publishing their current
+//! references (a watch the runtime reads, no message to the root per call) so callers
+//! never hold a stale one. Restarts follow Erlang's intensity and
 //! period: each waits longer than the last (from [`FIRST_BACKOFF`], doubling, up to
 //! [`MAX_BACKOFF`]), and a supervisor that fails more than [`MAX_RESTARTS`] times within
 //! [`RESTART_PERIOD`] is not restarted again: the root fails, which stops the server (its
@@ -8,7 +9,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 use super::Services;
 use super::browser::{BrowserMsg, BrowserSupervisor};
@@ -61,17 +62,19 @@ pub enum Child {
 /// Messages of [`Root`].
 #[derive(Debug)]
 pub enum RootMsg {
-    /// The supervisors' references.
-    Supervisors(RpcReplyPort<Supervisors>),
     /// Start a failed child again (after its back-off).
     Restart(Child),
 }
+
+/// Where the root publishes the supervisors' current references (`None` until started).
+pub type Published = tokio::sync::watch::Sender<Option<Supervisors>>;
 
 /// Mutable state of [`Root`].
 #[derive(Debug)]
 pub struct RootState {
     services: Services,
     current: Supervisors,
+    published: Published,
     /// Recent failures of each child.
     failures: HashMap<Child, VecDeque<Instant>>,
 }
@@ -128,23 +131,21 @@ async fn spawn_browser(
 impl Actor for Root {
     type Msg = RootMsg;
     type State = RootState;
-    type Arguments = Services;
+    type Arguments = (Services, Published);
 
     async fn pre_start(
         &self,
         myself: ActorRef<RootMsg>,
-        services: Services,
+        (services, published): (Services, Published),
     ) -> Result<RootState, ActorProcessingErr> {
         let domains = spawn_domains(&myself, &services).await?;
         let jobs = spawn_jobs(&myself, &services, &domains).await?;
         let janitor = spawn_janitor(&myself, &services, &jobs).await?;
         let webhooks = spawn_webhooks(&myself, &services).await?;
         let browser = spawn_browser(&myself, &services).await?;
-        Ok(RootState {
-            services,
-            current: Supervisors { jobs, domains, janitor, webhooks, browser },
-            failures: HashMap::new(),
-        })
+        let current = Supervisors { jobs, domains, janitor, webhooks, browser };
+        published.send_replace(Some(current.clone()));
+        Ok(RootState { services, current, published, failures: HashMap::new() })
     }
 
     /// The supervisors' own stops run before the root's ends, so a caller of
@@ -179,10 +180,10 @@ impl Actor for Root {
         state: &mut RootState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            RootMsg::Supervisors(reply) => {
-                let _ = reply.send(state.current.clone());
+            RootMsg::Restart(child) => {
+                restart(&myself, state, child).await?;
+                state.published.send_replace(Some(state.current.clone()));
             }
-            RootMsg::Restart(child) => restart(&myself, state, child).await?,
         }
         Ok(())
     }

@@ -103,6 +103,27 @@ async fn wait_for(mut check: impl FnMut() -> bool, what: &str) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_supervisor_is_started_again_and_callers_get_the_new_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = runtime(dir.path()).await;
+    let old = rt.supervisors().await.expect("supervisors").webhooks;
+    old.cast(super::webhook::WebhookMsg::Fail).expect("cast");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let new = loop {
+        let current = rt.supervisors().await.expect("supervisors").webhooks;
+        if current.get_id() != old.get_id() {
+            break current;
+        }
+        assert!(Instant::now() < deadline, "the failed supervisor was not replaced");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(old.get_status(), ractor::ActorStatus::Stopped);
+    assert_eq!(new.get_status(), ractor::ActorStatus::Running);
+    rt.shutdown().await;
+    assert!(rt.supervisors().await.is_err(), "references handed out after the tree stopped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panicking_job_actor_is_restarted_and_the_job_completes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let base = chain_site(Duration::from_millis(20)).await;

@@ -43,6 +43,9 @@ pub enum WebhookMsg {
         /// The address policy refuses the receiver: retrying cannot help.
         refused: bool,
     },
+    /// Fail on purpose (tests of supervision).
+    #[cfg(test)]
+    Fail,
 }
 
 /// Mutable state of the [`WebhookDispatcher`].
@@ -227,6 +230,8 @@ impl Actor for WebhookDispatcher {
             WebhookMsg::Attempted { outbox, key, delivery, acknowledged, detail, refused } => {
                 state.settle(outbox, key, *delivery, (acknowledged, &detail, refused))?;
             }
+            #[cfg(test)]
+            WebhookMsg::Fail => return Err("failed on purpose".into()),
         }
         state.scan(&myself)?;
         Ok(())
