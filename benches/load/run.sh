@@ -12,6 +12,9 @@
 #                                               the way in, started again at two thirds
 #   NODES=3 FAULT=freeze benches/load/run.sh ...  its last node frozen (SIGSTOP) a third of
 #                                               the way in for FREEZE_S seconds (10)
+#   NODES=3 FAULT=restart benches/load/run.sh ... its last node stopped (SIGTERM, as for an
+#                                               upgrade) a third of the way in and started
+#                                               again as soon as it has exited
 #
 # With NODES > 1 the clients, crawls and batch enter through every node but the last (as
 # through a load balancer), whose node holds sites and teams like the others; memory and
@@ -73,6 +76,14 @@ else
       sleep $((seconds / 3)); kill -KILL "$(cat "$CLUSTER_DIR/n$nodes/pid")"; rm -f "$CLUSTER_DIR/n$nodes/pid"
       echo "n$nodes killed at $((seconds / 3)) s" >&2
       sleep $((seconds / 3)); cluster/local.sh "$nodes" >/dev/null; echo "n$nodes started again" >&2
+    ) &
+  elif [[ ${FAULT:-} == restart ]]; then
+    (
+      sleep $((seconds / 3)); pid=$(cat "$CLUSTER_DIR/n$nodes/pid"); stopped=$(date +%s.%N)
+      kill -TERM "$pid"
+      while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+      echo "n$nodes stopped at $((seconds / 3)) s, exited after $(python3 -c "print(round($(date +%s.%N) - $stopped, 2))") s" >&2
+      rm -f "$CLUSTER_DIR/n$nodes/pid"; cluster/local.sh "$nodes" >/dev/null; echo "n$nodes started again" >&2
     ) &
   elif [[ ${FAULT:-} == freeze ]]; then
     (
