@@ -127,6 +127,9 @@ async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<Http
         // the other side fetches), or has met none and its seeds may be running.
         "majority": cluster.majority(),
         "live": *cluster.live(),
+        // Addresses of members an operator forgot (DELETE /v2/cluster/members/{name}), until
+        // a node answers from one again.
+        "forgotten": cluster.forgotten(),
         // "host" once every live member speaks protocol version 9; "origin" before.
         "sitesPlacedBy": if cluster.sites_by_host() { "host" } else { "origin" },
         "traffic": cluster.traffic(),

@@ -351,6 +351,14 @@ impl Cluster {
         answered && self.may_fetch(&peers)
     }
 
+    /// The cluster addresses of the members an operator forgot (kept on disk), sorted:
+    /// they no longer count among the members that may be running until one answers.
+    pub fn forgotten(&self) -> Vec<String> {
+        let mut addresses: Vec<String> = batch::lock(&self.shared.forgotten).iter().cloned().collect();
+        addresses.sort();
+        addresses
+    }
+
     /// Whether this node is on the side of the cluster that fetches: with
     /// `cluster.keep_majority`, it sees more than half of the members that may be running,
     /// and does not stand aside from a partial cut (see [`quorum`]); always without it.

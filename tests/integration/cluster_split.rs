@@ -176,7 +176,9 @@ async fn members_gone_for_good_are_forgotten_and_the_survivor_fetches_again() {
     assert_eq!(status, 200, "{forgotten}");
     assert_eq!(forgotten["forgottenBy"], json!(["c", "b"]), "{forgotten}");
     for node in [b, c] {
-        assert_eq!(state_of(node, "a").await, "", "{} still lists a: {}", node.name, node.view().await);
+        let view = node.view().await;
+        assert_eq!(state_of(node, "a").await, "", "{} still lists a: {view}", node.name);
+        assert_eq!(view["forgotten"], json!([a.cluster_addr]), "{view}");
     }
 
     // b's too. Alone with a silent b, c holds no majority (of two, the lower-named holds
@@ -216,4 +218,6 @@ async fn members_gone_for_good_are_forgotten_and_the_survivor_fetches_again() {
     for node in &nodes {
         node.wait_live(&["a", "b", "c"], Duration::from_secs(20)).await;
     }
+    let view = nodes[2].view().await;
+    assert_eq!(view["forgotten"], json!([]), "{view}");
 }
