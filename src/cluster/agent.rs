@@ -127,6 +127,7 @@ pub(crate) struct Shared {
     /// Addresses of the members an operator said are gone for good ([`forget`]), until a
     /// node answers from one again; kept on disk in `book` (read at start).
     pub forgotten: std::sync::Mutex<HashSet<String>>,
+    /// Where `forgotten` is kept on disk (this node's data directory).
     pub book: crate::store::members::ForgottenMembers,
     /// Live members (this node included), sorted; changes are announced.
     pub live: tokio::sync::watch::Sender<Arc<Vec<String>>>,
