@@ -44,6 +44,9 @@
 # of n1 and n3 sees the other silent while it sees n2. FAULTS=oneway drops only what n3
 # sends to n1 and n2: n3 still receives their packets (but none of its answers, its TCP
 # acknowledgements among them, gets through).
+# FAULTS=restart: n2 and then n3 are stopped with SIGTERM and started again as soon as each
+# has exited, one after the other, as in a rolling upgrade (a graceful stop hands the sites
+# over; detect_s is how long n1 took to see n2 go).
 # The politeness benchmark of many sites is the same script without faults:
 #   SITES=30 LATENCY_MS=50 FAULTS=0 NODES=1 OTHER_PAGES=0 cluster/chaos.sh 3   (and NODES=3)
 set -euo pipefail
@@ -222,6 +225,17 @@ for round in $(seq 1 "$rounds"); do
     kill -CONT "$(cat "$CLUSTER_DIR/n3/pid")"
     rm -f "$CLUSTER_DIR/n2/pid"
     pinned NODE_CPUS cluster/local.sh 3 >/dev/null 2>&1   # starts n2 again (n1 and n3 are running)
+  elif [[ $faults == restart ]]; then
+    sleep 2
+    for n in 2 3; do
+      pid=$(cat "$CLUSTER_DIR/n$n/pid"); stopped=$(date +%s.%N)
+      kill -TERM "$pid"
+      [[ $n == 2 ]] && detect=$(until_seen_down "$stopped")
+      while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+      rm -f "$CLUSTER_DIR/n$n/pid"
+      pinned NODE_CPUS cluster/local.sh 3 >/dev/null 2>&1   # starts it again (the others are running)
+      for _ in $(seq 300); do [[ $(live_seen_by 1) == 3 ]] && break; sleep 0.1; done
+    done
   elif [[ $faults == cut ]]; then
     sleep 2
     cut_at=$(date +%s.%N)

@@ -384,11 +384,33 @@ impl Runtime {
     /// the cluster, for a site this node owns).
     pub async fn fetch_here(&self, task: domain::FetchTask, admit: bool) -> domain::FetchOutcome {
         let teams = admit.then(|| &self.services().teams);
-        match self.supervisors().await {
-            Ok(supervisors) => {
+        let outcome = match self.supervisors().await {
+            Ok(supervisors) if !self.is_stopping() => {
                 crawl_job::fetch_via_site(&supervisors.domains, None, task, teams, || {}).await
             }
+            Ok(_) => domain::FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: "stopping".into() },
             Err(e) => domain::FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: e.to_string() },
+        };
+        if matches!(outcome, domain::FetchOutcome::Failed { .. }) {
+            self.held_while_stopping().await;
+        }
+        outcome
+    }
+
+    /// Whether [`Runtime::shutdown`] has begun.
+    fn is_stopping(&self) -> bool {
+        *self.stopping.borrow()
+    }
+
+    /// Never resolves once this node is stopping; at once otherwise. A request of another
+    /// node's job for one of this node's sites that the stop cuts short (its site actor
+    /// stopped, or it arrived after the stop began) is not the page's failure: it is held
+    /// unanswered, so the asker's call fails when this node's session ends, as for a node
+    /// that died, and the page goes to the site's next owner once the others have judged
+    /// this node down (the site's spacing kept across the move).
+    async fn held_while_stopping(&self) {
+        if self.is_stopping() {
+            std::future::pending::<()>().await;
         }
     }
 
@@ -406,22 +428,33 @@ impl Runtime {
     /// The sitemaps robots.txt of `origin` names, from this node's actor of the site; `None`
     /// when the site is another node's.
     pub async fn sitemaps_here(&self, origin: &str) -> Option<Vec<String>> {
-        let (Ok(supervisors), Ok(origin)) = (self.supervisors().await, url::Url::parse(origin)) else {
-            return Some(Vec::new());
+        let found = match (self.supervisors().await, url::Url::parse(origin)) {
+            (Ok(supervisors), Ok(origin)) if !self.is_stopping() => {
+                discovery::local_sitemaps(&supervisors.domains, &origin).await
+            }
+            _ => Some(Vec::new()),
         };
-        discovery::local_sitemaps(&supervisors.domains, &origin).await
+        // None found may be the stop's doing (see `held_while_stopping`).
+        if found.as_ref().is_some_and(Vec::is_empty) {
+            self.held_while_stopping().await;
+        }
+        found
     }
 
     /// A document read as-is (a sitemap) through this node's actor of its site.
     pub async fn document_here(&self, job: JobId, url: &str) -> domain::DocumentOutcome {
         let parsed = url::Url::parse(url).ok();
         let origin = parsed.as_ref().and_then(domains::origin_of);
-        match (self.supervisors().await, parsed, origin) {
-            (Ok(supervisors), Some(url), Some(origin)) => {
+        let outcome = match (self.supervisors().await, parsed, origin) {
+            (Ok(supervisors), Some(url), Some(origin)) if !self.is_stopping() => {
                 discovery::local_document(&supervisors.domains, job, &url, &origin).await
             }
             _ => domain::DocumentOutcome::Failed(format!("cannot read {url} here")),
+        };
+        if matches!(outcome, domain::DocumentOutcome::Failed(_)) {
+            self.held_while_stopping().await;
         }
+        outcome
     }
 
     /// Tells this node's site actors that job `id` was cancelled.

@@ -21,6 +21,7 @@ mod cluster_llm;
 mod cluster_sitemaps;
 mod cluster_spacing;
 mod cluster_split;
+mod cluster_stops;
 mod cluster_tls;
 mod cluster_upgrade;
 mod crawl;
