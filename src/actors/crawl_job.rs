@@ -495,7 +495,7 @@ async fn fetch_on_this_node(
                 return FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: e };
             }
             other => {
-                last_error = format!("site supervisor unavailable: {other:?}");
+                last_error = format!("{}: {other:?}", super::domains::gone::SUPERVISOR);
                 continue;
             }
         };
@@ -507,7 +507,7 @@ async fn fetch_on_this_node(
             reply: reply.into(),
         };
         if let Err(e) = site.cast(message) {
-            last_error = format!("site actor unavailable: {e}");
+            last_error = format!("{}: {e}", super::domains::gone::ACTOR);
             continue;
         }
         if on_response.await.is_ok() {
@@ -516,7 +516,7 @@ async fn fetch_on_this_node(
         match on_outcome.await {
             Ok(outcome) => return outcome,
             // The site actor stopped (idle exit or failure) before answering.
-            Err(_) => last_error = "site actor stopped before answering".to_owned(),
+            Err(_) => last_error = super::domains::gone::STOPPED.to_owned(),
         }
     }
     FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: last_error }

@@ -196,20 +196,20 @@ pub(crate) async fn local_document(
             Ok(CallResult::Success(Ok(site))) => site,
             Ok(CallResult::Success(Err(e))) => return DocumentOutcome::Failed(e),
             other => {
-                last_error = format!("site supervisor unavailable: {other:?}");
+                last_error = format!("{}: {other:?}", super::domains::gone::SUPERVISOR);
                 continue;
             }
         };
         let (reply, answer) = ractor::concurrency::oneshot();
         let message = DomainMsg::FetchDocument { job, url: url.to_string(), timeout_ms, reply: reply.into() };
         if let Err(e) = site.cast(message) {
-            last_error = format!("site actor unavailable: {e}");
+            last_error = format!("{}: {e}", super::domains::gone::ACTOR);
             continue;
         }
         match answer.await {
             Ok(outcome) => return outcome,
             // The site actor stopped (idle exit or failure) before answering.
-            Err(_) => last_error = "site actor stopped before answering".to_owned(),
+            Err(_) => last_error = super::domains::gone::STOPPED.to_owned(),
         }
     }
     DocumentOutcome::Failed(last_error)

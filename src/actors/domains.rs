@@ -157,8 +157,49 @@ fn leaving(actor: &ActorRef<DomainMsg>) -> bool {
     actor.get_status() >= ActorStatus::Draining
 }
 
+/// How the error begins that a request to a node's site actors gets when they are gone
+/// (the node is stopping, or its tree failed): never the page's own failure.
+pub(crate) mod gone {
+    /// The site supervisor did not answer a lookup.
+    pub(crate) const SUPERVISOR: &str = "site supervisor unavailable";
+    /// The site's actor did not take the request.
+    pub(crate) const ACTOR: &str = "site actor unavailable";
+    /// The site's actor stopped with the request.
+    pub(crate) const STOPPED: &str = "site actor stopped before answering";
+    /// The actor tree itself is gone (within a `RuntimeError`'s message).
+    pub(crate) const ROOT: &str = "root supervisor unreachable";
+}
+
+/// Whether `outcome`, answered by a page's site's node, is that node's site actors being
+/// gone rather than the page failing: builds before `Runtime::fetch_here` held such
+/// requests answered them so during a graceful stop, and the page belongs to the site's
+/// next owner.
+pub(crate) fn cut_short_by_its_node(outcome: &super::domain::FetchOutcome) -> bool {
+    matches!(outcome, super::domain::FetchOutcome::Failed { error, .. }
+        if [gone::SUPERVISOR, gone::ACTOR, gone::STOPPED, gone::ROOT].iter().any(|g| error.contains(g)))
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_stopped_nodes_answers_are_told_from_a_pages_failures() {
+        use super::super::domain::FetchOutcome;
+        let failed = |error: &str| FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: error.into() };
+        // As builds before this one answered, and as this one words them.
+        for error in [
+            "site supervisor unavailable: Err(SendErr)",
+            "actor system: root supervisor unreachable: Err(SenderError)",
+            "site actor stopped before answering",
+            &format!("{}: closed", gone::ACTOR),
+        ] {
+            assert!(cut_short_by_its_node(&failed(error)), "{error}");
+        }
+        for error in ["connection refused", "timed out after 30000 ms"] {
+            assert!(!cut_short_by_its_node(&failed(error)), "{error}");
+        }
+        assert!(!cut_short_by_its_node(&FetchOutcome::Blocked));
+    }
     use super::*;
 
     #[test]

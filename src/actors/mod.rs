@@ -229,7 +229,7 @@ impl Runtime {
     pub(crate) async fn supervisors(&self) -> Result<Supervisors, RuntimeError> {
         let status = self.root.get_status();
         if matches!(status, ractor::ActorStatus::Stopping | ractor::ActorStatus::Stopped) {
-            return Err(RuntimeError::Actors(format!("root supervisor unreachable: {status:?}")));
+            return Err(RuntimeError::Actors(format!("{}: {status:?}", domains::gone::ROOT)));
         }
         self.current
             .borrow()

@@ -294,10 +294,17 @@ pub(crate) async fn fetch_on_owner(
             Ok(bytes) => match decode::<Response>(&bytes) {
                 Ok(Response::Stored(page)) => return Some(FetchOutcome::Stored(page)),
                 Ok(Response::Fetched(json)) => {
-                    return Some(serde_json::from_slice(&json).unwrap_or_else(|e| FetchOutcome::Failed {
+                    let outcome = serde_json::from_slice(&json).unwrap_or_else(|e| FetchOutcome::Failed {
                         code: "UNKNOWN_ERROR".into(),
                         error: format!("unreadable page from node `{owner}`: {e}"),
-                    }));
+                    });
+                    if !super::domains::cut_short_by_its_node(&outcome) {
+                        return Some(outcome);
+                    }
+                    // An older node's graceful stop: the page is sent again, as after a lost node.
+                    tracing::warn!(site, node = %owner, ?outcome, "a page's site node is stopping; sending it again");
+                    last_error = format!("{outcome:?}");
+                    until_members_change(cluster).await;
                 }
                 Ok(other) => {
                     let error = format!("unexpected answer from node `{owner}`: {other:?}");
@@ -308,14 +315,18 @@ pub(crate) async fn fetch_on_owner(
             Err(e) => {
                 tracing::warn!(site, node = %owner, error = %e, "a page's site node failed; sending it again");
                 last_error = e.to_string();
-                // Wait for the membership to change (the node is judged down), or a second.
-                let mut watch = cluster.watch();
-                watch.borrow_and_update();
-                let _ = tokio::time::timeout(std::time::Duration::from_secs(1), watch.changed()).await;
+                until_members_change(cluster).await;
             }
         }
     }
     Some(FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: last_error })
+}
+
+/// Waits for the membership to change (a failed node judged down), or a second.
+async fn until_members_change(cluster: &crate::cluster::Cluster) {
+    let mut watch = cluster.watch();
+    watch.borrow_and_update();
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), watch.changed()).await;
 }
 
 /// Longest a node may take to let a site go: it waits to count the claimer as a member,
