@@ -466,20 +466,9 @@ pub(crate) fn site_owner(nodes: &[&str], origin: &str) -> String {
 async fn a_crawl_is_fetched_by_its_sites_node_and_survives_losing_it() {
     use crate::common::crawlsite::HUB_LEN;
     let site = crate::common::CrawlSite::start(60);
-    let names = ["a", "b", "c"];
-    let a = Node::start("a", None, &[]);
-    let b = Node::start("b", Some(&a.cluster_addr), &[]);
-    let c = Node::start("c", Some(&a.cluster_addr), &[]);
-    let mut nodes = [a, b, c];
-    for node in &nodes {
-        node.wait_live(&names, Duration::from_secs(20)).await;
-    }
-    let origin = format!("http://site.localhost:{}/", site.port);
-    let owner = site_owner(&names, &origin);
-    let owner_index = names.iter().position(|n| *n == owner).expect("index");
-    let accepting = (owner_index + 1) % 3;
-    let (entry, key) = (nodes[accepting].base().to_owned(), nodes[accepting].key.clone());
-    let path = crawl_under_way(&entry, &key, &site, 2, 6).await;
+    let CrawlElsewhere { mut nodes, owner: owner_index, accepting, entry, key, path } =
+        crawl_on_another_nodes_site(&site, 2).await;
+    let (names, owner) = (["a", "b", "c"], nodes[owner_index].name.clone());
 
     // The site's actor runs on its owner, not on the node that took the crawl.
     let view = nodes[accepting].view().await;
@@ -503,6 +492,41 @@ async fn a_crawl_is_fetched_by_its_sites_node_and_survives_losing_it() {
         (0..HUB_LEN).map(|n| site.url(&format!("/hub/{n}"))).collect();
     let (_, errors) = call(&entry, &key, reqwest::Method::GET, &format!("{path}/errors"), None).await;
     assert_eq!(landed, expected, "every page exactly once; errors: {errors}");
+}
+
+/// Three nodes and a crawl accepted by a node that does not own the crawl's site.
+pub(crate) struct CrawlElsewhere {
+    pub(crate) nodes: [Node; 3],
+    /// Which of `nodes` owns the site.
+    pub(crate) owner: usize,
+    /// Which took the crawl.
+    pub(crate) accepting: usize,
+    pub(crate) entry: String,
+    pub(crate) key: String,
+    /// The crawl's status path.
+    pub(crate) path: String,
+}
+
+/// Starts nodes a, b and c, and a crawl of `site`'s hub (`concurrency` pages at once)
+/// through the node after the site's owner; returns once six pages are done.
+pub(crate) async fn crawl_on_another_nodes_site(
+    site: &crate::common::CrawlSite,
+    concurrency: u32,
+) -> CrawlElsewhere {
+    let names = ["a", "b", "c"];
+    let a = Node::start("a", None, &[]);
+    let b = Node::start("b", Some(&a.cluster_addr), &[]);
+    let c = Node::start("c", Some(&a.cluster_addr), &[]);
+    let nodes = [a, b, c];
+    for node in &nodes {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    let origin = format!("http://site.localhost:{}/", site.port);
+    let owner = names.iter().position(|n| *n == site_owner(&names, &origin)).expect("owner");
+    let accepting = (owner + 1) % 3;
+    let (entry, key) = (nodes[accepting].base().to_owned(), nodes[accepting].key.clone());
+    let path = crawl_under_way(&entry, &key, site, concurrency, 6).await;
+    CrawlElsewhere { nodes, owner, accepting, entry, key, path }
 }
 
 /// The sum of every series of the metric `name` on the node at `base` (`/metrics`).

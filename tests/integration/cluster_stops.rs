@@ -3,27 +3,15 @@
 //! they go to the sites' next owner, and every crawl returns every page exactly once.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
-use crate::cluster::{Node, call, crawl_under_way, finished_crawl, site_owner};
+use crate::cluster::{CrawlElsewhere, call, crawl_on_another_nodes_site, finished_crawl};
 
 #[tokio::test]
 async fn a_sites_node_stopped_mid_crawl_leaves_no_page_failed() {
     use crate::common::crawlsite::HUB_LEN;
     let site = crate::common::CrawlSite::start(60);
-    let names = ["a", "b", "c"];
-    let a = Node::start("a", None, &[]);
-    let b = Node::start("b", Some(&a.cluster_addr), &[]);
-    let c = Node::start("c", Some(&a.cluster_addr), &[]);
-    let mut nodes = [a, b, c];
-    for node in &nodes {
-        node.wait_live(&names, Duration::from_secs(20)).await;
-    }
-    let origin = format!("http://site.localhost:{}/", site.port);
-    let owner = names.iter().position(|n| *n == site_owner(&names, &origin)).expect("owner");
-    let accepting = (owner + 1) % 3;
-    let (entry, key) = (nodes[accepting].base().to_owned(), nodes[accepting].key.clone());
-    let path = crawl_under_way(&entry, &key, &site, 4, 6).await;
+    let CrawlElsewhere { mut nodes, owner, entry, key, path, .. } =
+        crawl_on_another_nodes_site(&site, 4).await;
 
     // Stopped with pages of the crawl running and waiting at its site's actor.
     let (status, log) = nodes[owner].process.take().expect("owner").terminate();
