@@ -383,12 +383,12 @@ impl Runtime {
     /// Fetches a page through this node's actor of its site (a request of another node of
     /// the cluster, for a site this node owns).
     pub async fn fetch_here(&self, task: domain::FetchTask, admit: bool) -> domain::FetchOutcome {
+        self.held_while_stopping().await;
         let teams = admit.then(|| &self.services().teams);
         let outcome = match self.supervisors().await {
-            Ok(supervisors) if !self.is_stopping() => {
+            Ok(supervisors) => {
                 crawl_job::fetch_via_site(&supervisors.domains, None, task, teams, || {}).await
             }
-            Ok(_) => domain::FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: "stopping".into() },
             Err(e) => domain::FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: e.to_string() },
         };
         if matches!(outcome, domain::FetchOutcome::Failed { .. }) {
@@ -428,10 +428,9 @@ impl Runtime {
     /// The sitemaps robots.txt of `origin` names, from this node's actor of the site; `None`
     /// when the site is another node's.
     pub async fn sitemaps_here(&self, origin: &str) -> Option<Vec<String>> {
+        self.held_while_stopping().await;
         let found = match (self.supervisors().await, url::Url::parse(origin)) {
-            (Ok(supervisors), Ok(origin)) if !self.is_stopping() => {
-                discovery::local_sitemaps(&supervisors.domains, &origin).await
-            }
+            (Ok(supervisors), Ok(origin)) => discovery::local_sitemaps(&supervisors.domains, &origin).await,
             _ => Some(Vec::new()),
         };
         // None found may be the stop's doing (see `held_while_stopping`).
@@ -443,10 +442,11 @@ impl Runtime {
 
     /// A document read as-is (a sitemap) through this node's actor of its site.
     pub async fn document_here(&self, job: JobId, url: &str) -> domain::DocumentOutcome {
+        self.held_while_stopping().await;
         let parsed = url::Url::parse(url).ok();
         let origin = parsed.as_ref().and_then(domains::origin_of);
         let outcome = match (self.supervisors().await, parsed, origin) {
-            (Ok(supervisors), Some(url), Some(origin)) if !self.is_stopping() => {
+            (Ok(supervisors), Some(url), Some(origin)) => {
                 discovery::local_document(&supervisors.domains, job, &url, &origin).await
             }
             _ => domain::DocumentOutcome::Failed(format!("cannot read {url} here")),

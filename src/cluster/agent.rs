@@ -126,7 +126,7 @@ pub(crate) struct Shared {
     pub heard_of: RwLock<std::collections::BTreeSet<String>>,
     /// Addresses of the members an operator said are gone for good ([`forget`]), until a
     /// node answers from one again; kept on disk in `book` (read at start).
-    pub forgotten: std::sync::Mutex<HashSet<String>>,
+    pub forgotten: std::sync::Mutex<std::collections::BTreeSet<String>>,
     /// Where `forgotten` is kept on disk (this node's data directory).
     pub book: crate::store::members::ForgottenMembers,
     /// Live members (this node included), sorted; changes are announced.
@@ -596,8 +596,8 @@ fn unforget(shared: &Shared, address: &str) {
 
 /// Writes the forgotten addresses to disk (rare: an operator's call, or a forgotten node
 /// back), so a restart of this node still leaves them out.
-fn keep(shared: &Shared, forgotten: &HashSet<String>) {
-    if let Err(e) = shared.book.save(forgotten.iter().cloned().collect()) {
+fn keep(shared: &Shared, forgotten: &std::collections::BTreeSet<String>) {
+    if let Err(e) = shared.book.save(forgotten) {
         tracing::warn!(error = %e, "the forgotten members could not be written to disk; a restart counts them again");
     }
 }

@@ -354,9 +354,7 @@ impl Cluster {
     /// The cluster addresses of the members an operator forgot (kept on disk), sorted:
     /// they no longer count among the members that may be running until one answers.
     pub fn forgotten(&self) -> Vec<String> {
-        let mut addresses: Vec<String> = batch::lock(&self.shared.forgotten).iter().cloned().collect();
-        addresses.sort();
-        addresses
+        batch::lock(&self.shared.forgotten).iter().cloned().collect()
     }
 
     /// Whether this node is on the side of the cluster that fetches: with

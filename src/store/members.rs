@@ -3,6 +3,8 @@
 //! among the members that may be running (a forgotten seed would otherwise keep a node that
 //! starts alone from fetching until that machine answered).
 
+use std::collections::BTreeSet;
+
 use serde::{Deserialize, Serialize};
 
 use super::{Result, codec};
@@ -37,13 +39,12 @@ impl ForgottenMembers {
         }
     }
 
-    /// Keeps `addresses` (sorted here) in place of what was kept, on disk before it returns.
-    pub fn save(&self, mut addresses: Vec<String>) -> Result<()> {
-        addresses.sort();
-        addresses.dedup();
+    /// Keeps `addresses` in place of what was kept, on disk before it returns.
+    pub fn save(&self, addresses: &BTreeSet<String>) -> Result<()> {
         if addresses.is_empty() {
             self.meta.remove(KEY)?;
         } else {
+            let addresses = addresses.iter().cloned().collect();
             self.meta.insert(KEY, codec::encode(&Forgotten { addresses })?)?;
         }
         self.meta.flush()?;
@@ -53,7 +54,13 @@ impl ForgottenMembers {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use crate::store::Store;
+
+    fn set(addresses: &[&str]) -> BTreeSet<String> {
+        addresses.iter().map(|a| (*a).to_owned()).collect()
+    }
 
     #[test]
     fn forgotten_members_outlive_a_restart_until_met_again() {
@@ -61,15 +68,14 @@ mod tests {
         {
             let store = Store::open(dir.path()).expect("open");
             assert_eq!(store.forgotten_members().load().expect("load"), Vec::<String>::new());
-            let kept = vec!["10.0.0.2:4901".to_owned(), "10.0.0.1:4901".to_owned()];
-            store.forgotten_members().save(kept).expect("save");
+            store.forgotten_members().save(&set(&["10.0.0.2:4901", "10.0.0.1:4901"])).expect("save");
         }
         let store = Store::open(dir.path()).expect("reopen");
         let found = store.forgotten_members().load().expect("load");
         assert_eq!(found, ["10.0.0.1:4901", "10.0.0.2:4901"]);
-        store.forgotten_members().save(vec!["10.0.0.2:4901".to_owned()]).expect("save");
+        store.forgotten_members().save(&set(&["10.0.0.2:4901"])).expect("save");
         assert_eq!(store.forgotten_members().load().expect("load"), ["10.0.0.2:4901"]);
-        store.forgotten_members().save(Vec::new()).expect("save");
+        store.forgotten_members().save(&BTreeSet::new()).expect("save");
         assert_eq!(store.forgotten_members().load().expect("load"), Vec::<String>::new());
     }
 }
