@@ -27,6 +27,7 @@ pub mod llm;
 pub mod local;
 pub mod model;
 pub mod priority;
+pub mod remote;
 pub mod scrape;
 pub mod search;
 pub mod service;
@@ -104,53 +105,40 @@ pub async fn serve(
         }
         _ => address,
     };
-    let scraper = scrape::Scraper::new(store.clone(), Arc::clone(&settings))
+    let mut scraper = scrape::Scraper::new(store.clone(), Arc::clone(&settings))
         .map_err(StartupError::Engine)?
         .with_public_base(&format!("http://{reachable}"));
     if settings.search.index && !settings.storage.scratch {
-        let dir = settings.storage.data_dir.join(search::INDEX_DIR);
-        let index = Arc::new(
-            search::SearchIndex::open(&dir)
-                .map_err(|e| StartupError::Engine(format!("search index: {e}")))?,
-        );
-        if index.pages() == 0 && !store.cache.is_empty() {
-            // Every cached page is indexed: what waited in the backlog too.
-            if let Err(e) = store.index_backlog.clear() {
-                tracing::warn!(error = %e, "the search index's backlog could not be cleared");
-            }
-            fill_index_in_background(&store, &index, &settings);
+        scraper = scraper.with_index(start_index(&store, &settings).await?);
+    }
+    let joined = match settings.cluster.enabled() {
+        true => {
+            let versions = remote::compat::versions();
+            let cluster =
+                cluster::Cluster::start(&settings.cluster, store.forgotten_members(), versions).await?;
+            Some(remote::Joined::new(cluster, &store))
         }
-        let (cache, limits) = (store.cache.clone(), settings.documents.limits());
-        let build: search::backlog::Builder =
-            Arc::new(move |key| scrape::reindex::entry_of(&cache, key, &limits));
-        let handle = search::indexer::IndexHandle::start(
-            index,
-            settings.search.index_queue,
-            store.index_backlog.clone(),
-            build,
-        )
-        .await
-        .map_err(|e| StartupError::Engine(format!("search indexer: {e}")))?;
-        scraper.index_pages_with(handle);
-    }
-    let mut services = actors::Services::new(scraper.clone(), store.clone(), Arc::clone(&settings));
-    if settings.cluster.enabled() {
-        let cluster = cluster::Cluster::start(&settings.cluster, store.forgotten_members()).await?;
+        false => None,
+    };
+    let nodes = joined.as_ref().map(|joined| Arc::clone(&joined.teams) as Arc<dyn teams::TeamNodes>);
+    let teams = Arc::new(teams::Teams::new(Arc::clone(&settings), store.clone(), nodes));
+    if let Some(joined) = &joined {
         // Before any job resumes: the team limits it passes are the cluster's.
-        services.teams.join_cluster(cluster.clone());
-        scraper.keep_profiles_with(Arc::new(teams::Profiles(Arc::clone(&services.teams))));
-        scraper.keep_pages_with(Arc::new(actors::remote::SiteCaches(cluster.clone())));
-        services.cluster = Some(cluster);
+        joined.serve_teams(Arc::clone(&teams));
+        scraper = joined.scraper(scraper, &store);
     }
+    let services = actors::Services::new(scraper.clone(), store.clone(), Arc::clone(&settings), teams);
+    let services = match &joined {
+        Some(joined) => joined.services(services),
+        None => services,
+    };
     let runtime = actors::Runtime::start(services).await?;
-    let jobs = service::JobService::new(runtime.clone());
-    if let Some(cluster) = &runtime.services().cluster {
-        cluster.serve(cluster::Channel::Jobs, service::remote::RemoteHandler::new(jobs.clone()));
-        let forward =
-            api::forward::Handler::new(format!("http://{reachable}")).map_err(StartupError::Engine)?;
-        cluster.serve(cluster::Channel::Http, forward);
-        let tunnels = api::tunnel::Handler::new(reachable.to_string()).map_err(StartupError::Engine)?;
-        cluster.serve(cluster::Channel::Tunnel, tunnels);
+    let jobs = match &joined {
+        Some(joined) => joined.jobs(runtime.clone()),
+        None => service::JobService::new(runtime.clone()),
+    };
+    if let Some(joined) = &joined {
+        joined.serve(jobs.clone(), &reachable.to_string()).map_err(StartupError::Engine)?;
     }
     let search_providers: Arc<[Arc<dyn search::Provider>]> =
         search::providers(&settings, scraper.search_index().map(|h| Arc::clone(&h.index))).into();
@@ -245,6 +233,37 @@ pub async fn serve(
         )));
     }
     Ok(())
+}
+
+/// Opens the search index in the data directory and starts its indexer; an empty index
+/// beside a filled page cache (a data directory of an earlier release) is filled from the
+/// cache in the background.
+async fn start_index(
+    store: &Store,
+    settings: &Arc<Settings>,
+) -> Result<search::indexer::IndexHandle, StartupError> {
+    let dir = settings.storage.data_dir.join(search::INDEX_DIR);
+    let index = Arc::new(
+        search::SearchIndex::open(&dir).map_err(|e| StartupError::Engine(format!("search index: {e}")))?,
+    );
+    if index.pages() == 0 && !store.cache.is_empty() {
+        // Every cached page is indexed: what waited in the backlog too.
+        if let Err(e) = store.index_backlog.clear() {
+            tracing::warn!(error = %e, "the search index's backlog could not be cleared");
+        }
+        fill_index_in_background(store, &index, settings);
+    }
+    let (cache, limits) = (store.cache.clone(), settings.documents.limits());
+    let build: search::backlog::Builder =
+        Arc::new(move |key| scrape::reindex::entry_of(&cache, key, &limits));
+    search::indexer::IndexHandle::start(
+        index,
+        settings.search.index_queue,
+        store.index_backlog.clone(),
+        build,
+    )
+    .await
+    .map_err(|e| StartupError::Engine(format!("search indexer: {e}")))
 }
 
 /// Indexes the page cache into an empty search index on a thread of the idle class, so

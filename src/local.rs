@@ -70,7 +70,8 @@ async fn start(settings: Settings) -> anyhow::Result<Runtime> {
     let settings = Arc::new(settings);
     let store = Store::open_with(&settings.storage).context("opening the data directory")?;
     let scraper = Scraper::new(store.clone(), Arc::clone(&settings)).map_err(anyhow::Error::msg)?;
-    Ok(Runtime::start(Services::new(scraper, store, settings)).await?)
+    let teams = Arc::new(crate::teams::Teams::new(Arc::clone(&settings), store.clone(), None));
+    Ok(Runtime::start(Services::new(scraper, store, settings, teams)).await?)
 }
 
 /// Crawls and writes the results to `cmd.out`.

@@ -1,7 +1,7 @@
 //! `CrawlJob`: one actor per running crawl or batch. It keeps at most `maxConcurrency`
 //! requests in flight (one, spaced by `delay`, when a delay is set), and as many pages
 //! again being converted once their response is in, hands each URL to its
-//! site's [`Domain`](super::domain::Domain) actor, and settles every answer in one store
+//! site's [`Site`](super::site::Site) actor, and settles every answer in one store
 //! transaction: result or error stored, queue entry removed, and for crawls the links that
 //! pass the scope rules enqueued. The frontier, seen-set and results live in the store, so
 //! the actor holds only what is in flight, and a restarted actor simply resumes the queue.
@@ -16,23 +16,21 @@
 //! fetches linked pages first, also under a `limit`.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ractor::{Actor, ActorProcessingErr, ActorRef, rpc::CallResult};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::task::JoinHandle;
 use url::Url;
 
 use super::Services;
-use super::domain::{DomainMsg, FetchOutcome, FetchTask};
-use super::domains::{DomainsMsg, origin_of};
 use super::settle::{self, LinkMemo, Pending};
+use super::site::{FetchOutcome, FetchTask};
+use super::sites::Sites;
 use super::tap::Tap;
 use crate::crawl::keys::KeyRules;
 use crate::crawl::scope::{Scope, ScopeOptions};
 use crate::model::{CrawlOptions, JobId, JobStatus, SitemapMode, TeamId};
 use crate::store::jobs::{JobKind, JobRecord, JobStore, NewEntry, QueueEntry};
-use crate::teams::{Admission, Teams};
 
 /// Sitemap URLs enqueued per transaction.
 const DISCOVERY_CHUNK: usize = 1024;
@@ -75,8 +73,8 @@ pub struct CrawlJobArgs {
     pub jobs: JobStore,
     /// Shared services.
     pub services: Services,
-    /// The site actors' supervisor.
-    pub domains: ActorRef<DomainsMsg>,
+    /// The site actors.
+    pub sites: Sites,
 }
 
 /// Mutable state of a [`CrawlJob`].
@@ -85,7 +83,7 @@ pub struct CrawlJobState {
     id: JobId,
     jobs: JobStore,
     services: Services,
-    domains: ActorRef<DomainsMsg>,
+    sites: Sites,
     record: JobRecord,
     team: TeamId,
     scope: Option<Scope>,
@@ -157,7 +155,7 @@ impl Actor for CrawlJob {
             id: args.id,
             jobs: args.jobs,
             services: args.services,
-            domains: args.domains,
+            sites: args.sites,
             rules: KeyRules {
                 ignore_query: options.ignore_query_parameters,
                 similar: options.deduplicate_similar_urls,
@@ -185,10 +183,7 @@ impl Actor for CrawlJob {
         };
         if state.discovering {
             let limit = state.record.options.limit;
-            let sites = super::discovery::Sites {
-                domains: state.domains.clone(),
-                cluster: state.services.cluster.clone(),
-            };
+            let sites = state.sites.clone();
             state.discovery = Some(super::discovery::spawn(&myself, state.id, sites, start, limit));
         }
         Ok(state)
@@ -393,133 +388,19 @@ fn dispatch(myself: &ActorRef<CrawlJobMsg>, state: &mut CrawlJobState, seq: u64,
         discover: state.record.kind == JobKind::Crawl,
         queued_ms: None,
     };
-    let domains = state.domains.clone();
-    let cluster = state.services.cluster.clone();
+    let sites = state.sites.clone();
     let teams = std::sync::Arc::clone(&state.services.teams);
     let myself = myself.clone();
     let handle = tokio::spawn(async move {
         // The team's concurrency limit covers every page of every job of the team.
-        let outcome = fetch_via_site(&domains, cluster.as_ref(), task, Some(&teams), || {
-            let _ = myself.cast(CrawlJobMsg::Retrieved(seq));
-        })
-        .await;
+        let outcome = sites
+            .fetch(task, Some(&teams), || {
+                let _ = myself.cast(CrawlJobMsg::Retrieved(seq));
+            })
+            .await;
         let _ = myself.cast(CrawlJobMsg::Settled { seq, entry, outcome });
     });
     state.in_flight.insert(seq, handle);
-}
-
-/// Sends a page to its site actor and waits for the outcome, calling `on_retrieved` when
-/// the response is in; a site actor that went away is looked up again. In a cluster the
-/// site's actor lives on the node that owns the site: the page is fetched there (see
-/// `remote`), and sent again to the new owner when that node leaves.
-///
-/// With `teams`, the page holds one of its team's concurrency slots while its request is
-/// out ([`Teams::admit`], from before it is queued at the site until its response is in),
-/// taken on the node that sends the request: this one, or the site's node (protocol
-/// version 10; before, this node held the slot until the page came back).
-pub(crate) async fn fetch_via_site(
-    domains: &ActorRef<DomainsMsg>,
-    cluster: Option<&crate::cluster::Cluster>,
-    mut task: FetchTask,
-    teams: Option<&Arc<Teams>>,
-    mut on_retrieved: impl FnMut(),
-) -> FetchOutcome {
-    let Some(origin) = Url::parse(&task.url).ok().as_ref().and_then(origin_of) else {
-        return FetchOutcome::Failed {
-            code: "BAD_REQUEST".into(),
-            error: format!("invalid URL {}", task.url),
-        };
-    };
-    // A page answered `Moved` (the site's actor, here or on another node, let the site go
-    // while the page waited) is sent to the site's owner again, which may be this node.
-    for attempt in 1..=MOVES {
-        let remote = match cluster {
-            Some(cluster) => super::remote::fetch_on_owner(cluster, origin.as_str(), &mut task, teams).await,
-            None => None,
-        };
-        let outcome = match remote {
-            Some(outcome) => {
-                if !matches!(outcome, FetchOutcome::Moved) {
-                    on_retrieved();
-                }
-                outcome
-            }
-            None => {
-                let mut admission = match teams {
-                    Some(teams) => Some(admit(teams, &mut task).await),
-                    None => None,
-                };
-                let mut retrieved = || {
-                    admission.take();
-                    on_retrieved();
-                };
-                fetch_on_this_node(domains, &origin, &task, &mut retrieved).await
-            }
-        };
-        if cluster.is_none() || !matches!(outcome, FetchOutcome::Moved) {
-            return outcome;
-        }
-        pause_after_move(attempt).await;
-    }
-    FetchOutcome::Moved
-}
-
-/// The pause before asking a site's owner again after the `attempt`th answer that the site
-/// moved: the nodes' views of the members differ for a heartbeat or two while they change.
-pub(crate) async fn pause_after_move(attempt: usize) {
-    tokio::time::sleep(std::time::Duration::from_millis((50 * attempt as u64).min(500))).await;
-}
-
-/// Waits for one of the page's team's slots, and notes in `task` how long it waited.
-pub(crate) async fn admit(teams: &Teams, task: &mut FetchTask) -> Admission {
-    let admission = teams.admit(&task.team).await;
-    task.queued_ms = admission.waited.map(|w| u64::try_from(w.as_millis()).unwrap_or(u64::MAX));
-    admission
-}
-
-/// Times a page (or a sitemap) follows its site from node to node before it is given up.
-pub(crate) const MOVES: usize = 30;
-
-/// Sends a page to this node's actor of its site (`origin`) and waits for the outcome.
-async fn fetch_on_this_node(
-    domains: &ActorRef<DomainsMsg>,
-    origin: &Url,
-    task: &FetchTask,
-    on_retrieved: &mut impl FnMut(),
-) -> FetchOutcome {
-    let mut last_error = String::new();
-    for _ in 0..3 {
-        let site = match domains.call(|reply| DomainsMsg::Lookup(origin.clone(), reply), None).await {
-            Ok(CallResult::Success(Ok(site))) => site,
-            Ok(CallResult::Success(Err(e))) => {
-                return FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: e };
-            }
-            other => {
-                last_error = format!("{}: {other:?}", super::domains::gone::SUPERVISOR);
-                continue;
-            }
-        };
-        let (retrieved, on_response) = ractor::concurrency::oneshot();
-        let (reply, on_outcome) = ractor::concurrency::oneshot();
-        let message = DomainMsg::Fetch {
-            task: Box::new(task.clone()),
-            retrieved: Some(retrieved.into()),
-            reply: reply.into(),
-        };
-        if let Err(e) = site.cast(message) {
-            last_error = format!("{}: {e}", super::domains::gone::ACTOR);
-            continue;
-        }
-        if on_response.await.is_ok() {
-            on_retrieved();
-        }
-        match on_outcome.await {
-            Ok(outcome) => return outcome,
-            // The site actor stopped (idle exit or failure) before answering.
-            Err(_) => last_error = super::domains::gone::STOPPED.to_owned(),
-        }
-    }
-    FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: last_error }
 }
 
 /// The crawl's rules for settling pages.
@@ -571,10 +452,7 @@ async fn finish(
         discovery.abort();
     }
     if status == JobStatus::Cancelled {
-        let _ = state.domains.cast(DomainsMsg::CancelJob(state.id));
-        if let Some(cluster) = &state.services.cluster {
-            super::remote::broadcast_cancel(cluster, state.id);
-        }
+        state.sites.cancel(state.id);
     }
     let record = super::events::end(&state.jobs, state.id, status, None)?;
     state.services.webhooks.notify_one();

@@ -9,7 +9,7 @@ use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, Supervi
 
 use super::Services;
 use super::crawl_job::{CrawlJob, CrawlJobArgs, CrawlJobMsg};
-use super::domains::DomainsMsg;
+use super::sites::Sites;
 use crate::model::{JobId, JobStatus};
 use crate::store::JobStore;
 
@@ -37,15 +37,15 @@ pub enum JobsMsg {
 pub struct JobsArgs {
     /// Shared services.
     pub services: Services,
-    /// The site actors' supervisor.
-    pub domains: ActorRef<DomainsMsg>,
+    /// The site actors.
+    pub sites: Sites,
 }
 
 /// Mutable state of the [`JobSupervisor`].
 #[derive(Debug)]
 pub struct JobsState {
     services: Services,
-    domains: ActorRef<DomainsMsg>,
+    sites: Sites,
     running: HashMap<JobId, (ActorRef<CrawlJobMsg>, JobStore)>,
     by_actor: HashMap<ActorId, JobId>,
     restarts: HashMap<JobId, u32>,
@@ -64,7 +64,7 @@ impl JobsState {
             id,
             jobs: jobs.clone(),
             services: self.services.clone(),
-            domains: self.domains.clone(),
+            sites: self.sites.clone(),
         };
         match Actor::spawn_linked(None, CrawlJob, args, myself.get_cell()).await {
             Ok((actor, _)) => {
@@ -133,7 +133,7 @@ impl Actor for JobSupervisor {
         myself.cast(JobsMsg::ResumeAll)?;
         Ok(JobsState {
             services: args.services,
-            domains: args.domains,
+            sites: args.sites,
             running: HashMap::new(),
             by_actor: HashMap::new(),
             restarts: HashMap::new(),

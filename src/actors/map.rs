@@ -9,8 +9,8 @@ use std::time::Duration;
 use url::Url;
 
 use super::Runtime;
-use super::domain::{FetchOutcome, FetchTask};
-use super::domains::DomainsMsg;
+use super::site::{FetchOutcome, FetchTask};
+use super::sites::Sites;
 use crate::crawl::keys::{self, KeyRules};
 use crate::crawl::scope::{Scope, ScopeOptions};
 use crate::model::{Code, ErrorCode, JobId, MapOptions, SitemapMode, TeamId};
@@ -65,12 +65,9 @@ pub async fn map(
     let collected =
         tokio::time::timeout(Duration::from_millis(ms), collect(runtime, team, job, start, options)).await;
     if collected.is_err()
-        && let Ok(supervisors) = runtime.supervisors().await
+        && let Ok(sites) = runtime.sites().await
     {
-        let _ = supervisors.domains.cast(DomainsMsg::CancelJob(job));
-        if let Some(cluster) = &runtime.services().cluster {
-            super::remote::broadcast_cancel(cluster, job);
-        }
+        sites.cancel(job);
     }
     collected.map_err(|_| MapError::Timeout(ms))?
 }
@@ -94,11 +91,7 @@ async fn collect(
         },
     )
     .map_err(|e| MapError::Pattern(e.to_string()))?;
-    let supervisors = runtime.supervisors().await.map_err(|e| MapError::Unavailable(e.to_string()))?;
-    let sites = super::discovery::Sites {
-        domains: supervisors.domains.clone(),
-        cluster: runtime.services().cluster.clone(),
-    };
+    let sites = runtime.sites().await.map_err(|e| MapError::Unavailable(e.to_string()))?;
     let mut found: Vec<MapLink> = Vec::new();
     if options.sitemap != SitemapMode::Only {
         found.extend(start_page(&sites, team, job, start, options).await);
@@ -129,7 +122,7 @@ async fn collect(
 
 /// The start page itself (with its title) and its links.
 async fn start_page(
-    sites: &super::discovery::Sites,
+    sites: &Sites,
     team: &TeamId,
     job: JobId,
     start: &Url,
@@ -146,10 +139,7 @@ async fn start_page(
         discover: true,
         queued_ms: None,
     };
-    match super::crawl_job::fetch_via_site(&sites.domains, sites.cluster.as_ref(), task, None, || {})
-        .await
-        .parsed()
-    {
+    match sites.fetch(task, None, || {}).await.parsed() {
         FetchOutcome::Page { document, links } => {
             let meta = document.metadata;
             let mut out =

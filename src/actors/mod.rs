@@ -3,7 +3,7 @@
 //! ```text
 //! Root
 //!  ├─ JobSupervisor ── CrawlJob(id) ...   one per running crawl or batch; resumed from the store
-//!  ├─ DomainSupervisor ── Domain(site) ... robots.txt, politeness, fetching; exits when idle
+//!  ├─ SiteSupervisor ── Site(origin) ...  robots.txt, politeness, fetching; exits when idle
 //!  ├─ WebhookDispatcher                   signed, retried, in-order delivery from the outbox
 //!  ├─ BrowserSupervisor ── BrowserSession(scrape) ...  Chromium pool upkeep; interact sessions
 //!  └─ Janitor                             expiry of jobs, results, files and cached pages
@@ -11,21 +11,21 @@
 //!
 //! The root restarts a supervisor that fails; supervisors restart their children. Job state
 //! lives in the store, so a restarted actor (or a restarted server) resumes where the last
-//! one stopped. [`Runtime`] is the handle the API and the CLI use.
+//! one stopped. [`Runtime`] is the handle the API and the CLI use. In a cluster the actors
+//! reach other nodes only through [`sites::Elsewhere`], which the layer above implements.
 
 pub mod browser;
-pub mod carried;
 pub mod crawl_job;
 pub mod discovery;
-pub mod domain;
-pub mod domains;
 pub mod events;
 pub mod janitor;
 pub mod jobs;
 pub mod map;
-pub mod remote;
 pub mod root;
 mod settle;
+pub mod site;
+pub mod sites;
+pub mod stored;
 pub mod tap;
 pub mod webhook;
 
@@ -51,8 +51,8 @@ local_messages!(
     browser::BrowserMsg,
     browser::SessionMsg,
     crawl_job::CrawlJobMsg,
-    domain::DomainMsg,
-    domains::DomainsMsg,
+    site::SiteMsg,
+    sites::SitesMsg,
     janitor::JanitorMsg,
     jobs::JobsMsg,
     root::RootMsg,
@@ -77,6 +77,8 @@ pub struct Services {
     pub taps: tap::Taps,
     /// This node's place in a cluster, when it is part of one.
     pub cluster: Option<crate::cluster::Cluster>,
+    /// How the site actors reach the other nodes of the cluster, when there is one.
+    pub elsewhere: Option<Arc<dyn sites::Elsewhere>>,
     volatile: Arc<OnceLock<JobStore>>,
 }
 
@@ -90,9 +92,13 @@ impl Services {
         }
     }
 
-    /// Services over `store`.
-    pub fn new(scraper: Scraper, store: Store, settings: Arc<Settings>) -> Self {
-        let teams = Arc::new(crate::teams::Teams::new(Arc::clone(&settings), store.clone()));
+    /// Services over `store`, with `teams`' policy.
+    pub fn new(
+        scraper: Scraper,
+        store: Store,
+        settings: Arc<Settings>,
+        teams: Arc<crate::teams::Teams>,
+    ) -> Self {
         Self {
             scraper,
             store,
@@ -101,8 +107,21 @@ impl Services {
             teams,
             taps: tap::Taps::default(),
             cluster: None,
+            elsewhere: None,
             volatile: Arc::new(OnceLock::new()),
         }
+    }
+
+    /// These services on a node of `cluster`, whose site actors reach the other nodes
+    /// through `elsewhere`.
+    pub fn in_cluster(
+        mut self,
+        cluster: crate::cluster::Cluster,
+        elsewhere: Arc<dyn sites::Elsewhere>,
+    ) -> Self {
+        self.cluster = Some(cluster);
+        self.elsewhere = Some(elsewhere);
+        self
     }
 
     /// The memory-only job store used by zero-data-retention jobs (opened on first use; it
@@ -156,7 +175,7 @@ impl crate::model::ErrorCode for RuntimeError {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NodeCounts {
     /// Live site actors.
-    pub domains: usize,
+    pub sites: usize,
     /// Running job actors.
     pub jobs: usize,
     /// Interact sessions.
@@ -224,12 +243,19 @@ impl Runtime {
         &self.services
     }
 
+    /// The site actors, here and (in a cluster) on the other nodes: what jobs, maps and
+    /// the answers to other nodes' requests send pages to. An error once the tree stopped.
+    pub async fn sites(&self) -> Result<sites::Sites, RuntimeError> {
+        let supervisors = self.supervisors().await?;
+        Ok(sites::Sites::new(supervisors.sites, self.services.elsewhere.clone()))
+    }
+
     /// The supervisors' current references (read, not asked of the root: every API call
     /// and every page another node sends here needs them). An error once the tree stopped.
     pub(crate) async fn supervisors(&self) -> Result<Supervisors, RuntimeError> {
         let status = self.root.get_status();
         if matches!(status, ractor::ActorStatus::Stopping | ractor::ActorStatus::Stopped) {
-            return Err(RuntimeError::Actors(format!("{}: {status:?}", domains::gone::ROOT)));
+            return Err(RuntimeError::Actors(format!("{}: {status:?}", sites::gone::ROOT)));
         }
         self.current
             .borrow()
@@ -307,10 +333,7 @@ impl Runtime {
             self.services.webhooks.notify_one();
             let supervisors = self.supervisors().await?;
             let _ = supervisors.jobs.cast(jobs::JobsMsg::Cancel(id));
-            let _ = supervisors.domains.cast(domains::DomainsMsg::CancelJob(id));
-            if let Some(cluster) = &self.services.cluster {
-                remote::broadcast_cancel(cluster, id);
-            }
+            sites::Sites::new(supervisors.sites, self.services.elsewhere.clone()).cancel(id);
         }
         Ok(Some(record))
     }
@@ -356,8 +379,9 @@ impl Runtime {
             }
         }
         let timeout = Some(std::time::Duration::from_secs(2));
+        let sites = sites::Sites::new(supervisors.sites.clone(), None);
         NodeCounts {
-            domains: got(supervisors.domains.call(domains::DomainsMsg::Count, timeout).await).unwrap_or(0),
+            sites: sites.count(std::time::Duration::from_secs(2)).await.unwrap_or(0),
             jobs: got(supervisors.jobs.call(jobs::JobsMsg::Running, timeout).await)
                 .map_or(0, |ids| ids.len()),
             sessions: got(supervisors.browser.call(browser::BrowserMsg::Live, timeout).await).unwrap_or(0),
@@ -380,88 +404,9 @@ impl Runtime {
         (running, pending.await.unwrap_or(0))
     }
 
-    /// Fetches a page through this node's actor of its site (a request of another node of
-    /// the cluster, for a site this node owns).
-    pub async fn fetch_here(&self, task: domain::FetchTask, admit: bool) -> domain::FetchOutcome {
-        self.held_while_stopping().await;
-        let teams = admit.then(|| &self.services().teams);
-        let outcome = match self.supervisors().await {
-            Ok(supervisors) => {
-                crawl_job::fetch_via_site(&supervisors.domains, None, task, teams, || {}).await
-            }
-            Err(e) => domain::FetchOutcome::Failed { code: "UNKNOWN_ERROR".into(), error: e.to_string() },
-        };
-        if matches!(outcome, domain::FetchOutcome::Failed { .. }) {
-            self.held_while_stopping().await;
-        }
-        outcome
-    }
-
     /// Whether [`Runtime::shutdown`] has begun.
-    fn is_stopping(&self) -> bool {
+    pub fn is_stopping(&self) -> bool {
         *self.stopping.borrow()
-    }
-
-    /// Never resolves once this node is stopping; at once otherwise. A request of another
-    /// node's job for one of this node's sites that the stop cuts short (its site actor
-    /// stopped, or it arrived after the stop began) is not the page's failure: it is held
-    /// unanswered, so the asker's call fails when this node's session ends, as for a node
-    /// that died, and the page goes to the site's next owner once the others have judged
-    /// this node down (the site's spacing kept across the move).
-    async fn held_while_stopping(&self) {
-        if self.is_stopping() {
-            std::future::pending::<()>().await;
-        }
-    }
-
-    /// Lets another node take site `origin`: answers once this node's actor of it, if any,
-    /// has no request running and has stopped.
-    pub async fn release_here(&self, origin: &str) {
-        if let Ok(supervisors) = self.supervisors().await {
-            let _ = supervisors
-                .domains
-                .call(|reply| domains::DomainsMsg::Release(origin.to_owned(), reply), None)
-                .await;
-        }
-    }
-
-    /// The sitemaps robots.txt of `origin` names, from this node's actor of the site; `None`
-    /// when the site is another node's.
-    pub async fn sitemaps_here(&self, origin: &str) -> Option<Vec<String>> {
-        self.held_while_stopping().await;
-        let found = match (self.supervisors().await, url::Url::parse(origin)) {
-            (Ok(supervisors), Ok(origin)) => discovery::local_sitemaps(&supervisors.domains, &origin).await,
-            _ => Some(Vec::new()),
-        };
-        // None found may be the stop's doing (see `held_while_stopping`).
-        if found.as_ref().is_some_and(Vec::is_empty) {
-            self.held_while_stopping().await;
-        }
-        found
-    }
-
-    /// A document read as-is (a sitemap) through this node's actor of its site.
-    pub async fn document_here(&self, job: JobId, url: &str) -> domain::DocumentOutcome {
-        self.held_while_stopping().await;
-        let parsed = url::Url::parse(url).ok();
-        let origin = parsed.as_ref().and_then(domains::origin_of);
-        let outcome = match (self.supervisors().await, parsed, origin) {
-            (Ok(supervisors), Some(url), Some(origin)) => {
-                discovery::local_document(&supervisors.domains, job, &url, &origin).await
-            }
-            _ => domain::DocumentOutcome::Failed(format!("cannot read {url} here")),
-        };
-        if matches!(outcome, domain::DocumentOutcome::Failed(_)) {
-            self.held_while_stopping().await;
-        }
-        outcome
-    }
-
-    /// Tells this node's site actors that job `id` was cancelled.
-    pub async fn cancel_here(&self, id: JobId) {
-        if let Ok(supervisors) = self.supervisors().await {
-            let _ = supervisors.domains.cast(domains::DomainsMsg::CancelJob(id));
-        }
     }
 
     /// Stops every actor (running jobs resume on the next start).

@@ -13,9 +13,9 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 
 use super::Services;
 use super::browser::{BrowserMsg, BrowserSupervisor};
-use super::domains::{DomainSupervisor, DomainsMsg};
 use super::janitor::{Janitor, JanitorArgs, JanitorMsg};
 use super::jobs::{JobSupervisor, JobsArgs, JobsMsg};
+use super::sites::{SiteSupervisor, SitesMsg};
 use super::webhook::{WebhookDispatcher, WebhookMsg};
 
 /// The supervisors' current references.
@@ -24,7 +24,7 @@ pub struct Supervisors {
     /// Jobs.
     pub jobs: ActorRef<JobsMsg>,
     /// Sites.
-    pub domains: ActorRef<DomainsMsg>,
+    pub sites: ActorRef<SitesMsg>,
     /// Clean-up.
     pub janitor: ActorRef<JanitorMsg>,
     /// Webhook delivery.
@@ -50,7 +50,7 @@ pub enum Child {
     /// The job supervisor.
     Jobs,
     /// The site supervisor.
-    Domains,
+    Sites,
     /// The janitor.
     Janitor,
     /// The webhook dispatcher.
@@ -89,19 +89,20 @@ pub fn backoff(n: usize) -> Duration {
 #[derive(Debug)]
 pub struct Root;
 
-async fn spawn_domains(
+async fn spawn_sites(
     root: &ActorRef<RootMsg>,
     services: &Services,
-) -> Result<ActorRef<DomainsMsg>, ActorProcessingErr> {
-    Ok(Actor::spawn_linked(None, DomainSupervisor, services.clone(), root.get_cell()).await?.0)
+) -> Result<ActorRef<SitesMsg>, ActorProcessingErr> {
+    Ok(Actor::spawn_linked(None, SiteSupervisor, services.clone(), root.get_cell()).await?.0)
 }
 
 async fn spawn_jobs(
     root: &ActorRef<RootMsg>,
     services: &Services,
-    domains: &ActorRef<DomainsMsg>,
+    sites: &ActorRef<SitesMsg>,
 ) -> Result<ActorRef<JobsMsg>, ActorProcessingErr> {
-    let args = JobsArgs { services: services.clone(), domains: domains.clone() };
+    let sites = super::sites::Sites::new(sites.clone(), services.elsewhere.clone());
+    let args = JobsArgs { services: services.clone(), sites };
     Ok(Actor::spawn_linked(None, JobSupervisor, args, root.get_cell()).await?.0)
 }
 
@@ -138,12 +139,12 @@ impl Actor for Root {
         myself: ActorRef<RootMsg>,
         (services, published): (Services, Published),
     ) -> Result<RootState, ActorProcessingErr> {
-        let domains = spawn_domains(&myself, &services).await?;
-        let jobs = spawn_jobs(&myself, &services, &domains).await?;
+        let sites = spawn_sites(&myself, &services).await?;
+        let jobs = spawn_jobs(&myself, &services, &sites).await?;
         let janitor = spawn_janitor(&myself, &services, &jobs).await?;
         let webhooks = spawn_webhooks(&myself, &services).await?;
         let browser = spawn_browser(&myself, &services).await?;
-        let current = Supervisors { jobs, domains, janitor, webhooks, browser };
+        let current = Supervisors { jobs, sites, janitor, webhooks, browser };
         published.send_replace(Some(current.clone()));
         Ok(RootState { services, current, published, failures: HashMap::new() })
     }
@@ -199,8 +200,8 @@ impl Actor for Root {
         };
         let id = cell.get_id();
         let current = &state.current;
-        let child = if id == current.domains.get_id() {
-            Child::Domains
+        let child = if id == current.sites.get_id() {
+            Child::Sites
         } else if id == current.jobs.get_id() {
             Child::Jobs
         } else if id == current.webhooks.get_id() {
@@ -243,13 +244,13 @@ async fn restart(
     let services = state.services.clone();
     let current = &mut state.current;
     match child {
-        Child::Domains => {
-            current.domains = spawn_domains(myself, &services).await?;
+        Child::Sites => {
+            current.sites = spawn_sites(myself, &services).await?;
             // Jobs hold the old reference: restart them too; they resume from the store.
             current.jobs.stop(Some("site supervisor restarted".into()));
-            current.jobs = spawn_jobs(myself, &services, &current.domains).await?;
+            current.jobs = spawn_jobs(myself, &services, &current.sites).await?;
         }
-        Child::Jobs => current.jobs = spawn_jobs(myself, &services, &current.domains).await?,
+        Child::Jobs => current.jobs = spawn_jobs(myself, &services, &current.sites).await?,
         Child::Webhooks => current.webhooks = spawn_webhooks(myself, &services).await?,
         // Its interact sessions are lost.
         Child::Browser => current.browser = spawn_browser(myself, &services).await?,

@@ -15,14 +15,14 @@ use std::time::Duration;
 
 use url::Url;
 
-use super::carried::PageLinks;
-use super::domain::FetchOutcome;
 use super::events::{self, PageReport};
+use super::site::FetchOutcome;
+use super::stored::PageLinks;
 use super::tap::Tap;
 use crate::crawl::keys::{self, KeyRules};
 use crate::crawl::scope::{Rejection, Scope};
 use crate::model::document::Visibility;
-use crate::model::{CrawlOptions, Document, JobId, SitemapMode, time};
+use crate::model::{Code, CrawlOptions, Document, JobId, SitemapMode, time};
 use crate::store::jobs::{
     ErrorEntry, JobKind, JobRecord, NewEntry, Outcome, QueueEntry, Settled, Settlement,
 };
@@ -148,11 +148,11 @@ fn settlement(
     entry: &QueueEntry,
     outcome: FetchOutcome,
 ) -> Result<Option<Pending>, serde_json::Error> {
-    let failure = |code: &str, error: String| ErrorEntry {
+    let failure = |code: Code, error: String| ErrorEntry {
         id: JobId::new().to_string(),
         at_ms: time::now_ms(),
         url: entry.url.clone(),
-        code: code.to_owned(),
+        code: code.as_str().to_owned(),
         error,
     };
     let pending = |outcome, links| Some(Pending { seq, outcome, links, lands_on: None });
@@ -168,11 +168,14 @@ fn settlement(
         FetchOutcome::Cancelled => None,
         // Only when a page kept moving between nodes past every resend (see `fetch_via_site`).
         FetchOutcome::Moved => pending(
-            Owned::Failed(failure("UNKNOWN_ERROR", "the site kept moving between nodes".into())),
+            Owned::Failed(failure(Code::Unknown, "the site kept moving between nodes".into())),
             Vec::new(),
         ),
         FetchOutcome::Blocked => pending(Owned::Blocked(entry.url.clone()), Vec::new()),
-        FetchOutcome::Failed { code, error } => pending(Owned::Failed(failure(&code, error)), Vec::new()),
+        FetchOutcome::Failed { code, error } => pending(Owned::Failed(failure(code, error)), Vec::new()),
+        // This node's own site actors could not take the page (they stop with the node, or
+        // start again after a failure).
+        FetchOutcome::NotTaken(error) => pending(Owned::Failed(failure(Code::Unknown, error)), Vec::new()),
         FetchOutcome::Page { mut document, links } => {
             if sitemap_only(entry.depth)
                 && let Some(tracked) = &mut document.change_tracking
@@ -190,7 +193,7 @@ fn settlement(
             landed(rules, memo, seq, entry, page, failure)
         }
         FetchOutcome::Stored(page) => {
-            let super::remote::StoredPage { document, url, credits, links, .. } = *page;
+            let super::stored::StoredPage { document, url, credits, links, .. } = *page;
             let page = Landed { url, credits, stored: Some(document.into_stored()), tapped: None, links };
             landed(rules, memo, seq, entry, page, failure)
         }
@@ -217,7 +220,7 @@ fn landed(
     seq: u64,
     entry: &QueueEntry,
     page: Landed,
-    failure: impl Fn(&str, String) -> ErrorEntry,
+    failure: impl Fn(Code, String) -> ErrorEntry,
 ) -> Option<Pending> {
     let options = rules.options;
     let follow = rules.kind == JobKind::Crawl
@@ -235,7 +238,7 @@ fn landed(
     if let Some(reason) = rules.scope.and_then(|scope| rejection(scope, seq, &entry.url, &page.url)) {
         return Some(Pending {
             seq,
-            outcome: Owned::Failed(failure("CRAWL_DENIAL", reason)),
+            outcome: Owned::Failed(failure(Code::CrawlDenial, reason)),
             links: new,
             lands_on: None,
         });
@@ -443,7 +446,7 @@ mod tests {
                 let links = vec!["http://a.test/next".to_owned()];
                 let outcome = match remote {
                     true => FetchOutcome::Stored(Box::new(
-                        crate::actors::remote::StoredPage::of(&document, links).expect("stored form"),
+                        crate::actors::stored::StoredPage::of(&document, links).expect("stored form"),
                     )),
                     false => FetchOutcome::Page { document: Box::new(document), links },
                 };

@@ -12,9 +12,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use ractor::rpc::CallResult;
 
-use super::domain::{DocumentOutcome, DomainMsg};
-use super::domains::{DomainsMsg, origin_of};
 use super::jobs::JobsMsg;
+use super::site::{DocumentOutcome, SiteMsg};
+use super::sites::{SitesMsg, origin_of};
 use super::*;
 use crate::model::{CrawlOptions, JobStatus, SitemapMode, time};
 use crate::store::jobs::{JobKind, JobRecord, NewEntry, QueueEntry};
@@ -57,7 +57,7 @@ async fn runtime(dir: &std::path::Path) -> Runtime {
     let settings = Arc::new(settings);
     let store = Store::open(dir).expect("store");
     let scraper = Scraper::new(store.clone(), Arc::clone(&settings)).expect("scraper");
-    Runtime::start(Services::new(scraper, store, settings)).await.expect("runtime")
+    Runtime::start(services(scraper, store, settings)).await.expect("runtime")
 }
 
 fn crawl_record(url: &str, limit: u64) -> JobRecord {
@@ -100,6 +100,12 @@ async fn wait_for(mut check: impl FnMut() -> bool, what: &str) {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// A single node's services.
+fn services(scraper: Scraper, store: Store, settings: Arc<Settings>) -> Services {
+    let teams = Arc::new(crate::teams::Teams::new(Arc::clone(&settings), store.clone(), None));
+    Services::new(scraper, store, settings, teams)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -227,10 +233,10 @@ async fn idle_site_actors_exit_and_come_back() {
     let settings = Arc::new(settings);
     let store = Store::open(dir.path()).expect("store");
     let scraper = Scraper::new(store.clone(), Arc::clone(&settings)).expect("scraper");
-    let rt = Runtime::start(Services::new(scraper, store, settings)).await.expect("runtime");
+    let rt = Runtime::start(services(scraper, store, settings)).await.expect("runtime");
     let count = || async {
         let supervisors = rt.supervisors().await.expect("supervisors");
-        match supervisors.domains.call(super::domains::DomainsMsg::Count, None).await {
+        match supervisors.sites.call(super::sites::SitesMsg::Count, None).await {
             Ok(ractor::rpc::CallResult::Success(n)) => n,
             other => panic!("{other:?}"),
         }
@@ -266,10 +272,10 @@ async fn site_actors_refuse_a_cancelled_jobs_requests() {
     let supervisors = rt.supervisors().await.expect("supervisors");
     let (cancelled, other) = (JobId::new(), JobId::new());
     // No site actor exists yet: the supervisor remembers the cancel for the one it starts.
-    supervisors.domains.cast(DomainsMsg::CancelJob(cancelled)).expect("cast");
+    supervisors.sites.cast(SitesMsg::CancelJob(cancelled)).expect("cast");
     let url = format!("{base}/p/1");
     let origin = origin_of(&url::Url::parse(&url).expect("url")).expect("origin");
-    let site = match supervisors.domains.call(|r| DomainsMsg::Lookup(origin, r), None).await {
+    let site = match supervisors.sites.call(|r| SitesMsg::Lookup(origin, r), None).await {
         Ok(CallResult::Success(Ok(site))) => site,
         other => panic!("no site actor: {other:?}"),
     };
@@ -277,9 +283,8 @@ async fn site_actors_refuse_a_cancelled_jobs_requests() {
     let read = |job: JobId| {
         let (site, url) = (site.clone(), url.clone());
         async move {
-            let asked = site
-                .call(|reply| DomainMsg::FetchDocument { job, url, timeout_ms: 5_000, reply }, None)
-                .await;
+            let asked =
+                site.call(|reply| SiteMsg::FetchDocument { job, url, timeout_ms: 5_000, reply }, None).await;
             match asked {
                 Ok(CallResult::Success(outcome)) => Some(outcome),
                 Ok(CallResult::SenderError) => None,
@@ -290,7 +295,7 @@ async fn site_actors_refuse_a_cancelled_jobs_requests() {
     assert!(matches!(read(cancelled).await, Some(DocumentOutcome::Cancelled)));
     assert!(matches!(read(other).await, Some(DocumentOutcome::Fetched { status: 200, .. })));
     // A cancel that reaches a running site actor holds for later requests too.
-    supervisors.domains.cast(DomainsMsg::CancelJob(other)).expect("cast");
+    supervisors.sites.cast(SitesMsg::CancelJob(other)).expect("cast");
     let deadline = Instant::now() + Duration::from_secs(10);
     while !matches!(read(other).await, Some(DocumentOutcome::Cancelled)) {
         assert!(Instant::now() < deadline, "the cancel never reached the site actor");
@@ -309,7 +314,7 @@ async fn a_stopping_site_actor_is_replaced_at_once() {
     let supervisors = rt.supervisors().await.expect("supervisors");
     let origin = origin_of(&url::Url::parse(&base).expect("url")).expect("origin");
     let lookup = || async {
-        match supervisors.domains.call(|r| DomainsMsg::Lookup(origin.clone(), r), None).await {
+        match supervisors.sites.call(|r| SitesMsg::Lookup(origin.clone(), r), None).await {
             Ok(CallResult::Success(Ok(site))) => site,
             other => panic!("no site actor: {other:?}"),
         }
@@ -321,7 +326,7 @@ async fn a_stopping_site_actor_is_replaced_at_once() {
         let next = lookup().await;
         assert_ne!(next.get_id(), old.get_id(), "round {round}: a stopping actor was handed out");
         let (reply, answer) = ractor::concurrency::oneshot();
-        let read = DomainMsg::FetchDocument {
+        let read = SiteMsg::FetchDocument {
             job: JobId::new(),
             url: format!("{base}/p/{round}"),
             timeout_ms: 5_000,
@@ -349,19 +354,19 @@ async fn a_site_let_go_tells_its_sitemap_askers_it_moved() {
     let rt = runtime(dir.path()).await;
     let supervisors = rt.supervisors().await.expect("supervisors");
     let origin = origin_of(&url::Url::parse(&base).expect("url")).expect("origin");
-    let site = match supervisors.domains.call(|r| DomainsMsg::Lookup(origin.clone(), r), None).await {
+    let site = match supervisors.sites.call(|r| SitesMsg::Lookup(origin.clone(), r), None).await {
         Ok(CallResult::Success(Ok(site))) => site,
         other => panic!("no site actor: {other:?}"),
     };
     let (sitemaps, listed) = ractor::concurrency::oneshot();
-    site.cast(DomainMsg::Sitemaps(sitemaps.into())).expect("cast");
+    site.cast(SiteMsg::Sitemaps(sitemaps.into())).expect("cast");
     let (reply, read) = ractor::concurrency::oneshot();
     let job = JobId::new();
     let document =
-        DomainMsg::FetchDocument { job, url: format!("{base}/p/1"), timeout_ms: 5_000, reply: reply.into() };
+        SiteMsg::FetchDocument { job, url: format!("{base}/p/1"), timeout_ms: 5_000, reply: reply.into() };
     site.cast(document).expect("cast");
     // Another node takes the site before robots.txt is in.
-    let released = supervisors.domains.call(|r| DomainsMsg::Release(origin.to_string(), r), None).await;
+    let released = supervisors.sites.call(|r| SitesMsg::Release(origin.to_string(), r), None).await;
     assert!(matches!(released, Ok(CallResult::Success(()))), "{released:?}");
     assert_eq!(listed.await.expect("the sitemap asker is answered"), None);
     assert!(matches!(read.await, Ok(DocumentOutcome::Moved)), "the sitemap's reader is told it moved");

@@ -154,53 +154,13 @@ async fn open(endpoint: &str, key: &str) -> Result<(TcpStream, String, Vec<u8>),
     let port = url.port_or_known_default().ok_or("no port")?;
     let mut stream = TcpStream::connect((host, port)).await.map_err(|e| e.to_string())?;
     let (head, early) =
-        hello(&mut stream, url.path(), &format!("{host}:{port}"), key, "", MAX_HANDSHAKE).await?;
+        cdp::handshake(&mut stream, url.path(), &format!("{host}:{port}"), key, "", MAX_HANDSHAKE).await?;
     if !head.starts_with("HTTP/1.1 101") {
         return Err(format!("the browser answered {}", head.lines().next().unwrap_or_default()));
     }
-    let accept = header_of(&head, "sec-websocket-accept").ok_or("no Sec-WebSocket-Accept in the answer")?;
+    let accept =
+        cdp::header_of(&head, "sec-websocket-accept").ok_or("no Sec-WebSocket-Accept in the answer")?;
     Ok((stream, accept, early))
-}
-
-/// Sends a WebSocket handshake for `path` on `host` with `key` (and the header lines
-/// `extra`, each ending in CRLF) and reads the answer's head, at most `max` bytes; returns
-/// it and the bytes read after it.
-pub(super) async fn hello(
-    stream: &mut TcpStream,
-    path: &str,
-    host: &str,
-    key: &str,
-    extra: &str,
-    max: usize,
-) -> Result<(String, Vec<u8>), String> {
-    let hello = format!(
-        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n"
-    );
-    stream.write_all(hello.as_bytes()).await.map_err(|e| e.to_string())?;
-    let mut read = Vec::new();
-    loop {
-        if let Some(at) = read.windows(4).position(|w| w == b"\r\n\r\n") {
-            let head = String::from_utf8_lossy(&read[..at + 4]).into_owned();
-            return Ok((head, read[at + 4..].to_vec()));
-        }
-        if read.len() > max {
-            return Err("the handshake answer is too long".into());
-        }
-        let mut chunk = [0u8; 4096];
-        let n = stream.read(&mut chunk).await.map_err(|e| e.to_string())?;
-        if n == 0 {
-            return Err("the other end closed the connection".into());
-        }
-        read.extend_from_slice(&chunk[..n]);
-    }
-}
-
-/// The value of header `name` in an HTTP answer's `head`.
-pub(super) fn header_of(head: &str, name: &str) -> Option<String> {
-    head.lines()
-        .find_map(|l| l.split_once(':').filter(|(n, _)| n.trim().eq_ignore_ascii_case(name)))
-        .map(|(_, v)| v.trim().to_owned())
 }
 
 /// Passes the browser's frames to the client whole, with the refusal answers between them.

@@ -4,19 +4,17 @@
 //! down and gone for good is forgotten by this node and every live member. Keys of
 //! teams with `admin = true` only (the `default` team's by default).
 
-use std::time::Duration;
-
 use actix_web::{HttpResponse, web};
 use serde_json::json;
 
 use super::error::ApiError;
 use super::{AppState, Authenticated};
-use crate::actors::remote::{self, Request, Response};
 use crate::model::Code;
+use crate::remote::members;
 
 /// Registers the route.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/v2/cluster").route(web::get().to(members)));
+    cfg.service(web::resource("/v2/cluster").route(web::get().to(view)));
     cfg.service(web::resource("/v2/cluster/members/{name}").route(web::delete().to(forget)));
 }
 
@@ -27,9 +25,7 @@ fn admin_only(auth: &Authenticated) -> Result<(), ApiError> {
     }
 }
 
-/// Forgets a member that is down and gone for good, here and on every live member (those of
-/// a protocol version before 13 are listed as not told: forget it through each of them
-/// once upgraded, or restart them).
+/// Forgets a member that is down and gone for good, here and on every live member.
 async fn forget(
     state: web::Data<AppState>,
     auth: Authenticated,
@@ -41,25 +37,9 @@ async fn forget(
     };
     let name = name.into_inner();
     cluster.forget(&name)?;
-    let request = Request::Forget(name.clone());
-    let others: Vec<String> = cluster.live().iter().filter(|m| *m != cluster.name()).cloned().collect();
-    let asks = others.iter().map(|member| {
-        let request = &request;
-        async move {
-            if cluster.version_of(member).is_none_or(|v| v < remote::FORGETS_SINCE) {
-                return Err("its protocol version is older than 13".to_owned());
-            }
-            match remote::ask(cluster, member, request, Duration::from_secs(5)).await? {
-                Response::Done => Ok(()),
-                Response::Failed { message, .. } => Err(message),
-                other => Err(format!("unexpected answer: {other:?}")),
-            }
-        }
-    });
-    let answers = futures::future::join_all(asks).await;
     let mut forgotten_by = vec![cluster.name().to_owned()];
     let mut not_told = Vec::new();
-    for (member, answer) in others.into_iter().zip(answers) {
+    for (member, answer) in members::forget_everywhere(cluster, &name).await {
         match answer {
             Ok(()) => forgotten_by.push(member),
             Err(error) => not_told.push(json!({"node": member, "error": error})),
@@ -74,7 +54,7 @@ async fn forget(
     })))
 }
 
-async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
+async fn view(state: web::Data<AppState>, auth: Authenticated) -> Result<HttpResponse, ApiError> {
     admin_only(&auth)?;
     let runtime = &state.runtime;
     let own = runtime.counts().await;
@@ -83,32 +63,22 @@ async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<Http
             "success": true,
             "clustered": false,
             "node": null,
-            "members": [{"name": null, "state": "self", "domains": own.domains, "jobs": own.jobs, "sessions": own.sessions}],
+            "members": [{"name": null, "state": "self", "domains": own.sites, "jobs": own.jobs, "sessions": own.sessions}],
         })));
     };
     let views = cluster.members();
-    let asks = views.iter().map(|m| async move {
-        if m.state != "up" {
-            return None;
-        }
-        match remote::ask(cluster, &m.name, &Request::Counts, Duration::from_secs(2)).await.ok()? {
-            Response::Counts(counts) => Some(counts),
-            _ => None,
-        }
-    });
-    let counts = futures::future::join_all(asks).await;
+    let counts = members::counts(cluster, &views, own).await;
     let members: Vec<serde_json::Value> = views
         .iter()
         .zip(counts)
         .map(|(m, counts)| {
-            let counts = if m.state == "self" { Some(own) } else { counts };
             json!({
                 "name": m.name,
                 "address": m.address,
                 "state": m.state,
                 "lastHeardMs": m.last_heard_ms,
                 "protocolVersion": m.protocol_version,
-                "domains": counts.map(|c| c.domains),
+                "domains": counts.map(|c| c.sites),
                 "jobs": counts.map(|c| c.jobs),
                 "sessions": counts.map(|c| c.sessions),
             })
@@ -118,7 +88,7 @@ async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<Http
         "success": true,
         "clustered": true,
         "node": cluster.name(),
-        "protocolVersion": crate::cluster::spoken_version(),
+        "protocolVersion": cluster.versions().own,
         // False while this node sends no request to any site: a member it counts as live has
         // not answered lately, it woke from a pause and waits for the members' answers, or
         // it sees fewer than half of the members that may be running (`keep_majority`).
@@ -130,8 +100,8 @@ async fn members(state: web::Data<AppState>, auth: Authenticated) -> Result<Http
         // Addresses of members an operator forgot (DELETE /v2/cluster/members/{name}), until
         // a node answers from one again.
         "forgotten": cluster.forgotten(),
-        // "host" once every live member speaks protocol version 9; "origin" before.
-        "sitesPlacedBy": if cluster.sites_by_host() { "host" } else { "origin" },
+        // Sites are placed by host (kept in the answer for tools that read it).
+        "sitesPlacedBy": "host",
         "traffic": cluster.traffic(),
         "members": members,
     })))

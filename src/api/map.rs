@@ -128,7 +128,7 @@ pub async fn map_site(
             let teams = &runtime.services().teams;
             teams.require(&team, 1).await?;
             let links = map::map(&runtime, &team, &target, &options).await?;
-            teams.charge_reported(&team, 1).await?;
+            teams.charge(&team, 1)?.reported().await;
             Ok(links)
         })
         .await?;

@@ -121,7 +121,7 @@ async fn metrics_text(
     }
     let counts = state.runtime.counts().await;
     let (running, frontier) = state.runtime.jobs_and_frontier().await;
-    metrics::gauge!("domain_actors").set(counts.domains as f64);
+    metrics::gauge!("domain_actors").set(counts.sites as f64);
     metrics::gauge!("jobs_running").set(running as f64);
     metrics::gauge!("frontier_pages").set(frontier as f64);
     metrics::gauge!("browser_sessions").set(counts.sessions as f64);

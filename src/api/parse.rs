@@ -107,7 +107,7 @@ pub async fn parse(
             let result = scraper.parse_upload(upload).await;
             drop(admitted);
             let charge = result.as_ref().map_or(0, |doc| u64::from(doc.metadata.credits_used));
-            teams.charge_reported(&team, charge).await?;
+            teams.charge(&team, charge)?.reported().await;
             Ok(result)
         })
         .await?;

@@ -72,7 +72,7 @@ pub async fn scrape(
                 Err(crate::scrape::ScrapeError::LockdownMiss) => 1,
                 Err(_) => 0,
             };
-            teams.charge_reported(&job.team, charge).await?;
+            teams.charge(&job.team, charge)?.reported().await;
             Ok((job, result))
         })
         .await?;

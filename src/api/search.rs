@@ -135,7 +135,12 @@ pub async fn search_route(
         let team = auth.team.clone();
         let charge = credits;
         let teams = std::sync::Arc::clone(&teams);
-        state.off_worker(async move { Ok(teams.charge_reported(&team, charge).await?) }).await?;
+        state
+            .off_worker(async move {
+                teams.charge(&team, charge)?.reported().await;
+                Ok(())
+            })
+            .await?;
     }
     let target = (checked.enterprise == Enterprise::None).then(|| checked.request.raw.clone());
     super::team::note_activity(&state, &auth, "search", id, target).await?;

@@ -1,119 +1,31 @@
-//! DevTools connections (`cdpUrl`) and live-view screen streams of a browser session another
-//! node of the cluster holds.
-//! A session lives where its Chromium runs; behind a load balancer (`server.public_url`)
-//! its `cdpUrl` may reach any node. That node opens the connection on the session's node
-//! (over the cluster's `Tunnel` channel, protocol version 8) and carries its bytes both
-//! ways: the session's node connects to its own API, as a request passed on (see
-//! [`super::forward`]), with the client's WebSocket key, so its own `/v2/cdp/…` endpoint
-//! checks the token and guards every command exactly as for a client of its own; this node
-//! answers the client's handshake with that endpoint's accept value and then only moves
-//! bytes: what the client sends is written there in order (one call at a time, so a slow
-//! session holds the client back), and the session's node is asked for what its endpoint
-//! sent (each ask waits up to [`READ_WAIT`] for bytes). A live view's screen stream is
-//! carried the same way, one way: the session's node GETs it from its own API and its body
-//! is read as this node asks. A tunnel neither end uses for [`IDLE`] is closed (its other
-//! node died). Each call goes in a cluster message of its own (not in a batch, whose
-//! spacing would add milliseconds to every DevTools round trip).
-
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+//! DevTools connections (`cdpUrl`) and live-view screen streams of a browser session
+//! another node of the cluster holds: which to carry there, and the client's side of them.
+//! What crosses, and how the session's node answers, is `remote::tunnel`.
 
 use actix_web::http::StatusCode;
-use actix_web::web::{Bytes, Payload};
+use actix_web::web::Payload;
 use actix_web::{HttpRequest, HttpResponse};
-use futures::StreamExt;
-use futures::future::BoxFuture;
-use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 
 use super::AppState;
 use super::error::ApiError;
-use crate::cluster::{Channel, Cluster, Holder};
+use crate::cluster::{Cluster, Holder};
 use crate::model::Code;
+use crate::remote::tunnel::{self, NotOpened};
 
-/// The first protocol version whose nodes serve the `Tunnel` channel.
-const TUNNELS_SINCE: u32 = 8;
-/// Longest the session's node may take to open the connection.
-const OPEN_TIMEOUT: Duration = Duration::from_secs(15);
-/// Longest one write or read call may take.
-const CALL_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a read waits for bytes before answering that there are none yet.
-const READ_WAIT: Duration = Duration::from_secs(1);
-/// Most bytes one read answers with.
-const READ_MAX: usize = 1 << 20;
-/// A tunnel neither end used for this long is closed.
-const IDLE: Duration = Duration::from_secs(30);
-/// Largest handshake answer (head and error body) read from the endpoint.
-const MAX_HEAD: usize = 64 << 10;
-
-/// What a node asks the session's node.
-#[derive(Debug, Serialize, Deserialize)]
-enum Request {
-    /// Open `path` (`/v2/cdp/…`) on that node's API with the client's WebSocket `key`.
-    Open {
-        /// The path.
-        path: String,
-        /// The client's `Sec-WebSocket-Key`.
-        key: String,
-    },
-    /// Write the client's bytes.
-    Write(u64, #[serde(with = "serde_bytes")] Vec<u8>),
-    /// What the endpoint sent since the last read.
-    Read(u64),
-    /// The client left.
-    Close(u64),
-    /// GET `path` (`/v2/live/…/stream`) on that node's API, its body read as it comes.
-    Get {
-        /// The path.
-        path: String,
-    },
-}
-
-/// The answers.
-#[derive(Debug, Serialize, Deserialize)]
-enum Response {
-    /// The endpoint accepted: the tunnel's id, its `Sec-WebSocket-Accept` (for a `Get`, its
-    /// content type), and bytes that came after its handshake answer.
-    Opened(u64, String, #[serde(with = "serde_bytes")] Vec<u8>),
-    /// The endpoint answered without switching protocols: its status and body (JSON).
-    Refused(u16, #[serde(with = "serde_bytes")] Vec<u8>),
-    /// Bytes the endpoint sent (none yet when empty).
-    Bytes(#[serde(with = "serde_bytes")] Vec<u8>),
-    /// The connection is closed.
-    Ended,
-    /// Written, or closed.
-    Done,
-}
-
-/// The node holding `token`'s session when that is another node of version 8 or later
-/// (`Ok(None)`: here, or this node is alone, or the request was passed on).
+/// The node holding `token`'s session when that is another node (`Ok(None)`: here, or this
+/// node is alone, or the request was passed on).
 fn node_of(
     state: &AppState,
     request: &HttpRequest,
     token: &str,
 ) -> Result<Option<(Cluster, String)>, ApiError> {
     let Some(tag) = crate::actors::browser::registry::tag_of_token(token) else { return Ok(None) };
-    let Some(cluster) =
-        state.runtime.services().cluster.clone().filter(|_| !super::forward::passed_on(request))
-    else {
-        return Ok(None);
-    };
-    let node = match cluster.holder_of_tag(tag) {
-        Holder::Here => return Ok(None),
-        Holder::There(node) => node,
-        Holder::Down(node) => return Err(super::forward::unavailable(&node)),
-    };
-    if cluster.version_of(&node).is_none_or(|v| v < TUNNELS_SINCE) {
-        return Err(ApiError::new(
-            Code::NodeUnavailable,
-            format!("Node `{node}` holds this session and is of an older version: connect to it directly."),
-        ));
+    let Some(cluster) = super::forward::cluster_for(state, request) else { return Ok(None) };
+    match cluster.holder_of_tag(tag) {
+        Holder::Here => Ok(None),
+        Holder::There(node) => Ok(Some((cluster.clone(), node))),
+        Holder::Down(node) => Err(super::forward::unavailable(&node)),
     }
-    Ok(Some((cluster, node)))
 }
 
 /// Connects the client of `request` (a WebSocket handshake with `key` for `token`'s
@@ -132,17 +44,16 @@ pub async fn through_node_of(
         Ok(None) => return Err(payload),
         Err(e) => return Ok(Err(e)),
     };
-    let open = Request::Open { path: request.path().to_owned(), key: key.to_owned() };
-    let (id, accept, early) = match opened(&cluster, &node, &open).await {
-        Ok(tunnel) => tunnel,
-        Err(answer) => return Ok(Ok(answer)),
+    let opened = match tunnel::open(&cluster, &node, request.path(), Some(key)).await {
+        Ok(opened) => opened,
+        Err(not) => return Ok(Ok(refusal(not))),
     };
     // The request's body lives on this HTTP worker's thread.
-    actix_web::rt::spawn(client_to_node(cluster.clone(), node.clone(), id, payload));
+    actix_web::rt::spawn(tunnel::client_to_node(cluster.clone(), node.clone(), opened.id, payload));
     Ok(Ok(HttpResponse::SwitchingProtocols()
         .upgrade("websocket")
-        .insert_header(("sec-websocket-accept", accept))
-        .streaming(from_node(cluster, node, id, early))))
+        .insert_header(("sec-websocket-accept", opened.value))
+        .streaming(tunnel::from_node(cluster, node, opened.id, opened.early))))
 }
 
 /// The live view's screen stream (`request`, for `token`'s session) from the session's node
@@ -157,337 +68,25 @@ pub async fn stream_from_node_of(
         Ok(there) => there?,
         Err(e) => return Some(Err(e)),
     };
-    let open = Request::Get { path: request.path().to_owned() };
-    Some(Ok(match opened(&cluster, &node, &open).await {
-        Ok((id, content_type, _)) => HttpResponse::Ok()
-            .content_type(content_type)
+    Some(Ok(match tunnel::open(&cluster, &node, request.path(), None).await {
+        Ok(opened) => HttpResponse::Ok()
+            .content_type(opened.value)
             .insert_header(("Cache-Control", "no-store"))
-            .streaming(from_node(cluster, node, id, Vec::new())),
-        Err(answer) => answer,
+            .streaming(tunnel::from_node(cluster, node, opened.id, Vec::new())),
+        Err(not) => refusal(not),
     }))
 }
 
-/// Opens a tunnel with `open`: its id, the accept value or content type, and its first
-/// bytes; else the answer for the client (the endpoint's own, when it refused).
-async fn opened(
-    cluster: &Cluster,
-    node: &str,
-    open: &Request,
-) -> Result<(u64, String, Vec<u8>), HttpResponse> {
+/// The answer for a client whose tunnel was not opened: the endpoint's own, when it
+/// refused, else the error of the session's node.
+fn refusal(not: NotOpened) -> HttpResponse {
     use actix_web::ResponseError;
-    match ask(cluster, node, open, OPEN_TIMEOUT).await {
-        Ok(Response::Opened(id, value, early)) => Ok((id, value, early)),
-        Ok(Response::Refused(status, body)) => {
-            Err(HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY))
+    match not {
+        NotOpened::Refused(status, body) => {
+            HttpResponse::build(StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY))
                 .content_type("application/json")
-                .body(body))
+                .body(body)
         }
-        Ok(_) => {
-            Err(ApiError::new(Code::Unknown, format!("node `{node}`: unexpected answer")).error_response())
-        }
-        Err(e) => Err(e.error_response()),
-    }
-}
-
-/// What the session's node sends through tunnel `id`, after `first`; the tunnel is closed
-/// when it ends or the client leaves.
-fn from_node(
-    cluster: Cluster,
-    node: String,
-    id: u64,
-    first: Vec<u8>,
-) -> impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>> {
-    let first = (!first.is_empty()).then(|| Bytes::from(first));
-    futures::stream::unfold((cluster, node, first), move |(cluster, node, first)| async move {
-        if let Some(bytes) = first {
-            return Some((Ok(bytes), (cluster, node, None)));
-        }
-        loop {
-            match ask(&cluster, &node, &Request::Read(id), READ_WAIT + CALL_TIMEOUT).await {
-                Ok(Response::Bytes(bytes)) if bytes.is_empty() => continue,
-                Ok(Response::Bytes(bytes)) => return Some((Ok(Bytes::from(bytes)), (cluster, node, None))),
-                _ => {
-                    let _ = ask(&cluster, &node, &Request::Close(id), CALL_TIMEOUT).await;
-                    return None;
-                }
-            }
-        }
-    })
-}
-
-/// Writes the client's bytes on the session's node, in order; closes the tunnel when the
-/// client is gone.
-async fn client_to_node(cluster: Cluster, node: String, id: u64, mut payload: Payload) {
-    while let Some(Ok(chunk)) = payload.next().await {
-        match ask(&cluster, &node, &Request::Write(id, chunk.to_vec()), CALL_TIMEOUT).await {
-            Ok(Response::Done) => {}
-            _ => break,
-        }
-    }
-    let _ = ask(&cluster, &node, &Request::Close(id), CALL_TIMEOUT).await;
-}
-
-async fn ask(
-    cluster: &Cluster,
-    node: &str,
-    request: &Request,
-    timeout: Duration,
-) -> Result<Response, ApiError> {
-    let bytes = postcard::to_allocvec(request).map_err(|e| ApiError::new(Code::Unknown, e.to_string()))?;
-    let answer = cluster
-        .call_alone(node, Channel::Tunnel, bytes, timeout)
-        .await
-        .map_err(|e| super::forward::node_error(node, e, Code::BrowserFailed))?;
-    postcard::from_bytes(&answer).map_err(|e| ApiError::new(Code::Unknown, format!("node `{node}`: {e}")))
-}
-
-/// One connection to this node's own API, carried for another node.
-#[derive(Debug)]
-struct Tunnel {
-    source: Source,
-    /// The node it is carried for.
-    node: String,
-    used: Mutex<Instant>,
-}
-
-/// What a tunnel carries.
-enum Source {
-    /// A DevTools WebSocket connection, both ways.
-    Socket(tokio::sync::Mutex<OwnedReadHalf>, tokio::sync::Mutex<OwnedWriteHalf>),
-    /// A streamed answer's body, one way.
-    Body(tokio::sync::Mutex<reqwest::Response>),
-}
-
-impl std::fmt::Debug for Source {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Socket(..) => "Socket",
-            Self::Body(_) => "Body",
-        })
-    }
-}
-
-impl Tunnel {
-    fn touch(&self) {
-        *self.used.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
-    }
-
-    fn idle(&self) -> bool {
-        self.used.lock().unwrap_or_else(PoisonError::into_inner).elapsed() > IDLE
-    }
-
-    /// What came since the last read: bytes (none within [`READ_WAIT`]), or `None` once
-    /// the connection or body has ended.
-    async fn read(&self) -> Option<Vec<u8>> {
-        match &self.source {
-            Source::Socket(reader, _) => {
-                let mut buf = vec![0u8; READ_MAX];
-                match tokio::time::timeout(READ_WAIT, reader.lock().await.read(&mut buf)).await {
-                    Err(_) => Some(Vec::new()),
-                    Ok(Ok(n)) if n > 0 => {
-                        buf.truncate(n);
-                        Some(buf)
-                    }
-                    Ok(_) => None,
-                }
-            }
-            // A chunk not complete when the wait ends stays in the body for the next read.
-            Source::Body(body) => match tokio::time::timeout(READ_WAIT, body.lock().await.chunk()).await {
-                Err(_) => Some(Vec::new()),
-                Ok(Ok(Some(bytes))) => Some(bytes.to_vec()),
-                Ok(_) => None,
-            },
-        }
-    }
-}
-
-/// Serves other nodes' tunnels to this node's API.
-#[derive(Debug)]
-pub struct Handler(Arc<Tunnels>);
-
-impl Handler {
-    /// Tunnels to this node's API at `address` (`host:port`).
-    pub fn new(address: String) -> Result<Arc<Self>, String> {
-        let client = reqwest::Client::builder().no_proxy().build().map_err(|e| e.to_string())?;
-        let tunnels =
-            Tunnels { address, client, tunnels: Mutex::new(HashMap::new()), next: AtomicU64::new(1) };
-        Ok(Arc::new(Self(Arc::new(tunnels))))
-    }
-}
-
-/// The tunnels this node carries for others, to its API at `address`.
-#[derive(Debug)]
-struct Tunnels {
-    address: String,
-    /// For streamed answers.
-    client: reqwest::Client,
-    tunnels: Mutex<HashMap<u64, Arc<Tunnel>>>,
-    next: AtomicU64,
-}
-
-/// Shows how many tunnels this node carries (`cluster_tunnels_open` on `/metrics`).
-fn counted(tunnels: &HashMap<u64, Arc<Tunnel>>) {
-    metrics::gauge!("cluster_tunnels_open").set(tunnels.len() as f64);
-}
-
-impl Tunnels {
-    fn tunnel(&self, id: u64, from: &str) -> Option<Arc<Tunnel>> {
-        let mut tunnels = self.tunnels.lock().unwrap_or_else(PoisonError::into_inner);
-        tunnels.retain(|_, t| !t.idle());
-        counted(&tunnels);
-        tunnels.get(&id).filter(|t| t.node == from).cloned()
-    }
-
-    fn close(&self, id: u64, from: &str) {
-        let mut tunnels = self.tunnels.lock().unwrap_or_else(PoisonError::into_inner);
-        if tunnels.get(&id).is_some_and(|t| t.node == from) {
-            tunnels.remove(&id);
-            counted(&tunnels);
-        }
-    }
-
-    async fn answer(self: Arc<Self>, from: String, request: Request) -> Result<Response, String> {
-        match request {
-            Request::Open { path, key } => self.open(from, &path, &key).await,
-            Request::Get { path } => self.get(from, &path).await,
-            Request::Write(id, bytes) => {
-                let Some(tunnel) = self.tunnel(id, &from) else { return Ok(Response::Ended) };
-                let Source::Socket(_, writer) = &tunnel.source else { return Ok(Response::Ended) };
-                tunnel.touch();
-                let written = writer.lock().await.write_all(&bytes).await;
-                tunnel.touch();
-                Ok(if written.is_ok() { Response::Done } else { Response::Ended })
-            }
-            Request::Read(id) => {
-                let Some(tunnel) = self.tunnel(id, &from) else { return Ok(Response::Ended) };
-                tunnel.touch();
-                let read = tunnel.read().await;
-                tunnel.touch();
-                Ok(match read {
-                    Some(bytes) => Response::Bytes(bytes),
-                    None => {
-                        self.close(id, &from);
-                        Response::Ended
-                    }
-                })
-            }
-            Request::Close(id) => {
-                self.close(id, &from);
-                Ok(Response::Done)
-            }
-        }
-    }
-
-    /// Opens `path` on this node's API as a request passed on, with the client's `key`.
-    async fn open(self: &Arc<Self>, from: String, path: &str, key: &str) -> Result<Response, String> {
-        if !path.starts_with("/v2/cdp/") || !plain(path) || !plain(key) || key.len() > 64 {
-            return Err("not a DevTools address".into());
-        }
-        let opened = tokio::time::timeout(OPEN_TIMEOUT, async {
-            let mut stream = TcpStream::connect(&self.address).await.map_err(|e| e.to_string())?;
-            let (name, secret) = super::forward::passed_on_header();
-            let marked = format!("{name}: {secret}\r\n");
-            let (head, rest) =
-                super::cdp::hello(&mut stream, path, &self.address, key, &marked, MAX_HEAD).await?;
-            Ok::<_, String>((stream, head, rest))
-        })
-        .await
-        .map_err(|_| "the endpoint did not answer in time".to_owned())??;
-        let (mut stream, head, mut rest) = opened;
-        let status: u16 = head.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(502);
-        let header = |name: &str| super::cdp::header_of(&head, name);
-        if status != 101 {
-            // The endpoint's error: its body, as long as it says (bounded).
-            let length = header("content-length").and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
-            let length = length.min(MAX_HEAD);
-            while rest.len() < length {
-                let mut chunk = [0u8; 4096];
-                match tokio::time::timeout(CALL_TIMEOUT, stream.read(&mut chunk)).await {
-                    Ok(Ok(n)) if n > 0 => rest.extend_from_slice(&chunk[..n]),
-                    _ => break,
-                }
-            }
-            rest.truncate(length);
-            return Ok(Response::Refused(status, rest));
-        }
-        let accept = header("sec-websocket-accept").ok_or("no Sec-WebSocket-Accept in the answer")?;
-        let (reader, writer) = stream.into_split();
-        let source = Source::Socket(tokio::sync::Mutex::new(reader), tokio::sync::Mutex::new(writer));
-        Ok(Response::Opened(self.register(from, source), accept, rest))
-    }
-
-    /// GETs `path` (a live view's screen stream) from this node's API as a request passed
-    /// on; its body is read as the other node asks.
-    async fn get(self: &Arc<Self>, from: String, path: &str) -> Result<Response, String> {
-        if !path.starts_with("/v2/live/") || !path.ends_with("/stream") || !plain(path) {
-            return Err("not a live view's stream".into());
-        }
-        let (name, secret) = super::forward::passed_on_header();
-        let request = self.client.get(format!("http://{}{path}", self.address)).header(name, secret);
-        let response = tokio::time::timeout(OPEN_TIMEOUT, request.send())
-            .await
-            .map_err(|_| "the live view did not answer in time".to_owned())?
-            .map_err(|e| e.to_string())?;
-        let status = response.status().as_u16();
-        if status != 200 {
-            let body = response.bytes().await.map_err(|e| e.to_string())?;
-            return Ok(Response::Refused(status, body[..body.len().min(MAX_HEAD)].to_vec()));
-        }
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("application/octet-stream")
-            .to_owned();
-        let source = Source::Body(tokio::sync::Mutex::new(response));
-        Ok(Response::Opened(self.register(from, source), content_type, Vec::new()))
-    }
-
-    /// Keeps a new tunnel for node `from`; returns its id. It is closed once idle, even if
-    /// no other tunnel is used again.
-    fn register(self: &Arc<Self>, from: String, source: Source) -> u64 {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let tunnel = Arc::new(Tunnel { source, node: from, used: Mutex::new(Instant::now()) });
-        {
-            let mut tunnels = self.tunnels.lock().unwrap_or_else(PoisonError::into_inner);
-            tunnels.insert(id, Arc::clone(&tunnel));
-            counted(&tunnels);
-        }
-        let (tunnels, tunnel) = (Arc::clone(self), Arc::downgrade(&tunnel));
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(IDLE / 2).await;
-                match tunnel.upgrade() {
-                    // Closed already.
-                    None => return,
-                    Some(t) if t.idle() => {
-                        let mut open = tunnels.tunnels.lock().unwrap_or_else(PoisonError::into_inner);
-                        if open.get(&id).is_some_and(|o| Arc::ptr_eq(o, &t)) {
-                            open.remove(&id);
-                            counted(&open);
-                        }
-                        return;
-                    }
-                    Some(_) => {}
-                }
-            }
-        });
-        id
-    }
-}
-
-/// Whether `s` is one non-empty run of visible ASCII (no spaces or line ends).
-fn plain(s: &str) -> bool {
-    !s.is_empty() && s.bytes().all(|b| b.is_ascii_graphic())
-}
-
-impl crate::cluster::Handler for Handler {
-    fn handle(&self, from: String, request: Vec<u8>) -> BoxFuture<'static, Result<Vec<u8>, String>> {
-        let me = Arc::clone(&self.0);
-        Box::pin(async move {
-            let request: Request = postcard::from_bytes(&request).map_err(|e| e.to_string())?;
-            let response = me.answer(from, request).await?;
-            postcard::to_allocvec(&response).map_err(|e| e.to_string())
-        })
+        NotOpened::Node(e) => super::forward::node_error(e, Code::BrowserFailed).error_response(),
     }
 }

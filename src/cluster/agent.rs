@@ -28,9 +28,7 @@ use ractor_cluster::{NodeServerMessage, NodeSessionMessage};
 use super::Handler;
 use super::batch::{Batches, lock};
 use super::tls::DialError;
-use super::wire::{
-    AgentMsg, Frame, OpenError, OwnedReply as Reply, open_versioned, seal, seal_as, speaks, spoken_version,
-};
+use super::wire::{AgentMsg, Frame, OpenError, OwnedReply as Reply, Versions, open, seal_as};
 
 /// The process group every node's agent joins.
 pub(crate) const GROUP: &str = "ferrocrawl.agents";
@@ -131,9 +129,8 @@ pub(crate) struct Shared {
     pub book: crate::store::members::ForgottenMembers,
     /// Live members (this node included), sorted; changes are announced.
     pub live: tokio::sync::watch::Sender<Arc<Vec<String>>>,
-    /// Whether sites are placed by host: this node and every live member speak
-    /// [`super::place::BY_HOST_SINCE`] or later. A change is announced as the members'.
-    pub sites_by_host: std::sync::atomic::AtomicBool,
+    /// The protocol versions this node speaks.
+    pub versions: Versions,
     /// Whether this node stands aside from a partial cut ([`super::quorum::stands_aside`]),
     /// as of the latest judgement (each heartbeat and answer; a member found stopped in
     /// between counts at the next, which keeps this node aside that much longer at most).
@@ -205,7 +202,7 @@ impl std::fmt::Debug for dyn Handler {
 pub(crate) enum Heard {
     /// A newly seen agent answered its hello (or not): its name, address, the addresses of
     /// its live peers, and the version it answered in.
-    Hello { actor: ActorRef<AgentMsg>, answer: Result<(String, String, Vec<String>, u32), String> },
+    Hello { actor: ActorRef<AgentMsg>, answer: Result<(String, String, Vec<String>, u32), CallError> },
     /// A known peer answered its ping (or not), naming the members it hears.
     Pong { name: String, ok: bool, hears: Option<Vec<String>> },
 }
@@ -258,7 +255,7 @@ impl Actor for Agent {
     ) -> Result<(), ActorProcessingErr> {
         match msg {
             AgentMsg::Call(bytes, reply) => answer(&state.shared, bytes, reply),
-            AgentMsg::Cast(bytes) => match open_versioned::<Frame>(&bytes) {
+            AgentMsg::Cast(bytes) => match open::<Frame>(&bytes, state.shared.versions) {
                 Ok((from, Frame::Requests(items), _)) => {
                     state.shared.batches.requests(&state.shared, from, items);
                 }
@@ -275,14 +272,14 @@ impl Actor for Agent {
 /// Answers a call from another node.
 fn answer(shared: &Arc<Shared>, bytes: Vec<u8>, reply: ractor::RpcReplyPort<Vec<u8>>) {
     // Answered in the version the call came in (the older node's, between two versions).
-    let (from, frame, version) = match open_versioned::<Frame>(&bytes) {
+    let (from, frame, version) = match open::<Frame>(&bytes, shared.versions) {
         Ok(opened) => opened,
         Err(e) => {
             if let OpenError::Version { .. } = e {
                 tracing::error!(error = %e, "refusing a node of another protocol version");
             }
             // Answered in our version, so the caller can see which one it is.
-            let _ = reply.send(seal(&shared.name, &Reply::Pong));
+            let _ = reply.send(seal_as(shared.versions.own, &shared.name, &Reply::Pong));
             return;
         }
     };
@@ -321,17 +318,33 @@ fn answer(shared: &Arc<Shared>, bytes: Vec<u8>, reply: ractor::RpcReplyPort<Vec<
     }
 }
 
+/// Why a call to another node's agent got no usable answer.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CallError {
+    /// The node answered in a protocol version this node does not speak.
+    #[error(transparent)]
+    Refused(OpenError),
+    /// No answer, or none that could be read.
+    #[error("{0}")]
+    Silent(String),
+}
+
 /// Sends `frame` to `actor` in protocol version `version` and opens the answer: the
 /// sender, the version it answered in, and the reply.
 pub(crate) async fn call(
-    name: &str,
+    shared: &Shared,
     version: u32,
     actor: &ActorRef<AgentMsg>,
     frame: &Frame,
     timeout: Duration,
-) -> Result<(String, u32, Reply), String> {
-    let answer = call_sealed(name, version, actor, frame, timeout).await?;
-    open_versioned::<Reply>(&answer).map(|(from, reply, v)| (from, v, reply)).map_err(|e| e.to_string())
+) -> Result<(String, u32, Reply), CallError> {
+    let answer =
+        call_sealed(&shared.name, version, actor, frame, timeout).await.map_err(CallError::Silent)?;
+    match open::<Reply>(&answer, shared.versions) {
+        Ok((from, reply, v)) => Ok((from, v, reply)),
+        Err(e @ OpenError::Version { .. }) => Err(CallError::Refused(e)),
+        Err(e) => Err(CallError::Silent(e.to_string())),
+    }
 }
 
 /// Sends `frame` to `actor` in protocol version `version`; the answer as it came (an
@@ -368,14 +381,14 @@ async fn tick(myself: &ActorRef<AgentMsg>, state: &mut AgentState) {
         let (shared, me) = (Arc::clone(&shared), myself.clone());
         tokio::spawn(async move {
             let frame = Frame::Hello { address: shared.address.clone() };
-            let mut version = spoken_version();
+            let mut version = shared.versions.own;
             let answer = loop {
-                match call(&shared.name, version, &actor, &frame, shared.down_after).await {
+                match call(&shared, version, &actor, &frame, shared.down_after).await {
                     Ok((name, v, Reply::Hello { address, peers })) => break Ok((name, address, peers, v)),
                     // A node of an older version refuses a hello it cannot read, answering in
                     // its own version: greet it again in that one when this node speaks it.
-                    Ok((_, v, Reply::Pong)) if v < version && speaks(v) => version = v,
-                    Ok(_) => break Err("unexpected answer to hello".to_owned()),
+                    Ok((_, v, Reply::Pong)) if v < version && shared.versions.speaks(v) => version = v,
+                    Ok(_) => break Err(CallError::Silent("unexpected answer to hello".to_owned())),
                     Err(e) => break Err(e),
                 }
             };
@@ -396,7 +409,7 @@ async fn tick(myself: &ActorRef<AgentMsg>, state: &mut AgentState) {
             // A hello, answered by every version, whose answer names the members the peer
             // hears (see `quorum::stands_aside`).
             let hello = Frame::Hello { address: shared.address.clone() };
-            let (ok, hears) = match call(&shared.name, version, &actor, &hello, shared.down_after).await {
+            let (ok, hears) = match call(&shared, version, &actor, &hello, shared.down_after).await {
                 Ok((_, _, Reply::Hello { peers, .. })) => (true, Some(peers)),
                 Ok((_, _, Reply::Pong)) => (true, None),
                 _ => (false, None),
@@ -458,7 +471,7 @@ async fn heard_from(state: &mut AgentState, heard: Heard) {
                 Ok((name, ..)) => {
                     tracing::error!(node = %name, "another node uses this node's name; ignoring it")
                 }
-                Err(e) if e.contains("protocol version") => {
+                Err(CallError::Refused(e)) => {
                     tracing::error!(error = %e, "refusing a node of another protocol version; disconnecting it");
                     state.refused.insert(actor.get_id());
                     disconnect(&shared, actor.get_id().node()).await;
@@ -488,7 +501,7 @@ async fn judge(shared: &Arc<Shared>) {
     // Silence during this process's own pause is not held against a peer.
     let woke = woke_at(shared, now);
     let mut went_down = Vec::new();
-    let (live, by_host) = {
+    let live = {
         let Ok(mut peers) = shared.peers.write() else { return };
         for (name, peer) in peers.iter_mut() {
             let heard = woke.map_or(peer.last_heard, |at| peer.last_heard.max(at));
@@ -508,30 +521,17 @@ async fn judge(shared: &Arc<Shared>) {
         let mut live: Vec<String> = peers.iter().filter(|(_, p)| p.up).map(|(n, _)| n.clone()).collect();
         live.push(shared.name.clone());
         live.sort();
-        let by_host = spoken_version() >= super::place::BY_HOST_SINCE
-            && peers.values().filter(|p| p.up).all(|p| p.version >= super::place::BY_HOST_SINCE);
         // Judged here, where what it reads changes (members up and down, what they hear),
         // not at each request's write.
         note_aside(shared, &peers);
-        (live, by_host)
+        live
     };
     shared.live.send_if_modified(|current| {
-        // A change of how sites are placed moves sites as a change of members does.
-        let placing_changed =
-            shared.sites_by_host.swap(by_host, std::sync::atomic::Ordering::Relaxed) != by_host;
-        if **current == live && !placing_changed {
-            false
-        } else {
-            if placing_changed {
-                tracing::info!(
-                    by_host,
-                    "sites are now placed by {}",
-                    if by_host { "host" } else { "origin" }
-                );
-            }
+        let changed = **current != live;
+        if changed {
             *current = Arc::new(live);
-            true
         }
+        changed
     });
     for (node, address) in went_down {
         disconnect(shared, node).await;

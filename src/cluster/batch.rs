@@ -1,4 +1,4 @@
-//! Calls between nodes carried many to a message (protocol version 6 on both sides). A page
+//! Calls between nodes carried many to a message. A page
 //! fetched on its site's node is one request and one answer; as a ractor call of its own,
 //! each crossed a dozen actor mailboxes and task wake-ups inside ractor_cluster on each
 //! side, which cost more CPU than the page's bytes. Here:
@@ -31,10 +31,7 @@ use serde_bytes::{ByteBuf, Bytes};
 use tokio::sync::oneshot;
 
 use super::agent::Shared;
-use super::wire::{AgentMsg, Frame, Item, OwnedReply, Reply, open, seal_as};
-
-/// The protocol version that brought batches: to an older peer each call is a ractor call.
-pub(crate) const BATCHES_SINCE: u32 = 6;
+use super::wire::{AgentMsg, Frame, Item, OwnedReply, Reply, Versions, open, seal_as};
 
 /// Least time between two messages to a peer one way, while there is more to send.
 const SPACING: Duration = Duration::from_millis(2);
@@ -311,7 +308,7 @@ impl Batches {
                 super::agent::call_sealed(&shared.name, version, &actor, &Frame::Collect, timeout).await;
             let mut calling = lock(&self.calling);
             let Some(peer) = calling.get_mut(node).filter(|p| p.session == session) else { return };
-            match answer.and_then(read_answers) {
+            match answer.and_then(|sealed| read_answers(sealed, shared.versions)) {
                 Ok((sealed, answers)) => {
                     let sealed = Arc::new(sealed);
                     for (id, answer) in answers {
@@ -446,9 +443,12 @@ fn reply(name: &str, send: Option<Collection>) {
 
 /// The answers in a collection's reply, each as where its bytes lie in the message.
 #[allow(clippy::type_complexity)]
-fn read_answers(sealed: Vec<u8>) -> Result<(Vec<u8>, Vec<(u64, Result<Range<usize>, String>)>), String> {
-    let answers = match open::<Reply<&Bytes>>(&sealed) {
-        Ok((_, Reply::Answers(answers))) => answers
+fn read_answers(
+    sealed: Vec<u8>,
+    versions: Versions,
+) -> Result<(Vec<u8>, Vec<(u64, Result<Range<usize>, String>)>), String> {
+    let answers = match open::<Reply<&Bytes>>(&sealed, versions) {
+        Ok((_, Reply::Answers(answers), _)) => answers
             .into_iter()
             .map(|(id, answer)| (id, answer.map(|bytes| super::wire::range_in(&sealed, bytes))))
             .collect(),
@@ -495,8 +495,9 @@ mod tests {
         let page = ByteBuf::from(vec![7u8; 30_000]);
         let reply =
             OwnedReply::Answers(vec![(41, Ok(page.clone())), (42, Err("gone".into())), (43, Ok(page))]);
-        let sealed = seal_as(BATCHES_SINCE, "n2", &reply);
-        let (sealed, answers) = read_answers(sealed).expect("answers");
+        let versions = Versions { own: 14, oldest: 13 };
+        let sealed = seal_as(13, "n2", &reply);
+        let (sealed, answers) = read_answers(sealed, versions).expect("answers");
         assert_eq!(answers.len(), 3);
         let (id, Ok(range)) = &answers[0] else { panic!("not an answer: {answers:?}") };
         assert_eq!((*id, sealed[range.clone()].len()), (41, 30_000));

@@ -8,7 +8,8 @@
 //!   owns a site runs its politeness actor;
 //! - **calls** to another node's handler with a timeout and a bound on calls in flight per
 //!   peer (ractor_cluster's outbound buffers are unbounded, so we never queue without limit),
-//!   in a versioned envelope ([`wire`]).
+//!   in a versioned envelope ([`wire`]) of a version both nodes speak (the versions are the
+//!   caller's to give: [`Versions`]).
 //!
 //! The layers above decide what the requests mean ([`Handler`]); this module knows bytes.
 
@@ -30,9 +31,7 @@ use ractor_cluster::{NodeServer, NodeServerMessage};
 
 use crate::config::ClusterSettings;
 pub use agent::NotForgotten;
-pub use wire::{
-    OLDEST_PROTOCOL_VERSION, OpenError, PROTOCOL_VERSION, oldest_version, speaks, spoken_version, to_bytes,
-};
+pub use wire::{OpenError, Versions, to_bytes};
 
 impl crate::model::ErrorCode for NotForgotten {
     fn code(&self) -> crate::model::Code {
@@ -55,15 +54,13 @@ const MAX_CALLS_PER_PEER: usize = 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]
 pub enum Channel {
-    /// Jobs and sites (`actors::remote`).
+    /// Jobs and sites.
     Jobs = 1,
-    /// Teams: keys, credits, concurrency (`teams::cluster`).
+    /// Teams: keys, credits, concurrency, profiles.
     Teams = 2,
-    /// API requests for a browser session or a scrape's page state held by another node
-    /// (`api::forward`).
+    /// API requests for a browser session or a scrape's page state held by another node.
     Http = 3,
-    /// DevTools connections and screen streams of a browser session another node holds
-    /// (`api::tunnel`; protocol version 8).
+    /// DevTools connections and screen streams of a browser session another node holds.
     Tunnel = 4,
 }
 
@@ -169,8 +166,8 @@ pub struct Cluster {
 #[derive(Debug, Default)]
 struct Traffic {
     calls: std::sync::atomic::AtomicU64,
-    /// Calls sent in a message of their own (to a node older than batches, or by
-    /// [`Cluster::call_alone`]); the agent's hellos and pings are not counted.
+    /// Calls sent in a message of their own ([`Cluster::call_alone`]); the agent's hellos
+    /// and pings are not counted.
     single: std::sync::atomic::AtomicU64,
     bytes_out: std::sync::atomic::AtomicU64,
     bytes_in: std::sync::atomic::AtomicU64,
@@ -183,7 +180,7 @@ pub struct TrafficView {
     /// Requests sent.
     pub calls: u64,
     /// Messages that carried them: request batches and collections of answers (each with
-    /// its reply), or a call of its own each (to a node of protocol version 5 or older).
+    /// its reply), and calls sent alone.
     pub messages: u64,
     /// Bytes of the requests.
     pub bytes_out: u64,
@@ -192,11 +189,12 @@ pub struct TrafficView {
 }
 
 impl Cluster {
-    /// Opens the cluster port and starts this node's agent; joins the seeds. `book` keeps
-    /// the members an operator forgot across restarts.
+    /// Opens the cluster port and starts this node's agent, speaking `versions` of the
+    /// protocol; joins the seeds. `book` keeps the members an operator forgot across restarts.
     pub async fn start(
         settings: &ClusterSettings,
         book: crate::store::members::ForgottenMembers,
+        versions: Versions,
     ) -> Result<Self, ClusterError> {
         let cookie = settings.cookie().map_err(|e| ClusterError::Settings(e.to_string()))?;
         let listen: std::net::SocketAddr = settings
@@ -267,7 +265,7 @@ impl Cluster {
             forgotten: std::sync::Mutex::new(forgotten),
             book,
             live: live_tx,
-            sites_by_host: std::sync::atomic::AtomicBool::new(spoken_version() >= place::BY_HOST_SINCE),
+            versions,
             aside: std::sync::atomic::AtomicBool::new(false),
             wake: std::sync::Mutex::new(agent::Wake::new()),
             unauthenticated,
@@ -283,7 +281,7 @@ impl Cluster {
                 tracing::warn!(seed = %seed, error = %e, "cluster seed not reachable yet; will retry");
             }
         }
-        tracing::info!(node = %name, %address, protocol = spoken_version(), "cluster port open");
+        tracing::info!(node = %name, %address, protocol = versions.own, "cluster port open");
         let started = Instant::now();
         Ok(Self { shared, live, agent, server, call_slots: Arc::default(), traffic: Arc::default(), started })
     }
@@ -293,6 +291,11 @@ impl Cluster {
         if let Ok(mut handlers) = self.shared.handlers.write() {
             handlers.insert(channel as u8, handler);
         }
+    }
+
+    /// The protocol versions this node speaks.
+    pub fn versions(&self) -> Versions {
+        self.shared.versions
     }
 
     /// This node's name.
@@ -434,15 +437,9 @@ impl Cluster {
         agent::forget(&self.shared, name)
     }
 
-    /// Whether sites are placed by host now (see [`place::BY_HOST_SINCE`]).
-    pub fn sites_by_host(&self) -> bool {
-        self.shared.sites_by_host.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// The key placing site `origin` (its host, or its origin while a live member of a
-    /// version before [`place::BY_HOST_SINCE`] is up; see [`place::site_key`]).
+    /// The key placing site `origin` (its host; see [`place::site_key`]).
     pub fn site_key<'o>(&self, origin: &'o str) -> &'o str {
-        place::site_key(origin, self.sites_by_host())
+        place::site_key(origin)
     }
 
     /// The live member that owns site `origin`, among `live`.
@@ -508,7 +505,7 @@ impl Cluster {
             address: self.shared.address.clone(),
             state: "self",
             last_heard_ms: 0,
-            protocol_version: spoken_version(),
+            protocol_version: self.shared.versions.own,
         }];
         if let Ok(peers) = self.shared.peers.read() {
             out.extend(peers.iter().map(|(name, p)| MemberView {
@@ -531,7 +528,7 @@ impl Cluster {
     /// older of their two), when it is one.
     pub fn version_of(&self, node: &str) -> Option<u32> {
         if node == self.name() {
-            return Some(spoken_version());
+            return Some(self.shared.versions.own);
         }
         let peers = self.shared.peers.read().ok()?;
         peers.get(node).filter(|p| p.up).map(|p| p.version)
@@ -605,7 +602,7 @@ impl Cluster {
             self.traffic.calls.fetch_add(1, Relaxed);
             self.traffic.bytes_out.fetch_add(request.len() as u64, Relaxed);
         }
-        let answer = if batched && version >= batch::BATCHES_SINCE {
+        let answer = if batched {
             self.call_batched(node, &actor, version, channel, request, timeout).await?
         } else {
             self.traffic.single.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -614,9 +611,9 @@ impl Cluster {
                 .await
                 .map_err(|reason| ClusterError::Unreachable { node: node.to_owned(), reason })?;
             // The answer's bytes are read where they lie in the message, not copied out.
-            let body = match wire::open::<wire::Reply<&serde_bytes::Bytes>>(&sealed) {
-                Ok((_, wire::Reply::App(Ok(bytes)))) => wire::range_in(&sealed, bytes),
-                Ok((_, wire::Reply::App(Err(reason)))) => return Err(failed(reason)),
+            let body = match wire::open::<wire::Reply<&serde_bytes::Bytes>>(&sealed, self.shared.versions) {
+                Ok((_, wire::Reply::App(Ok(bytes)), _)) => wire::range_in(&sealed, bytes),
+                Ok((_, wire::Reply::App(Err(reason)), _)) => return Err(failed(reason)),
                 Ok(_) => return Err(failed("unexpected answer".into())),
                 Err(e) => {
                     return Err(ClusterError::Unreachable { node: node.to_owned(), reason: e.to_string() });
@@ -628,7 +625,7 @@ impl Cluster {
         Ok(answer)
     }
 
-    /// [`Self::call`] to a node that takes calls in batches (see `batch`).
+    /// [`Self::call`] in a batch (see `batch`).
     async fn call_batched(
         &self,
         node: &str,

@@ -4,11 +4,9 @@
 //! with a final mix, fixed here so that nodes of different builds agree (a rolling upgrade
 //! must not move every site).
 //!
-//! Sites are placed by **host** (from protocol version 9): the sites of one host (its
-//! ports, http and https) have their actors on one node, where they share the host's pace
-//! (spacing, `domain_concurrency`, Crawl-delay), so the host's limits hold cluster-wide.
-//! While a member of an older version is live, every node places sites by origin, as
-//! those nodes do (see [`site_key`]).
+//! Sites are placed by **host**: the sites of one host (its ports, http and https) have
+//! their actors on one node, where they share the host's pace (spacing,
+//! `domain_concurrency`, Crawl-delay), so the host's limits hold cluster-wide.
 
 /// FNV-1a over `parts` joined by a zero byte, then SplitMix64's finaliser.
 fn weight(node: &str, key: &str) -> u64 {
@@ -52,9 +50,6 @@ pub fn next_owners(members: &[String], key: &str, me: &str, n: usize) -> Vec<Str
     in_order(members, key).skip(1).filter(|m| *m != me).take(n).map(str::to_owned).collect()
 }
 
-/// The protocol version from which sites are placed by host rather than by origin.
-pub const BY_HOST_SINCE: u32 = 9;
-
 /// The host of an origin written `scheme://host[:port][/]` (an IPv6 host keeps its
 /// brackets); the text after the scheme when there is no port or path.
 pub fn host_of_origin(origin: &str) -> &str {
@@ -66,10 +61,9 @@ pub fn host_of_origin(origin: &str) -> &str {
     authority.rsplit_once(':').map_or(authority, |(host, _)| host)
 }
 
-/// The key placing site `origin`: its host when every live member places by host
-/// (`by_host`), else the origin itself.
-pub fn site_key(origin: &str, by_host: bool) -> &str {
-    if by_host { host_of_origin(origin) } else { origin }
+/// The key placing site `origin`: its host.
+pub fn site_key(origin: &str) -> &str {
+    host_of_origin(origin)
 }
 
 #[cfg(test)]
@@ -119,8 +113,11 @@ mod tests {
             assert_eq!(next_owners(&four, k, order[2], 5), [order[1], order[3]]);
         }
         assert!(next_owners(&names(&["a"]), "x", "a", 2).is_empty());
-        // Fixed values: a change of the hash would move every site in a mixed-build cluster.
-        assert_eq!(weight("node-1", "example.com"), weight("node-1", "example.com"));
+        // Fixed values: a change of the hash would move every site in a mixed-build cluster
+        // (and change the tag of every job id).
+        assert_eq!(weight("node-1", "example.com"), 0xb1dd_c66b_da4d_8199);
+        assert_eq!(tag_of("n1"), 0x124c_9b4e);
+        assert_eq!(owner(&three, "example.com"), Some("a"));
         assert_eq!(owner(&three, "example.com"), owner(&names(&["c", "b", "a"]), "example.com"));
     }
 
@@ -131,7 +128,6 @@ mod tests {
         assert_eq!(host_of_origin("https://a.example"), "a.example");
         assert_eq!(host_of_origin("http://[::1]:8080/"), "[::1]");
         assert_eq!(host_of_origin("http://[::1]/"), "[::1]");
-        assert_eq!(site_key("http://a.example:81/", true), site_key("https://a.example/", true));
-        assert_eq!(site_key("http://a.example:81/", false), "http://a.example:81/");
+        assert_eq!(site_key("http://a.example:81/"), site_key("https://a.example/"));
     }
 }

@@ -111,6 +111,31 @@ codes! {
     NodeUnavailable => (503, "NODE_UNAVAILABLE"),
     /// The job's stored record could not be read by this build and is held in quarantine.
     RecordQuarantined => (500, "RECORD_QUARANTINED"),
+    /// A crawl's page that landed (after redirects) outside the crawl's scope; only ever in
+    /// a crawl's list of failed pages, never an answer's status.
+    CrawlDenial => (400, "CRAWL_DENIAL"),
+}
+
+impl Code {
+    /// The code whose string is `name`; the first of the table when several share it
+    /// (their strings are what clients see), [`Code::Unknown`] for a string not in it.
+    pub fn named(name: &str) -> Self {
+        Self::ALL.iter().copied().find(|c| c.as_str() == name).unwrap_or(Self::Unknown)
+    }
+}
+
+/// Written as its string, which is what clients and other nodes read.
+impl serde::Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Code {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = std::borrow::Cow::<str>::deserialize(deserializer)?;
+        Ok(Self::named(&name))
+    }
 }
 
 #[cfg(test)]
@@ -145,5 +170,16 @@ mod tests {
         assert_eq!(Code::ScrapeLockdownCacheMiss.as_str(), "SCRAPE_LOCKDOWN_CACHE_MISS");
         assert_eq!(Code::InvalidJson.as_str(), "BAD_REQUEST_INVALID_JSON");
         assert_eq!(Code::ScrapeTimeout.status(), 408);
+    }
+
+    #[test]
+    fn codes_are_written_and_read_as_their_strings() {
+        assert_eq!(serde_json::to_string(&Code::ScrapeTimeout).expect("json"), "\"SCRAPE_TIMEOUT\"");
+        for code in Code::ALL {
+            let read: Code = serde_json::from_str(&serde_json::to_string(code).expect("json")).expect("read");
+            assert_eq!(read.as_str(), code.as_str());
+        }
+        let unknown: Code = serde_json::from_str("\"A_CODE_OF_A_LATER_RELEASE\"").expect("read");
+        assert_eq!(unknown, Code::Unknown);
     }
 }

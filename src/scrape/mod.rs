@@ -134,11 +134,11 @@ pub struct Scraper {
     unreplayable: Arc<UnreplayableIds>,
     links: links::FileLinks,
     /// Where profiles live when not in this node's store (a cluster).
-    profiles: Arc<std::sync::OnceLock<Arc<dyn profiles::ProfileKeeper>>>,
+    profiles: Option<Arc<dyn profiles::ProfileKeeper>>,
     /// Where pages of sites another node owns are cached (a cluster).
-    pages: Arc<std::sync::OnceLock<Arc<dyn shared_cache::PageKeeper>>>,
-    /// Where stored pages go to be searchable, once the server started its index.
-    index: Arc<std::sync::OnceLock<crate::search::indexer::IndexHandle>>,
+    pages: Option<Arc<dyn shared_cache::PageKeeper>>,
+    /// Where stored pages go to be searchable, when the server keeps an index.
+    index: Option<crate::search::indexer::IndexHandle>,
     /// The language model, when one is configured.
     llm: Option<crate::llm::Llm>,
 }
@@ -222,9 +222,9 @@ impl Scraper {
             public_base,
             unreplayable: Arc::default(),
             links,
-            profiles: Arc::default(),
-            pages: Arc::default(),
-            index: Arc::default(),
+            profiles: None,
+            pages: None,
+            index: None,
             llm,
         })
     }
@@ -343,14 +343,30 @@ impl Scraper {
         self.convert(job, page, discover).await
     }
 
-    /// Offers every page stored from now on to `index` (the local search index).
-    pub fn index_pages_with(&self, index: crate::search::indexer::IndexHandle) {
-        let _ = self.index.set(index);
+    /// Offers every page it stores to `index` (the local search index).
+    #[must_use]
+    pub fn with_index(mut self, index: crate::search::indexer::IndexHandle) -> Self {
+        self.index = Some(index);
+        self
+    }
+
+    /// Reads and saves browser profiles through `keeper` (a cluster's nodes).
+    #[must_use]
+    pub fn with_profiles(mut self, keeper: Arc<dyn profiles::ProfileKeeper>) -> Self {
+        self.profiles = Some(keeper);
+        self
+    }
+
+    /// Reads and fills the cache of the node that owns each page's site (a cluster's).
+    #[must_use]
+    pub fn with_pages(mut self, keeper: Arc<dyn shared_cache::PageKeeper>) -> Self {
+        self.pages = Some(keeper);
+        self
     }
 
     /// The local search index, when the server keeps one.
     pub fn search_index(&self) -> Option<&crate::search::indexer::IndexHandle> {
-        self.index.get()
+        self.index.as_ref()
     }
 
     /// The first half of [`Scraper::scrape_page`]: the page from the cache or the target,
@@ -443,7 +459,7 @@ impl Scraper {
         let (cache_state, cached_at) = (sourced.cache_state, sourced.cached_at);
         let pdf_pages = built.pdf_pages;
         let mut doc = built.document;
-        if let Some(index) = self.index.get()
+        if let Some(index) = &self.index
             && options.may_write_cache()
             && (200..300).contains(&status)
             && !matches!(cache_state, Some(CacheState::Hit))

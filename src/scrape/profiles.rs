@@ -1,8 +1,7 @@
 //! Where a scrape's browser profile is read and saved: this node's store, or in a cluster
-//! the node that keeps the profile (see `teams::cluster`), so a profile saved through one
-//! node is the one every node's Chromium starts from.
-
-use std::sync::Arc;
+//! the node that keeps the profile (a [`ProfileKeeper`], which the layer carrying messages
+//! between nodes implements), so a profile saved through one node is the one every node's
+//! Chromium starts from.
 
 use futures::future::BoxFuture;
 
@@ -28,11 +27,6 @@ pub trait ProfileKeeper: Send + Sync + std::fmt::Debug {
 }
 
 impl Scraper {
-    /// Reads and saves profiles through `keeper` from now on.
-    pub fn keep_profiles_with(&self, keeper: Arc<dyn ProfileKeeper>) {
-        let _ = self.profiles.set(keeper);
-    }
-
     /// The team's profile `name`; when its keeper does not answer, this node's copy, and a
     /// warning saying so.
     pub(super) async fn load_profile(
@@ -41,7 +35,7 @@ impl Scraper {
         name: &str,
         warnings: &mut Vec<String>,
     ) -> Result<Option<ProfileState>, ScrapeError> {
-        if let Some(keeper) = self.profiles.get() {
+        if let Some(keeper) = &self.profiles {
             match keeper.get(team, name).await {
                 Ok(state) => return Ok(state),
                 Err(e) => warnings.push(format!(
@@ -61,7 +55,7 @@ impl Scraper {
         state: &ProfileState,
         warnings: &mut Vec<String>,
     ) -> Result<(), ScrapeError> {
-        if let Some(keeper) = self.profiles.get() {
+        if let Some(keeper) = &self.profiles {
             match keeper.put(team, name, state).await {
                 Ok(()) => return Ok(()),
                 Err(e) => warnings.push(format!(

@@ -1,10 +1,8 @@
 //! The page cache across a cluster: a page is cached on the node that owns its site (where
 //! its site's actor lives and a crawl fetches it), so a scrape through any node reads and
 //! fills that node's cache, not its own. The scraper asks a [`PageKeeper`] (the cluster's,
-//! set once the node joined one) which node that is; this node's own cache stays the
-//! fallback when the keeper does not answer.
-
-use std::sync::Arc;
+//! which the layer carrying messages between nodes implements) which node that is; this
+//! node's own cache stays the fallback when the keeper does not answer.
 
 use futures::future::BoxFuture;
 use url::Url;
@@ -32,11 +30,6 @@ pub trait PageKeeper: Send + Sync + std::fmt::Debug {
 }
 
 impl Scraper {
-    /// Reads and fills the cache of the node that owns each page's site from now on.
-    pub fn keep_pages_with(&self, keeper: Arc<dyn PageKeeper>) {
-        let _ = self.pages.set(keeper);
-    }
-
     /// The page cached under `key`, at the node that keeps `url`'s pages (this node's own
     /// cache when that is this node, or when that node does not answer).
     pub(super) async fn cached(
@@ -44,7 +37,7 @@ impl Scraper {
         url: &Url,
         key: CacheKey,
     ) -> Result<Option<CachedPage>, super::ScrapeError> {
-        if let Some(asked) = self.pages.get().and_then(|keeper| keeper.get(url, key)) {
+        if let Some(asked) = self.pages.as_ref().and_then(|keeper| keeper.get(url, key)) {
             match asked.await {
                 Ok(page) => return Ok(page),
                 Err(node) => {
@@ -59,7 +52,7 @@ impl Scraper {
     /// this node (the caller writes it here). Sent on a task of its own: the scrape does not
     /// wait for it, and a page the node does not take is cached here instead.
     pub(super) fn cache_elsewhere(&self, url: &Url, key: CacheKey, page: &CachedPage) -> bool {
-        let Some(sent) = self.pages.get().and_then(|keeper| keeper.put(url, key, page.clone())) else {
+        let Some(sent) = self.pages.as_ref().and_then(|keeper| keeper.put(url, key, page.clone())) else {
             return false;
         };
         let (cache, page) = (self.store.cache.clone(), page.clone());

@@ -73,7 +73,7 @@ impl Scraper {
         let pdf_pages = built.pdf_pages;
         let mut doc = built.document;
         // Found by its own team only, under an address of its own (names repeat).
-        if let Some(index) = self.index.get()
+        if let Some(index) = &self.index
             && options.may_write_cache()
             && let Some(mut page) =
                 crate::search::page::indexed(&doc, kind.as_deref(), &[], crate::model::time::now_ms())

@@ -4,14 +4,13 @@
 //! to what the team has left), idempotency keys, the job's record and first URLs, the
 //! `started` event, the team's activity log, and the reading of a job's stored state off the
 //! async workers. When nodes form a cluster, this is where a request is routed to the node
-//! that owns the job.
+//! that owns the job ([`JobNodes`]).
 //!
 //! Handlers parse and authorize, call one method here, and shape the answer; they never
 //! read the store themselves.
 
 pub mod model_jobs;
 mod read;
-pub mod remote;
 mod route;
 
 use url::Url;
@@ -27,6 +26,7 @@ use crate::store::jobs::{EntrySource, JobRecord, NewEntry, QueueEntry};
 use crate::teams::CreditError;
 
 pub use read::{ActiveJob, JobCounts, JobErrors, JobPage, Paging, StoredDocument};
+pub use route::{JobNodes, NodeAnswer, RemoteError};
 
 /// A job's stored description (kind, team, options, status, times).
 pub type Job = JobRecord;
@@ -70,7 +70,7 @@ pub enum JobError {
     NodeUnavailable(String),
     /// The node that owns the job answered with an error.
     #[error(transparent)]
-    Remote(#[from] remote::RemoteError),
+    Remote(#[from] RemoteError),
 }
 
 impl ErrorCode for JobError {
@@ -151,12 +151,19 @@ pub struct Started {
 #[derive(Debug, Clone)]
 pub struct JobService {
     runtime: Runtime,
+    /// The other nodes that own jobs, in a cluster.
+    nodes: Option<std::sync::Arc<dyn JobNodes>>,
 }
 
 impl JobService {
     /// The service over a running actor tree.
     pub fn new(runtime: Runtime) -> Self {
-        Self { runtime }
+        Self { runtime, nodes: None }
+    }
+
+    /// The service on a node of a cluster, reaching the jobs of other nodes through `nodes`.
+    pub fn in_cluster(runtime: Runtime, nodes: std::sync::Arc<dyn JobNodes>) -> Self {
+        Self { runtime, nodes: Some(nodes) }
     }
 
     /// The actor tree.
@@ -260,9 +267,9 @@ impl JobService {
         Ok(Started { id, url: record.url })
     }
 
-    /// Cancels a running job of the team on this node; a completed or failed one is a
-    /// conflict.
-    pub(super) async fn local_cancel(&self, team: &TeamId, id: JobId, kind: JobKind) -> Result<(), JobError> {
+    /// Cancels a running job of the team on this node (another node's request for a job of
+    /// this node); a completed or failed one is a conflict.
+    pub async fn local_cancel(&self, team: &TeamId, id: JobId, kind: JobKind) -> Result<(), JobError> {
         let job = self.local_find(team, id, kind).await?;
         if matches!(job.status, JobStatus::Completed | JobStatus::Failed) {
             return Err(JobError::Finished(display_name(kind)));

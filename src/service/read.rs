@@ -103,7 +103,7 @@ impl JobService {
     }
 
     /// The team's job on this node, with its counts and a page of its documents.
-    pub(super) async fn local_page(
+    pub async fn local_page(
         &self,
         team: &TeamId,
         id: JobId,
@@ -124,12 +124,7 @@ impl JobService {
     }
 
     /// The failed pages and robots-blocked URLs of the team's job on this node.
-    pub(super) async fn local_errors(
-        &self,
-        team: &TeamId,
-        id: JobId,
-        kind: JobKind,
-    ) -> Result<JobErrors, JobError> {
+    pub async fn local_errors(&self, team: &TeamId, id: JobId, kind: JobKind) -> Result<JobErrors, JobError> {
         let (jobs, _) = self.locate(team, id, kind).await?;
         blocking(move || {
             let (failed, robots_blocked) = jobs.errors(id)?;
@@ -139,11 +134,7 @@ impl JobService {
     }
 
     /// The team's running jobs of `kind` on this node.
-    pub(super) async fn local_active(
-        &self,
-        team: &TeamId,
-        kind: JobKind,
-    ) -> Result<Vec<ActiveJob>, JobError> {
+    pub async fn local_active(&self, team: &TeamId, kind: JobKind) -> Result<Vec<ActiveJob>, JobError> {
         let services = self.runtime.services().clone();
         let team = team.as_str().to_owned();
         blocking(move || {

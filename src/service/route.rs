@@ -1,23 +1,85 @@
 //! Where a job request goes: a job lives on the node that accepted it, and its id carries
 //! that node's tag. On a single node, or for a job of this node, the request is answered
-//! here; for another node's job it is sent there; when that node is not a live member the
-//! answer is `NODE_UNAVAILABLE` naming it (the job resumes when the node comes back with
-//! its data directory).
+//! here; for another node's job it is sent there ([`JobNodes`], which the layer carrying
+//! messages between nodes implements); when that node is not a live member the answer is
+//! `NODE_UNAVAILABLE` naming it (the job resumes when the node comes back with its data
+//! directory).
 
-use std::time::Duration;
+use futures::future::BoxFuture;
 
-use super::remote;
 use super::{ActiveJob, JobError, JobErrors, JobPage, JobService, Paging};
-use crate::actors::remote::{Request, Response, decode, encode};
-use crate::cluster::{Channel, ClusterError, Holder};
-use crate::model::{JobId, JobKind, TeamId};
+use crate::cluster::Holder;
+use crate::model::{Code, ErrorCode, JobId, JobKind, TeamId};
 
-/// How long a request to another node may take.
-const REMOTE_TIMEOUT: Duration = Duration::from_secs(30);
+/// A node's name, and its answer or why it gave none.
+pub type NodeAnswer<T> = (String, Result<T, JobError>);
 
-enum Route {
+/// How the job service reaches the node that owns a job, when that is another node.
+pub trait JobNodes: Send + Sync + std::fmt::Debug {
+    /// The team's job `id` on `node`, with its counts and a page of its documents.
+    fn page<'a>(
+        &'a self,
+        node: &'a str,
+        team: &'a TeamId,
+        id: JobId,
+        kind: JobKind,
+        paging: Paging,
+    ) -> BoxFuture<'a, Result<JobPage, JobError>>;
+    /// The failed pages and robots-blocked URLs of the team's job `id` on `node`.
+    fn errors<'a>(
+        &'a self,
+        node: &'a str,
+        team: &'a TeamId,
+        id: JobId,
+        kind: JobKind,
+    ) -> BoxFuture<'a, Result<JobErrors, JobError>>;
+    /// Cancels the team's job `id` on `node`.
+    fn cancel<'a>(
+        &'a self,
+        node: &'a str,
+        team: &'a TeamId,
+        id: JobId,
+        kind: JobKind,
+    ) -> BoxFuture<'a, Result<(), JobError>>;
+    /// The team's running jobs of `kind` on every other live node, by node (a node that
+    /// does not answer is named with its error).
+    fn active<'a>(
+        &'a self,
+        team: &'a TeamId,
+        kind: JobKind,
+    ) -> BoxFuture<'a, Vec<NodeAnswer<Vec<ActiveJob>>>>;
+}
+
+/// An error from another node, as it answered.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct RemoteError {
+    code: Code,
+    message: String,
+}
+
+impl RemoteError {
+    /// The error another node answered with `status`, `code` and `message` (a code this
+    /// build does not know, or with another status, is [`Code::Unknown`]).
+    pub fn new(status: u16, code: &str, message: String) -> Self {
+        let code = Code::ALL
+            .iter()
+            .copied()
+            .find(|c| c.as_str() == code && c.status() == status)
+            .unwrap_or(Code::Unknown);
+        Self { code, message }
+    }
+}
+
+impl ErrorCode for RemoteError {
+    fn code(&self) -> Code {
+        self.code
+    }
+}
+
+enum Route<'a> {
     Here,
-    There(String),
+    There(&'a dyn JobNodes, String),
 }
 
 impl JobService {
@@ -26,34 +88,23 @@ impl JobService {
         self.runtime.services().new_id()
     }
 
-    fn route(&self, id: JobId) -> Result<Route, JobError> {
-        let Some(cluster) = &self.runtime.services().cluster else { return Ok(Route::Here) };
+    fn route(&self, id: JobId) -> Result<Route<'_>, JobError> {
+        let (Some(cluster), Some(nodes)) = (&self.runtime.services().cluster, &self.nodes) else {
+            return Ok(Route::Here);
+        };
         match cluster.holder_of_tag(id.tag()) {
             Holder::Here => Ok(Route::Here),
-            Holder::There(node) => Ok(Route::There(node)),
+            Holder::There(node) => Ok(Route::There(nodes.as_ref(), node)),
             Holder::Down(node) => Err(JobError::NodeUnavailable(node)),
         }
-    }
-
-    async fn ask(&self, node: &str, request: &Request) -> Result<Response, JobError> {
-        let Some(cluster) = &self.runtime.services().cluster else {
-            return Err(JobError::NodeUnavailable(node.to_owned()));
-        };
-        let answer = cluster.call(node, Channel::Jobs, encode(request), REMOTE_TIMEOUT).await.map_err(
-            |e| match e {
-                ClusterError::Call { reason, .. } => JobError::Internal(format!("node `{node}`: {reason}")),
-                _ => JobError::NodeUnavailable(node.to_owned()),
-            },
-        )?;
-        decode(&answer).map_err(JobError::Internal)
     }
 
     /// The team's job `id` of `kind`, wherever it lives.
     pub async fn find(&self, team: &TeamId, id: JobId, kind: JobKind) -> Result<super::Job, JobError> {
         match self.route(id)? {
             Route::Here => self.local_find(team, id, kind).await,
-            Route::There(_) => {
-                Ok(self.page(team, id, kind, Paging { skip: 0, limit: 1, max_bytes: 1 }).await?.job)
+            Route::There(nodes, node) => {
+                Ok(nodes.page(&node, team, id, kind, Paging { skip: 0, limit: 1, max_bytes: 1 }).await?.job)
             }
         }
     }
@@ -68,11 +119,7 @@ impl JobService {
     ) -> Result<JobPage, JobError> {
         match self.route(id)? {
             Route::Here => self.local_page(team, id, kind, paging).await,
-            Route::There(node) => {
-                let paging = (paging.skip, paging.limit, paging.max_bytes);
-                let request = Request::Page { team: team.as_str().to_owned(), id, kind, paging };
-                remote::page_of(self.ask(&node, &request).await?)
-            }
+            Route::There(nodes, node) => nodes.page(&node, team, id, kind, paging).await,
         }
     }
 
@@ -80,10 +127,7 @@ impl JobService {
     pub async fn errors(&self, team: &TeamId, id: JobId, kind: JobKind) -> Result<JobErrors, JobError> {
         match self.route(id)? {
             Route::Here => self.local_errors(team, id, kind).await,
-            Route::There(node) => {
-                let request = Request::Errors { team: team.as_str().to_owned(), id, kind };
-                remote::errors_of(self.ask(&node, &request).await?)
-            }
+            Route::There(nodes, node) => nodes.errors(&node, team, id, kind).await,
         }
     }
 
@@ -91,10 +135,7 @@ impl JobService {
     pub async fn cancel(&self, team: &TeamId, id: JobId, kind: JobKind) -> Result<(), JobError> {
         match self.route(id)? {
             Route::Here => self.local_cancel(team, id, kind).await,
-            Route::There(node) => {
-                let request = Request::Cancel { team: team.as_str().to_owned(), id, kind };
-                remote::ok(self.ask(&node, &request).await?).map(drop)
-            }
+            Route::There(nodes, node) => nodes.cancel(&node, team, id, kind).await,
         }
     }
 
@@ -102,12 +143,9 @@ impl JobService {
     /// left out).
     pub async fn active(&self, team: &TeamId, kind: JobKind) -> Result<Vec<ActiveJob>, JobError> {
         let mut all = self.local_active(team, kind).await?;
-        let Some(cluster) = &self.runtime.services().cluster else { return Ok(all) };
-        let others: Vec<String> = cluster.live().iter().filter(|n| *n != cluster.name()).cloned().collect();
-        let request = Request::Active { team: team.as_str().to_owned(), kind };
-        let answers = futures::future::join_all(others.iter().map(|node| self.ask(node, &request))).await;
-        for (node, answer) in others.iter().zip(answers) {
-            match answer.and_then(remote::active_of) {
+        let Some(nodes) = &self.nodes else { return Ok(all) };
+        for (node, answer) in nodes.active(team, kind).await {
+            match answer {
                 Ok(list) => all.extend(list),
                 Err(e) => tracing::warn!(node = %node, error = %e, "a node's active jobs are left out"),
             }

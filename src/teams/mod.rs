@@ -1,14 +1,17 @@
 //! Team policy at run time: each team's plan (monthly credits, concurrency, request rate)
 //! from the configuration and the store, the credit check before work and the charge after
-//! it, the concurrency gate every page fetch passes (scrapes, crawl and batch pages share
-//! it; waiters are served in arrival order, so jobs take turns), and the request rate
-//! limiter. In a cluster, keys, credits, the concurrency limit and the request rate hold
-//! for the cluster as a whole ([`cluster`], [`credits`], [`slots`]).
+//! it ([`Teams::charge`], the one way credits are charged), the concurrency gate every page
+//! fetch passes (scrapes, crawl and batch pages share it; waiters are served in arrival
+//! order, so jobs take turns), and the request rate limiter. In a cluster, keys, credits,
+//! the concurrency limit and the request rate hold for the cluster as a whole: this module
+//! asks the other nodes through [`TeamNodes`], which the layer carrying messages between
+//! nodes implements.
 
-mod cluster;
-pub use cluster::Profiles;
-mod credits;
-mod slots;
+mod lease;
+mod tally;
+
+pub use lease::{Grant, Lease};
+pub use tally::{Ledger, Tally};
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -16,6 +19,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures::future::BoxFuture;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -71,7 +75,7 @@ impl ErrorCode for CreditError {
 #[derive(Debug)]
 pub struct Admission {
     permit: Option<OwnedSemaphorePermit>,
-    lease: Option<Arc<slots::Lease>>,
+    lease: Option<Arc<Lease>>,
     /// How long the request waited for a slot, when it had to.
     pub waited: Option<Duration>,
 }
@@ -96,7 +100,66 @@ struct Gate {
     /// node stay few and never crowd a peer's calls.
     sent: Arc<Semaphore>,
     /// In a cluster: the slots the team's owner granted this node (`slots` holds them).
-    lease: Option<Arc<slots::Lease>>,
+    lease: Option<Arc<Lease>>,
+}
+
+/// How a team's keys, credits, tokens, concurrency and request rate hold across the
+/// nodes of a cluster: the other nodes as this node's team policy reaches them.
+pub trait TeamNodes: Send + Sync + std::fmt::Debug {
+    /// The team of the key with SHA-256 `digest`, when another node knows the key.
+    fn key_team(&self, digest: [u8; 32]) -> BoxFuture<'_, Option<TeamId>>;
+    /// Counts one POST request of `team` at the team's owner: `None` when that is this
+    /// node, or it did not answer (this node's own limiter decides); else `Err` is how long
+    /// to wait.
+    fn rate<'a>(&'a self, team: &'a TeamId) -> BoxFuture<'a, Option<Result<(), Duration>>>;
+    /// The team's pages in flight and waiting on the other live nodes.
+    fn load<'a>(&'a self, team: &'a TeamId) -> BoxFuture<'a, (u32, u32)>;
+    /// What the team used in `month` in `ledger` on every other node.
+    fn used<'a>(
+        &'a self,
+        ledger: Ledger,
+        team: &'a TeamId,
+        month: Month,
+    ) -> BoxFuture<'a, Result<Tally, StoreError>>;
+    /// This node's total of `ledger` for the team grew: the team's owner (and the nodes
+    /// that take it over should it go down) hear of it soon.
+    fn grew(&self, ledger: Ledger, team: &TeamId);
+    /// As [`TeamNodes::grew`] for credits, with the team's owner told before this resolves.
+    fn grew_now<'a>(&'a self, team: &'a TeamId) -> BoxFuture<'a, ()>;
+    /// Keeps the team's slots on this node supplied by the team's owner (see [`Supply`]).
+    fn supply(&self, team: &TeamId, supply: Supply);
+}
+
+/// A team's gate on a node of a cluster, as the owner's grants keep it supplied: starts
+/// empty, holds what the owner granted, and says what its pages want.
+#[derive(Debug, Clone)]
+pub struct Supply(Arc<Gate>);
+
+impl Supply {
+    /// The team's limit.
+    pub fn limit(&self) -> u32 {
+        self.0.size
+    }
+
+    /// The slots this node holds, and its pages waiting for one.
+    pub fn held_and_wanted(&self) -> (u32, u32) {
+        let held = self.lease().held.load(Ordering::SeqCst);
+        (held, u32::try_from(self.0.waiting.load(Ordering::SeqCst)).unwrap_or(u32::MAX))
+    }
+
+    /// Applies the owner's answer to the gate.
+    pub fn apply(&self, grant: Grant) {
+        self.lease().apply(&self.0.slots, &self.0.waiting, grant);
+    }
+
+    /// Resolves when a page starts waiting for a slot (the owner is to be asked at once).
+    pub async fn wanted(&self) {
+        self.lease().wake.notified().await;
+    }
+
+    fn lease(&self) -> &Lease {
+        self.0.lease.as_deref().expect("a supplied gate has a lease")
+    }
 }
 
 /// Run-time team policy.
@@ -104,27 +167,48 @@ struct Gate {
 pub struct Teams {
     settings: Arc<Settings>,
     store: Store,
-    cluster: std::sync::OnceLock<crate::cluster::Cluster>,
-    keys: cluster::KeyMemory,
-    credits: credits::Credits,
+    /// The other nodes, in a cluster.
+    nodes: Option<Arc<dyn TeamNodes>>,
     gates: Mutex<HashMap<String, Arc<Gate>>>,
-    pools: Arc<slots::Pools>,
     limiters: Mutex<HashMap<String, Arc<DefaultDirectRateLimiter>>>,
     last_success: Mutex<HashMap<String, u64>>,
 }
 
+/// Credits just charged ([`Teams::charge`]): in a cluster the team's owner hears of them
+/// within a moment, or, through [`Charged::reported`], before the caller answers.
+#[derive(Debug)]
+pub struct Charged<'a> {
+    /// The team, while its owner is still to hear of the charge (in a cluster).
+    untold: Option<(&'a dyn TeamNodes, TeamId)>,
+}
+
+impl Charged<'_> {
+    /// Resolves once the team's owner has heard of the charge (or did not answer, and hears
+    /// of it later): the team's next request, through any node, is checked with it. For a
+    /// request whose answer reports what it cost.
+    pub async fn reported(mut self) {
+        if let Some((nodes, team)) = self.untold.take() {
+            nodes.grew_now(&team).await;
+        }
+    }
+}
+
+impl Drop for Charged<'_> {
+    fn drop(&mut self) {
+        if let Some((nodes, team)) = self.untold.take() {
+            nodes.grew(Ledger::Credits, &team);
+        }
+    }
+}
+
 impl Teams {
-    /// Team policy over `store` and `settings`.
-    pub fn new(settings: Arc<Settings>, store: Store) -> Self {
-        let credits = credits::Credits::kept_in(store.reports.clone());
+    /// Team policy over `store` and `settings`, in a cluster with `nodes`.
+    pub fn new(settings: Arc<Settings>, store: Store, nodes: Option<Arc<dyn TeamNodes>>) -> Self {
         Self {
             settings,
             store,
-            cluster: std::sync::OnceLock::new(),
-            keys: cluster::KeyMemory::default(),
-            credits,
+            nodes,
             gates: Mutex::new(HashMap::new()),
-            pools: Arc::default(),
             limiters: Mutex::new(HashMap::new()),
             last_success: Mutex::new(HashMap::new()),
         }
@@ -177,6 +261,63 @@ impl Teams {
         Ok((self.store.tokens.used(team, month)?, self.store.tokens.by_key(team, month)?))
     }
 
+    /// The team a presented key authenticates as: this node's keys, then the other nodes'.
+    pub async fn authenticate(&self, key: &str) -> Result<Option<TeamId>, StoreError> {
+        if let Some(team) = self.store.keys.team_of(key)? {
+            return Ok(Some(team));
+        }
+        match &self.nodes {
+            Some(nodes) => Ok(nodes.key_team(crate::store::keys::digest_of(key)).await),
+            None => Ok(None),
+        }
+    }
+
+    /// Counts one POST request of the team against its rate, at the team's owner when that
+    /// is another node that answers; `Err` is how long to wait.
+    pub async fn check_rate_everywhere(&self, team: &TeamId) -> Result<(), Duration> {
+        if let Some(nodes) = &self.nodes
+            && let Some(answer) = nodes.rate(team).await
+        {
+            return answer;
+        }
+        self.check_rate(team)
+    }
+
+    /// The team's pages in flight and waiting on every live node, and its limit: what
+    /// `/v2/team/queue-status` shows behind a load balancer, whichever node answers.
+    pub async fn load_everywhere(&self, team: &TeamId) -> (u32, u32, u32) {
+        let (active, waiting, limit) = self.load(team);
+        let Some(nodes) = &self.nodes else { return (active, waiting, limit) };
+        let (a, w) = nodes.load(team).await;
+        (active.saturating_add(a), waiting.saturating_add(w), limit)
+    }
+
+    /// Credits the team used in `month` on every node (this one alone when it is not part
+    /// of a cluster).
+    pub async fn used_everywhere(&self, team: &TeamId, month: Month) -> Result<u64, StoreError> {
+        Ok(self.everywhere(Ledger::Credits, team, month).await?.total)
+    }
+
+    /// Language-model tokens the team used in `month` on every node, as credits are
+    /// counted: the total and the use per key label.
+    pub async fn tokens_everywhere(
+        &self,
+        team: &TeamId,
+        month: Month,
+    ) -> Result<(u64, Vec<(String, u64)>), StoreError> {
+        let tally = self.everywhere(Ledger::Tokens, team, month).await?;
+        Ok((tally.total, tally.by_key.into_iter().collect()))
+    }
+
+    /// The team's total of `month` in `ledger`: this node's ledger and the other nodes'.
+    async fn everywhere(&self, ledger: Ledger, team: &TeamId, month: Month) -> Result<Tally, StoreError> {
+        let mut tally = ledger.tally(&self.store, team, month)?;
+        if let Some(nodes) = &self.nodes {
+            tally.add(&nodes.used(ledger, team, month).await?);
+        }
+        Ok(tally)
+    }
+
     /// Credits left this month (on every node of a cluster); `None` is unlimited.
     pub async fn remaining(&self, team: &TeamId) -> Result<Option<u64>, StoreError> {
         let Some(plan) = self.plan(team).credits else { return Ok(None) };
@@ -192,25 +333,19 @@ impl Teams {
         }
     }
 
-    /// Records `credits` used now (work that cost credits succeeded). In a cluster the
-    /// team's owner hears of it within [`credits::REPORT_AFTER`]; a request whose answer
-    /// waits for its charge uses [`Teams::charge_reported`] instead.
-    pub fn charge(&self, team: &TeamId, credits: u64) -> Result<(), StoreError> {
-        self.write_charge(team, credits)?;
-        if credits > 0 && self.cluster.get().is_some() {
-            self.credits.charged(credits::Ledger::Credits, team.as_str());
-        }
-        Ok(())
-    }
-
-    /// The charge in this node's ledger.
-    fn write_charge(&self, team: &TeamId, credits: u64) -> Result<(), StoreError> {
+    /// Charges `credits` to the team now (work that cost credits succeeded): the one way
+    /// credits are charged. It is in this node's ledger when this returns; in a cluster the
+    /// team's owner hears of it within a moment, or, for a request whose answer reports
+    /// what it cost, before the answer ([`Charged::reported`]).
+    pub fn charge(&self, team: &TeamId, credits: u64) -> Result<Charged<'_>, StoreError> {
         if credits > 0 {
             metrics::counter!("credits_charged_total").increment(credits);
             let mut last = self.last_success.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             last.insert(team.as_str().to_owned(), time::now_ms());
         }
-        self.store.ledger.charge(team, credits, time::now_ms())
+        self.store.ledger.charge(team, credits, time::now_ms())?;
+        let untold = self.nodes.as_deref().filter(|_| credits > 0).map(|nodes| (nodes, team.clone()));
+        Ok(Charged { untold })
     }
 
     /// When work of the team last succeeded (since this process started).
@@ -220,27 +355,21 @@ impl Teams {
     }
 
     /// The team's gate, made on first use: on a single node it holds the team's whole
-    /// limit; in a cluster it starts empty and a task keeps it supplied by the team's owner.
+    /// limit; in a cluster it starts empty and the team's owner keeps it supplied.
     fn gate(&self, team: &TeamId) -> Arc<Gate> {
         let size = self.plan(team).concurrency;
         let mut gates = self.gates.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let gate = gates.entry(team.as_str().to_owned()).or_insert_with(|| {
-            let cluster = self.cluster.get().cloned();
+            let clustered = self.nodes.is_some();
             let gate = Arc::new(Gate {
-                slots: Arc::new(Semaphore::new(if cluster.is_some() { 0 } else { size as usize })),
+                slots: Arc::new(Semaphore::new(if clustered { 0 } else { size as usize })),
                 size,
                 waiting: AtomicUsize::new(0),
                 sent: Arc::new(Semaphore::new(2 * size.max(1) as usize)),
-                lease: cluster.is_some().then(Arc::default),
+                lease: clustered.then(Arc::default),
             });
-            if let Some(cluster) = cluster {
-                let lease = cluster::LeaseKeeper {
-                    cluster,
-                    pools: Arc::clone(&self.pools),
-                    team: team.as_str().to_owned(),
-                    gate: Arc::clone(&gate),
-                };
-                tokio::spawn(lease.run());
+            if let Some(nodes) = &self.nodes {
+                nodes.supply(team, Supply(Arc::clone(&gate)));
             }
             gate
         });
@@ -248,8 +377,7 @@ impl Teams {
     }
 
     /// Waits until this node has fewer than twice the team's limit of its pages out on
-    /// other nodes for a slot there (see `actors::remote::fetch_on_owner`); the permit is
-    /// held until the page is back.
+    /// other nodes for a slot there; the permit is held until the page is back.
     pub async fn send_elsewhere(&self, team: &TeamId) -> OwnedSemaphorePermit {
         let sent = Arc::clone(&self.gate(team).sent);
         // The semaphore is never closed.
@@ -329,7 +457,7 @@ mod tests {
         let mut settings = Settings::defaults_with_data_dir(dir.path());
         configure(&mut settings);
         let store = Store::open(dir.path()).expect("store");
-        (dir, Teams::new(Arc::new(settings), store))
+        (dir, Teams::new(Arc::new(settings), store, None))
     }
 
     #[tokio::test]

@@ -206,7 +206,7 @@ async fn nodes_meet_through_one_seed_and_notice_a_lost_node() {
         "counts of every node: {view}"
     );
     assert_eq!(view["node"], "b");
-    assert_eq!(view["protocolVersion"], ferrocrawl::cluster::PROTOCOL_VERSION);
+    assert_eq!(view["protocolVersion"], ferrocrawl::remote::compat::PROTOCOL);
 
     // SIGKILL: out within the configured time (1.5 s here), back after a restart.
     c.process.take().expect("c").kill9();
@@ -261,13 +261,13 @@ async fn a_node_with_another_secret_never_joins() {
     }
 }
 
-/// A node of a protocol version this build no longer speaks (older than its oldest), or of
-/// a newer build that no longer speaks this one, is refused at join; each side's log names
-/// the other's version.
+/// A node of a protocol version this build does not speak (older than the previous
+/// release's), or of a newer build that no longer speaks this one, is refused at join; each
+/// side's log names the other's version.
 #[tokio::test]
 async fn a_node_of_another_protocol_version_is_refused() {
-    let ours = ferrocrawl::cluster::PROTOCOL_VERSION;
-    let too_old = ferrocrawl::cluster::OLDEST_PROTOCOL_VERSION - 1;
+    let ours = ferrocrawl::remote::compat::PROTOCOL;
+    let too_old = ferrocrawl::remote::compat::PREVIOUS - 1;
     let a = Node::start("a", None, &[]);
     let outsiders: Vec<(u32, Node)> = [(too_old, too_old, "p"), (ours + 1, ours + 1, "n")]
         .into_iter()

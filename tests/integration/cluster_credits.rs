@@ -290,7 +290,7 @@ async fn credits_hold_beside_a_node_of_the_previous_protocol_version() {
     names.sort_unstable();
     let plan = ("FERROCRAWL_TEAMS__SMALL__CREDITS", "4");
     let a = Node::start_with_keys("a", None, &[plan], &[("small", key)]);
-    let version = (ferrocrawl::cluster::PROTOCOL_VERSION - 1).to_string();
+    let version = ferrocrawl::remote::compat::PREVIOUS.to_string();
     let old = Node::start(
         &old_name,
         Some(&a.cluster_addr),
@@ -302,44 +302,6 @@ async fn credits_hold_beside_a_node_of_the_previous_protocol_version() {
     let spent = scrapes(&[&old, &old, &a], key, &site.url("/article"), 6).await;
     assert_eq!(spent, (4, 2), "4 credits, 4 scrapes across the two versions");
     assert_eq!((remaining(&a, key).await, remaining(&old, key).await), (Some(0), Some(0)));
-}
-
-/// While the team's owner is of a protocol that keeps no totals, a node asks every live
-/// node: what a node that is down spent still counts at the node that had its copy (its
-/// next owner: copies go there whatever the owner's version).
-#[tokio::test]
-async fn a_down_nodes_spending_counts_at_its_next_owner_beside_an_older_owner() {
-    let site = crate::common::FixtureSite::start();
-    let plan = ("FERROCRAWL_TEAMS__SMALL__CREDITS", "5");
-    let key = "fc-small-team-key-6";
-    // A name for the older node under which it owns the team.
-    let old_name = (0..)
-        .map(|n| format!("old{n}"))
-        .find(|name| owner_of(&["a", "b", name], "team:small") == *name)
-        .expect("a name");
-    // Protocol 6: before owners kept the totals of credits (7).
-    let version = "6";
-    let checker = Node::start_with_keys("a", None, &[plan], &[("small", key)]);
-    let mut spender = Node::start("b", Some(&checker.cluster_addr), &[plan]);
-    let old = Node::start(
-        &old_name,
-        Some(&checker.cluster_addr),
-        &[plan, ("TEST_FERROCRAWL_PROTOCOL_VERSION", version)],
-    );
-    let mut names = ["a", "b", old_name.as_str()];
-    names.sort_unstable();
-    for node in [&checker, &spender, &old] {
-        node.wait_live(&names, Duration::from_secs(20)).await;
-    }
-    // The checker hears of the spending only through the copies, sent within 50 ms.
-    assert_eq!(scrapes(&[&spender], key, &site.url("/article"), 3).await, (3, 0));
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    spender.process.take().expect("spender").kill9();
-    let mut live = ["a", old_name.as_str()];
-    live.sort_unstable();
-    checker.wait_live(&live, Duration::from_secs(10)).await;
-    assert_eq!(remaining(&checker, key).await, Some(2), "the down node's spending is still counted");
-    assert_eq!(scrapes(&[&checker], key, &site.url("/article"), 4).await, (2, 2), "2 credits were left");
 }
 
 /// A batch accepted by one node, its site held by another: the team's pages in flight are

@@ -1,4 +1,4 @@
-//! `Domain`: one actor per site (scheme, host, port), shared by every job that touches the
+//! `Site`: one actor per site (scheme, host, port), shared by every job that touches the
 //! site, and the only way a job requests anything of it: pages, and documents read as they
 //! are (sitemaps). It reads robots.txt once, keeps at most `crawl.domain_concurrency`
 //! requests in flight, spaces requests by the larger of the configured interval and
@@ -12,7 +12,7 @@
 //!
 //! In a cluster a site has one actor at a time, on the node that owns the site. When
 //! members change the site moves, and its new actor starts no request before the old one
-//! let go: it asks every other live node to release the site (`remote::claim_site`), and a
+//! let go: it asks every other live node to release the site ([`super::sites::Elsewhere::claim`]), and a
 //! node releasing it stops starting requests, answers its waiting ones
 //! [`FetchOutcome::Moved`] (their askers send them to the new owner), answers once its
 //! running requests end, and stops. So the site's limits hold across the move.
@@ -28,7 +28,7 @@ use url::Url;
 
 use super::Services;
 use crate::crawl::robots::RobotsTxt;
-use crate::model::{Document, ErrorCode, JobId, ScrapeOptions, TeamId};
+use crate::model::{Code, Document, ErrorCode, JobId, ScrapeOptions, TeamId};
 use crate::scrape::engine::{FetchError, PACE, Pace};
 use crate::scrape::{ScrapeError, ScrapeJob};
 
@@ -68,7 +68,7 @@ pub enum FetchOutcome {
     /// The scrape failed.
     Failed {
         /// Error code.
-        code: String,
+        code: Code,
         /// Message.
         error: String,
     },
@@ -80,7 +80,12 @@ pub enum FetchOutcome {
     /// started: send it again to the site's owner.
     Moved,
     /// A page from the node of its site, its document already in the stored form.
-    Stored(Box<super::remote::StoredPage>),
+    Stored(Box<super::stored::StoredPage>),
+    /// The site's actors on the node asked could not take the page (they are stopping, or
+    /// starting again after a failure): not the page's own failure. A job sends such a
+    /// page again when another node answered so; on the job's own node it fails, as every
+    /// other job of the node does. Says why.
+    NotTaken(String),
 }
 
 /// How a document fetch ended.
@@ -98,14 +103,14 @@ pub enum DocumentOutcome {
     /// The job was cancelled before the document was read.
     Cancelled,
     /// The site's actor here let the site go to another node first: ask the site's owner.
-    /// Never sent as it is: another node hears [`super::remote::Response::moved`].
+    /// Never sent as it is: another node hears that the site moved.
     #[serde(skip)]
     Moved,
 }
 
-/// Messages of a [`Domain`].
+/// Messages of a [`Site`].
 #[derive(Debug)]
-pub enum DomainMsg {
+pub enum SiteMsg {
     /// Fetch a page and answer when done.
     Fetch {
         /// The page.
@@ -212,9 +217,9 @@ impl Work {
     }
 }
 
-/// Arguments of a [`Domain`].
+/// Arguments of a [`Site`].
 #[derive(Debug, Clone)]
-pub struct DomainArgs {
+pub struct SiteArgs {
     /// `scheme://host:port`
     pub origin: Url,
     /// Shared services.
@@ -229,8 +234,8 @@ enum Robots {
     Ready(RobotsTxt),
 }
 
-/// Mutable state of a [`Domain`].
-pub struct DomainState {
+/// Mutable state of a [`Site`].
+pub struct SiteState {
     origin: Url,
     services: Services,
     robots: Robots,
@@ -257,9 +262,9 @@ pub struct DomainState {
     claimed_with: std::sync::Arc<Vec<String>>,
 }
 
-impl std::fmt::Debug for DomainState {
+impl std::fmt::Debug for SiteState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DomainState")
+        f.debug_struct("SiteState")
             .field("origin", &self.origin.as_str())
             .field("waiting", &self.waiting.len())
             .field("running", &self.running.len())
@@ -269,31 +274,31 @@ impl std::fmt::Debug for DomainState {
 
 /// The per-site actor.
 #[derive(Debug)]
-pub struct Domain;
+pub struct Site;
 
-impl Actor for Domain {
-    type Msg = DomainMsg;
-    type State = DomainState;
-    type Arguments = DomainArgs;
+impl Actor for Site {
+    type Msg = SiteMsg;
+    type State = SiteState;
+    type Arguments = SiteArgs;
 
     async fn pre_start(
         &self,
-        myself: ActorRef<DomainMsg>,
-        args: DomainArgs,
-    ) -> Result<DomainState, ActorProcessingErr> {
+        myself: ActorRef<SiteMsg>,
+        args: SiteArgs,
+    ) -> Result<SiteState, ActorProcessingErr> {
         let interval = Duration::from_millis(args.services.settings.crawl.domain_min_interval_ms);
         let margin = Duration::from_millis(args.services.settings.crawl.domain_interval_margin_ms);
         let scope = args.services.scraper.engine().pace_scope();
         let pace = Pace::of_site(scope, args.origin.host_str().unwrap_or_default(), interval, margin);
         pace.limit(args.services.settings.crawl.domain_concurrency as usize);
         let cluster = args.services.cluster.clone();
-        if let Some(cluster) = &cluster {
+        if let (Some(cluster), Some(elsewhere)) = (&cluster, &args.services.elsewhere) {
             let in_touch = cluster.clone();
             pace.guard(Arc::new(move || in_touch.in_touch()));
-            pace.elsewhere(super::remote::turns_elsewhere(cluster.clone()));
-            claim(&myself, cluster, &args.origin);
+            pace.elsewhere(elsewhere.turns());
+            claim(&myself, elsewhere, &args.origin);
         }
-        Ok(DomainState {
+        Ok(SiteState {
             origin: args.origin,
             services: args.services,
             robots: Robots::NotLoaded,
@@ -317,32 +322,32 @@ impl Actor for Domain {
 
     async fn handle(
         &self,
-        myself: ActorRef<DomainMsg>,
-        msg: DomainMsg,
-        state: &mut DomainState,
+        myself: ActorRef<SiteMsg>,
+        msg: SiteMsg,
+        state: &mut SiteState,
     ) -> Result<(), ActorProcessingErr> {
-        if !matches!(msg, DomainMsg::Wake | DomainMsg::IdleCheck) {
+        if !matches!(msg, SiteMsg::Wake | SiteMsg::IdleCheck) {
             state.last_active = Instant::now();
         }
         match msg {
-            DomainMsg::Fetch { task, retrieved, reply } => {
+            SiteMsg::Fetch { task, retrieved, reply } => {
                 let job = task.job;
                 let work = Work::Page { task, retrieved, reply };
                 queue(state, Waiting { job, work, attempts: 0 });
             }
-            DomainMsg::FetchDocument { job, url, timeout_ms, reply } => {
+            SiteMsg::FetchDocument { job, url, timeout_ms, reply } => {
                 let work = Work::Document { url, timeout: Duration::from_millis(timeout_ms), reply };
                 queue(state, Waiting { job, work, attempts: 0 });
             }
-            DomainMsg::Sitemaps(reply) => match &mut state.robots {
+            SiteMsg::Sitemaps(reply) => match &mut state.robots {
                 Robots::Ready(robots) => {
                     let _ = reply.send(Some(robots.sitemaps()));
                 }
                 _ => state.sitemap_waiters.push(reply),
             },
-            DomainMsg::Cancel(job) => cancel(state, job),
-            DomainMsg::RobotsInterrupted => state.robots = Robots::NotLoaded,
-            DomainMsg::RobotsLoaded { status, body } => {
+            SiteMsg::Cancel(job) => cancel(state, job),
+            SiteMsg::RobotsInterrupted => state.robots = Robots::NotLoaded,
+            SiteMsg::RobotsLoaded { status, body } => {
                 let mut robots = RobotsTxt::from_response(status, body);
                 if let Some(delay) = robots.crawl_delay(&state.services.settings.crawl.robots_agent) {
                     state.pace.widen(delay);
@@ -352,7 +357,7 @@ impl Actor for Domain {
                 }
                 state.robots = Robots::Ready(robots);
             }
-            DomainMsg::Finished { token, backoff, retry } => {
+            SiteMsg::Finished { token, backoff, retry } => {
                 state.running.remove(&token);
                 match backoff {
                     Some(wait) => {
@@ -369,14 +374,14 @@ impl Actor for Domain {
                     return Ok(());
                 }
             }
-            DomainMsg::Release(reply) => {
+            SiteMsg::Release(reply) => {
                 state.releasing.get_or_insert_with(Vec::new).push(reply);
                 release(&myself, state);
                 return Ok(());
             }
-            DomainMsg::Claimed => state.claiming = false,
-            DomainMsg::Wake => state.wake_at = None,
-            DomainMsg::IdleCheck => {
+            SiteMsg::Claimed => state.claiming = false,
+            SiteMsg::Wake => state.wake_at = None,
+            SiteMsg::IdleCheck => {
                 state.idle_check_pending = false;
                 let idle = Duration::from_secs(state.services.settings.crawl.domain_idle_secs);
                 let quiet =
@@ -391,11 +396,7 @@ impl Actor for Domain {
         Ok(())
     }
 
-    async fn post_stop(
-        &self,
-        _: ActorRef<DomainMsg>,
-        state: &mut DomainState,
-    ) -> Result<(), ActorProcessingErr> {
+    async fn post_stop(&self, _: ActorRef<SiteMsg>, state: &mut SiteState) -> Result<(), ActorProcessingErr> {
         for (_, (_, handle)) in state.running.drain() {
             handle.abort();
         }
@@ -403,18 +404,18 @@ impl Actor for Domain {
     }
 }
 
-/// Asks the other nodes to let the site go, then tells the actor ([`DomainMsg::Claimed`]).
-fn claim(myself: &ActorRef<DomainMsg>, cluster: &crate::cluster::Cluster, origin: &Url) {
-    let (myself, cluster, origin) = (myself.clone(), cluster.clone(), origin.to_string());
+/// Asks the other nodes to let the site go, then tells the actor ([`SiteMsg::Claimed`]).
+fn claim(myself: &ActorRef<SiteMsg>, elsewhere: &Arc<dyn super::sites::Elsewhere>, origin: &Url) {
+    let (myself, elsewhere, origin) = (myself.clone(), Arc::clone(elsewhere), origin.to_string());
     tokio::spawn(async move {
-        super::remote::claim_site(&cluster, &origin).await;
-        let _ = myself.cast(DomainMsg::Claimed);
+        elsewhere.claim(&origin).await;
+        let _ = myself.cast(SiteMsg::Claimed);
     });
 }
 
-/// Lets the site go (see [`DomainMsg::Release`]): the waiting requests and sitemap askers
+/// Lets the site go (see [`SiteMsg::Release`]): the waiting requests and sitemap askers
 /// are answered `Moved` at once; the askers are answered, and the actor stops, once none is running.
-fn release(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
+fn release(myself: &ActorRef<SiteMsg>, state: &mut SiteState) {
     for waiting in state.waiting.drain(..) {
         waiting.work.moved();
     }
@@ -431,7 +432,7 @@ fn release(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
 
 /// Adds a request to the queue, or refuses it at once when its job was cancelled or the
 /// site is being let go.
-fn queue(state: &mut DomainState, waiting: Waiting) {
+fn queue(state: &mut SiteState, waiting: Waiting) {
     if state.cancelled.contains_key(&waiting.job) {
         waiting.work.cancelled();
     } else if state.releasing.is_some() {
@@ -451,7 +452,7 @@ pub fn remember_cancel(cancelled: &mut HashMap<JobId, Instant>, job: JobId) {
     cancelled.insert(job, Instant::now());
 }
 
-fn cancel(state: &mut DomainState, job: JobId) {
+fn cancel(state: &mut SiteState, job: JobId) {
     remember_cancel(&mut state.cancelled, job);
     let (drop, keep): (Vec<Waiting>, Vec<Waiting>) = state.waiting.drain(..).partition(|w| w.job == job);
     state.waiting = keep.into();
@@ -469,11 +470,11 @@ fn cancel(state: &mut DomainState, job: JobId) {
 }
 
 /// Starts what the limits allow and arranges to be woken for the rest.
-fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
+fn pump(myself: &ActorRef<SiteMsg>, state: &mut SiteState) {
     if state.claiming || state.releasing.is_some() {
         return;
     }
-    if let Some(cluster) = &state.services.cluster {
+    if let (Some(cluster), Some(elsewhere)) = (&state.services.cluster, &state.services.elsewhere) {
         // A site that another node owns now (members changed) is let go here too, not only
         // when that node's actor asks: none of its requests starts here any more.
         if !cluster.owns_site(state.origin.as_str()) {
@@ -489,7 +490,7 @@ fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
             if state.wake_at.is_none() {
                 let wait = Duration::from_millis(100);
                 state.wake_at = Some(Instant::now() + wait);
-                myself.send_after(wait, || DomainMsg::Wake);
+                myself.send_after(wait, || SiteMsg::Wake);
             }
             return;
         }
@@ -500,7 +501,7 @@ fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
         if std::mem::take(&mut state.out_of_touch) || new_member {
             state.claiming = true;
             state.claimed_with = live;
-            claim(myself, cluster, &state.origin);
+            claim(myself, elsewhere, &state.origin);
             return;
         }
     }
@@ -544,7 +545,7 @@ fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
             let at = state.next_slot;
             if state.wake_at.is_none_or(|w| w > at) {
                 state.wake_at = Some(at);
-                myself.send_after(at - now, || DomainMsg::Wake);
+                myself.send_after(at - now, || SiteMsg::Wake);
             }
             return;
         }
@@ -564,18 +565,18 @@ fn pump(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
     }
 }
 
-fn schedule_idle(myself: &ActorRef<DomainMsg>, state: &mut DomainState) {
+fn schedule_idle(myself: &ActorRef<SiteMsg>, state: &mut SiteState) {
     if state.idle_check_pending {
         return;
     }
     state.idle_check_pending = true;
     let idle = Duration::from_secs(state.services.settings.crawl.domain_idle_secs);
-    myself.send_after(idle, || DomainMsg::IdleCheck);
+    myself.send_after(idle, || SiteMsg::IdleCheck);
 }
 
-fn load_robots(myself: &ActorRef<DomainMsg>, state: &DomainState) {
+fn load_robots(myself: &ActorRef<SiteMsg>, state: &SiteState) {
     let Ok(url) = state.origin.join("/robots.txt") else {
-        let _ = myself.cast(DomainMsg::RobotsLoaded { status: 0, body: Vec::new() });
+        let _ = myself.cast(SiteMsg::RobotsLoaded { status: 0, body: Vec::new() });
         return;
     };
     let scraper = state.services.scraper.clone();
@@ -586,7 +587,7 @@ fn load_robots(myself: &ActorRef<DomainMsg>, state: &DomainState) {
             // later dispatch, never taken as a site without robots.txt.
             Err(ScrapeError::Fetch(FetchError::Interrupted)) => {
                 tokio::time::sleep(ROBOTS_AGAIN_AFTER).await;
-                let _ = myself.cast(DomainMsg::RobotsInterrupted);
+                let _ = myself.cast(SiteMsg::RobotsInterrupted);
                 return;
             }
             Ok(fetched) => (fetched.status, fetched.body),
@@ -595,7 +596,7 @@ fn load_robots(myself: &ActorRef<DomainMsg>, state: &DomainState) {
                 (0, Vec::new())
             }
         };
-        let _ = myself.cast(DomainMsg::RobotsLoaded { status, body });
+        let _ = myself.cast(SiteMsg::RobotsLoaded { status, body });
     });
 }
 
@@ -621,7 +622,7 @@ fn default_backoff(attempts: u32) -> Duration {
 
 /// One request in its slot: how it reports back to the site actor.
 struct Slot {
-    myself: ActorRef<DomainMsg>,
+    myself: ActorRef<SiteMsg>,
     services: Services,
     token: u64,
     job: JobId,
@@ -631,14 +632,13 @@ struct Slot {
 impl Slot {
     /// Frees the slot, asking the site to slow down for `backoff`.
     fn free(&self, backoff: Option<Duration>) {
-        let _ = self.myself.cast(DomainMsg::Finished { token: self.token, backoff, retry: None });
+        let _ = self.myself.cast(SiteMsg::Finished { token: self.token, backoff, retry: None });
     }
 
     /// Frees the slot and hands `work` back to the actor as it was, to be started again.
     fn give_back(self, work: Work) {
         let retry = Waiting { job: self.job, work, attempts: self.attempts };
-        let _ =
-            self.myself.cast(DomainMsg::Finished { token: self.token, backoff: None, retry: Some(retry) });
+        let _ = self.myself.cast(SiteMsg::Finished { token: self.token, backoff: None, retry: Some(retry) });
     }
 
     /// Frees the slot after a 429/503 and hands `work` back to be tried again, unless it
@@ -647,7 +647,7 @@ impl Slot {
         let wait = wait.unwrap_or_else(|| default_backoff(self.attempts));
         if self.attempts + 1 < self.services.settings.crawl.max_attempts {
             let retry = Waiting { job: self.job, work, attempts: self.attempts + 1 };
-            let _ = self.myself.cast(DomainMsg::Finished {
+            let _ = self.myself.cast(SiteMsg::Finished {
                 token: self.token,
                 backoff: Some(wait),
                 retry: Some(retry),
@@ -660,13 +660,13 @@ impl Slot {
 }
 
 /// Runs one request and reports back: a page or a document.
-async fn fetch(myself: ActorRef<DomainMsg>, services: Services, token: u64, waiting: Waiting) {
+async fn fetch(myself: ActorRef<SiteMsg>, services: Services, token: u64, waiting: Waiting) {
     // A process frozen (SIGSTOP, starved) after starting this task wakes with it still to
     // run, while the other nodes may have taken the site meanwhile: when this node is out
     // of touch with the members, the request goes back to the actor, which starts nothing
     // until it has claimed the site again.
     if services.cluster.as_ref().is_some_and(|cluster| !cluster.in_touch()) {
-        let _ = myself.cast(DomainMsg::Finished { token, backoff: None, retry: Some(waiting) });
+        let _ = myself.cast(SiteMsg::Finished { token, backoff: None, retry: Some(waiting) });
         return;
     }
     let Waiting { job, work, attempts } = waiting;
@@ -734,7 +734,7 @@ async fn fetch_page(
         Err(e) => {
             slot.free(None);
             let error = format!("invalid URL: {e}");
-            let _ = reply.send(FetchOutcome::Failed { code: "BAD_REQUEST".into(), error });
+            let _ = reply.send(FetchOutcome::Failed { code: Code::BadRequest, error });
             return;
         }
     };
@@ -782,7 +782,7 @@ async fn fetch_page(
     };
     let outcome = match converted {
         Ok(page) => FetchOutcome::Page { document: Box::new(page.document), links: page.links },
-        Err(e) => FetchOutcome::Failed { code: e.code().as_str().to_owned(), error: e.to_string() },
+        Err(e) => FetchOutcome::Failed { code: e.code(), error: e.to_string() },
     };
     let _ = reply.send(outcome);
 }

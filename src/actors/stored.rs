@@ -1,5 +1,6 @@
-//! The parts of a page carried from its site's node to its job's node
-//! ([`super::remote::StoredPage`]), each in two forms: as the site's node has them, and
+//! A page in the form the store keeps ([`StoredPage`]): how a page fetched on its site's
+//! node reaches its job's node, already serialized, so the job's node neither reads nor
+//! writes the document again. Its parts come in two forms: as the site's node has them, and
 //! as the job's node reads them out of the message. Every page crosses, so the reading
 //! side copies as little as it can: the stored document goes straight into the buffer the
 //! store keeps (one copy out of the message, not one into a vector and another into the
@@ -11,6 +12,51 @@ use std::fmt;
 
 use serde::de::{DeserializeSeed, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A page fetched on the node of its site, as the job's node needs it: the document
+/// already serialized the way the store keeps it, and the few fields settling the page
+/// looks at.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredPage {
+    /// The result document, as stored (JSON).
+    pub document: DocumentBytes,
+    /// Its `metadata.url` (where the page landed).
+    pub url: String,
+    /// Its `metadata.creditsUsed`.
+    pub credits: u32,
+    /// Whether it carries change tracking (which a sitemap-only page hides).
+    pub tracked: bool,
+    /// Absolute links of the page.
+    pub links: PageLinks,
+}
+
+impl StoredPage {
+    /// The page of `document` and `links`.
+    pub fn of(document: &crate::model::Document, links: Vec<String>) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            document: DocumentBytes::Written(super::settle::stored_form(document)?),
+            url: document.metadata.url.clone(),
+            credits: document.metadata.credits_used,
+            tracked: document.change_tracking.is_some(),
+            links: PageLinks::Each(links),
+        })
+    }
+}
+
+impl super::site::FetchOutcome {
+    /// This outcome with a stored page read back into its document.
+    pub fn parsed(self) -> Self {
+        match self {
+            Self::Stored(page) => match serde_json::from_slice(&page.document) {
+                Ok(document) => Self::Page { document: Box::new(document), links: page.links.into_vec() },
+                Err(e) => {
+                    Self::Failed { code: crate::model::Code::Unknown, error: format!("unreadable page: {e}") }
+                }
+            },
+            other => other,
+        }
+    }
+}
 
 /// A page's document in the stored form (JSON).
 #[derive(Clone)]

@@ -17,16 +17,17 @@
 //!   reported to for that long starts afresh the same way.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use tokio::sync::{Notify, Semaphore};
+use super::{Request, Response, ask, team_key};
+use crate::cluster::Cluster;
+use crate::teams::{Grant, Supply};
 
 /// How often a node holding or wanting a team's slots reports to the team's owner.
-pub(super) const SYNC: Duration = Duration::from_millis(100);
+const SYNC: Duration = Duration::from_millis(100);
 /// How long a new pool grants nothing, so every holder has reported first.
-pub(super) const SETTLE: Duration = Duration::from_millis(300);
+const SETTLE: Duration = Duration::from_millis(300);
 /// How long the slots left over by an equal division stay with the same busy nodes.
 const ROTATE: Duration = Duration::from_secs(1);
 
@@ -37,15 +38,6 @@ pub(super) struct Pool {
     wanted: HashMap<String, u32>,
     born: Instant,
     last_report: Instant,
-}
-
-/// The owner's answer to a report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub(super) struct Grant {
-    /// Slots added to what the node holds.
-    pub grant: u32,
-    /// The most the node may hold now (it gives back the rest as pages finish).
-    pub keep: u32,
 }
 
 impl Pool {
@@ -124,46 +116,35 @@ impl Pools {
     }
 }
 
-/// This node's share of a team's slots in a cluster.
-#[derive(Debug, Default)]
-pub(super) struct Lease {
-    /// Slots the owner granted this node (in use or free in the gate's semaphore).
-    pub(super) held: AtomicU32,
-    /// Slots to give back as pages finish (a finished page's slot is dropped, not freed).
-    pub(super) debt: AtomicU32,
-    /// Rung when a page starts waiting, so the report goes out at once.
-    pub(super) wake: Notify,
-}
-
-impl Lease {
-    /// Whether a finished page's slot is given back instead of freed.
-    pub(super) fn take_debt(&self) -> bool {
-        let taken = self.debt.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |d| d.checked_sub(1)).is_ok();
-        if taken {
-            self.held.fetch_sub(1, Ordering::SeqCst);
+/// Keeps this node's lease of a team's slots: reports to the team's owner every [`SYNC`]
+/// while it holds or wants any (once more after it gave everything back), and applies the
+/// owner's answer to the team's gate.
+pub(super) async fn keep_supplied(cluster: Cluster, pools: Arc<Pools>, team: String, supply: Supply) {
+    let mut reported_idle = false;
+    loop {
+        let (held, want) = supply.held_and_wanted();
+        if held == 0 && want == 0 && reported_idle {
+            supply.wanted().await;
+            continue;
         }
-        taken
-    }
-
-    /// Applies the owner's answer: the granted slots become usable; free slots nobody waits
-    /// for, and slots over `keep`, are given back (free ones now, busy ones as they finish).
-    pub(super) fn apply(&self, slots: &Semaphore, waiting: &AtomicUsize, answer: Grant) {
-        if answer.grant > 0 {
-            self.held.fetch_add(answer.grant, Ordering::SeqCst);
-            slots.add_permits(answer.grant as usize);
+        reported_idle = held == 0 && want == 0;
+        let owner = cluster.owner_of(&team_key(&team));
+        let answer = if owner == cluster.name() {
+            let live = cluster.live();
+            Some(pools.report(&team, supply.limit(), &live, &owner, held, want))
+        } else {
+            match ask(&cluster, &owner, &Request::Slots { team: team.clone(), held, want }).await {
+                Some(Response::Slots(grant)) => Some(grant),
+                _ => None,
+            }
+        };
+        if let Some(answer) = answer {
+            supply.apply(answer);
         }
-        let idle = u32::try_from(slots.available_permits()).unwrap_or(u32::MAX);
-        let held = self.held.load(Ordering::SeqCst);
-        let over = held.saturating_sub(answer.keep);
-        let unused = if waiting.load(Ordering::SeqCst) == 0 { idle } else { 0 };
-        let back_now = over.max(unused).min(idle);
-        if back_now > 0
-            && let Ok(permits) = slots.try_acquire_many(back_now)
-        {
-            permits.forget();
-            self.held.fetch_sub(back_now, Ordering::SeqCst);
+        tokio::select! {
+            () = tokio::time::sleep(SYNC) => {}
+            () = supply.wanted() => {}
         }
-        self.debt.store(over.saturating_sub(back_now), Ordering::SeqCst);
     }
 }
 
@@ -228,27 +209,5 @@ mod tests {
         pool.born -= SETTLE;
         assert_eq!(pool.report(2, &members, "a", 0, 1).grant, 0, "nothing is free");
         assert_eq!(pool.report(2, &live(&["a"]), "a", 0, 1).grant, 1);
-    }
-
-    #[test]
-    fn a_lease_gives_back_what_it_does_not_use() {
-        let lease = Lease::default();
-        let slots = Semaphore::new(0);
-        let waiting = AtomicUsize::new(1);
-        lease.apply(&slots, &waiting, Grant { grant: 3, keep: 3 });
-        assert_eq!((lease.held.load(Ordering::SeqCst), slots.available_permits()), (3, 3));
-        let (first, second) = (slots.try_acquire().expect("in use"), slots.try_acquire().expect("in use"));
-        // Asked to keep 1: the free slot goes back now, one busy one when it finishes.
-        lease.apply(&slots, &waiting, Grant { grant: 0, keep: 1 });
-        assert_eq!((lease.held.load(Ordering::SeqCst), slots.available_permits()), (2, 0));
-        assert!(lease.take_debt());
-        first.forget();
-        assert!(!lease.take_debt());
-        drop(second);
-        assert_eq!((lease.held.load(Ordering::SeqCst), slots.available_permits()), (1, 1));
-        // Nobody waiting: free slots go back.
-        waiting.store(0, Ordering::SeqCst);
-        lease.apply(&slots, &waiting, Grant { grant: 0, keep: 3 });
-        assert_eq!((lease.held.load(Ordering::SeqCst), slots.available_permits()), (0, 0));
     }
 }
