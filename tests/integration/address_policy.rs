@@ -1,9 +1,9 @@
 //! The outbound address policy on every way out beside a scrape (`security`): a crawl's
 //! start page and the links and redirects it follows, a map, a batch's pages, the results a
-//! search scrapes, and a webhook whose receiver's name resolves to a private address at
-//! delivery. A strict server (private targets refused, `localhost` alone exempt) sends
-//! nothing to a private address: the fixtures record what they were asked, and of which
-//! host.
+//! search scrapes, a webhook whose receiver's name resolves to a private address at
+//! delivery, and targets fetched through the enhanced proxy. A strict server (private
+//! targets refused, `localhost` alone exempt) sends nothing to a private address: the
+//! fixtures record what they were asked, and of which host.
 
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::common::process::Binary;
 use crate::common::searchsite::FakeSearxng;
-use crate::common::{FixtureSite, Receiver, TestServer, wait_for};
+use crate::common::{FixtureSite, ProxyServer, Receiver, TestServer, assert_error, wait_for};
 use crate::security::{strict_server, strict_server_with};
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -249,4 +249,33 @@ async fn a_webhook_to_a_name_of_a_private_address_is_never_delivered() {
     assert_eq!(log.matches("the receiver's address is not allowed").count(), 3, "{log}");
     assert_eq!(hooks.accepted().len(), 0, "the receiver was never asked");
     assert_eq!(hooks.refused(), 0);
+}
+
+/// With the enhanced proxy configured (at a private address, as the operator's own proxy
+/// may be), a target is still checked against the policy before anything goes out: a
+/// private target is refused whatever the `proxy` mode and engine, and the proxy is asked
+/// nothing for it; an exempt target goes through the proxy.
+#[tokio::test]
+async fn targets_are_checked_before_the_enhanced_proxy() {
+    let site = FixtureSite::start();
+    let proxy = ProxyServer::start();
+    let proxy_url = proxy.url.clone();
+    let app = strict_server_with(move |s| s.proxy.enhanced_url = proxy_url).await;
+    for target in [site.url("/article"), named(&site, "/article")] {
+        for mode in ["basic", "enhanced", "auto"] {
+            let got = app.scrape(json!({"url": target, "proxy": mode})).await;
+            assert_error(&got, 400, "URL_BLOCKED");
+        }
+        // Rendered in the browser, whose requests go through the proxy too.
+        let got = app.scrape(json!({"url": target, "proxy": "enhanced", "waitFor": 10})).await;
+        assert_error(&got, 400, "URL_BLOCKED");
+    }
+    assert_eq!(proxy.targets(), Vec::<String>::new(), "the proxy was asked for a private target");
+    assert_eq!(site.hits("/article"), 0);
+    nothing_asked_privately(&site);
+    let allowed = exempt(&site, "/notes.txt");
+    let (status, body) = app.scrape(json!({"url": allowed, "proxy": "enhanced"})).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body["data"]["markdown"].as_str().is_some_and(|m| m.contains("through the proxy")), "{body}");
+    assert_eq!(proxy.targets(), [allowed]);
 }
