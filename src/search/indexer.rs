@@ -41,6 +41,18 @@ pub const BATCH: usize = 256;
 pub const FLUSH_AFTER: Duration = Duration::from_millis(200);
 /// Longest a handed-over page waits to become searchable.
 pub const COMMIT_AFTER: Duration = Duration::from_secs(2);
+
+/// [`COMMIT_AFTER`], or in debug builds the milliseconds of
+/// `TEST_FERROCRAWL_INDEX_COMMIT_AFTER_MS`, so that a test can kill the process between a
+/// page's hand-over and its commit.
+fn commit_after() -> Duration {
+    static AFTER: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *AFTER.get_or_init(|| {
+        let test = std::env::var("TEST_FERROCRAWL_INDEX_COMMIT_AFTER_MS").ok().and_then(|v| v.parse().ok());
+        test.filter(|_| cfg!(debug_assertions)).map_or(COMMIT_AFTER, Duration::from_millis)
+    })
+}
+
 /// Longest a graceful stop waits for the last commit. The writing thread runs in the idle
 /// class, so on a busy machine it may get no CPU at all; what it has not committed by then
 /// is indexed at the next start (the pages' notes in the store go only with the commit).
@@ -265,7 +277,7 @@ async fn after_writing(myself: &ActorRef<IndexMsg>, before: usize, state: &mut I
     if state.uncommitted >= state.capacity {
         commit(state).await;
     } else if before == 0 && state.uncommitted > 0 {
-        myself.send_after(COMMIT_AFTER, || IndexMsg::Commit);
+        myself.send_after(commit_after(), || IndexMsg::Commit);
     }
 }
 

@@ -1,6 +1,7 @@
 //! The real `ferrocrawl` binary as a child process: started with `serve --port 0` on a data
 //! directory, its address read from its log, its output collected, and stopped with SIGTERM
-//! (graceful) or SIGKILL (crash).
+//! (graceful) or SIGKILL (crash); and what its database holds on disk at a given moment,
+//! read from a copy made while it is frozen ([`Binary::disk_now`]).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -123,6 +124,21 @@ impl Binary {
         Command::new("kill").args([&format!("-{signal}"), &pid]).status().expect("kill");
     }
 
+    /// What a kill -9 now would leave of the server's database, opened: the process is
+    /// frozen (SIGSTOP, every thread stopped) while its `db` directory is copied, then
+    /// thawed. The copy holds what the server had written to its files (sled writes what it
+    /// holds every 500 ms, and at an explicit flush), which is what a kill keeps, so a
+    /// test can wait until something is on the disk instead of for a time.
+    pub fn disk_now(&self) -> DiskCopy {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let _frozen = Frozen::new(self.child.id());
+            copy_dir(&self.data.join("db"), &dir.path().join("db"));
+        }
+        let store = ferrocrawl::store::Store::open(dir.path()).expect("open the copy of the database");
+        DiskCopy { store, _dir: dir }
+    }
+
     /// SIGKILL: the process dies without any chance to clean up.
     pub fn kill9(mut self) {
         let _ = self.child.kill();
@@ -140,6 +156,62 @@ impl Binary {
                 panic!("ferrocrawl did not exit after SIGTERM: {}", self.stderr());
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A copy of a server's database ([`Binary::disk_now`]), open.
+pub struct DiskCopy {
+    /// The copy's store (dropped before its directory).
+    pub store: ferrocrawl::store::Store,
+    _dir: tempfile::TempDir,
+}
+
+/// A process stopped (SIGSTOP) until this is dropped (SIGCONT).
+struct Frozen(String);
+
+impl Frozen {
+    /// Stops process `pid` and waits until every thread of it is stopped: one in the middle
+    /// of a write finishes the write first.
+    fn new(pid: u32) -> Self {
+        let frozen = Self(pid.to_string());
+        Command::new("kill").args(["-STOP", &frozen.0]).status().expect("kill -STOP");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !all_threads_stopped(pid) {
+            assert!(Instant::now() < deadline, "process {pid} did not stop");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        frozen
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-CONT", &self.0]).status();
+    }
+}
+
+/// Whether every thread of `pid` is in the stopped state (`T` in `/proc/PID/task/*/stat`).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+    tasks.filter_map(Result::ok).all(|task| {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // The state follows the command name, which is in parentheses and may hold spaces.
+        let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+        matches!(state, Some('T' | 't'))
+    })
+}
+
+/// Copies the directory tree `from` to `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create the copy's directory");
+    for entry in std::fs::read_dir(from).expect("read the database directory") {
+        let entry = entry.expect("directory entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy a database file");
         }
     }
 }

@@ -1,10 +1,9 @@
 //! A forward HTTP proxy stand-in: it receives absolute-form requests (`GET http://host/path`)
 //! as a real proxy would and answers them itself with a page naming the requested URL, so a
-//! test can tell a proxied fetch from a direct one.
+//! test can tell a proxied fetch from a direct one. It records the URL of every request.
 
 use std::net::TcpListener;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use actix_web::{HttpRequest, HttpResponse, web};
 
@@ -12,7 +11,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 pub struct ProxyServer {
     /// `http://127.0.0.1:PORT`
     pub url: String,
-    requests: Arc<AtomicUsize>,
+    targets: Arc<Mutex<Vec<String>>>,
     _server: super::ActixThread,
 }
 
@@ -21,23 +20,28 @@ impl ProxyServer {
     pub fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("addr"));
-        let requests = Arc::new(AtomicUsize::new(0));
-        let counter = web::Data::from(Arc::clone(&requests));
+        let targets = Arc::new(Mutex::new(Vec::new()));
+        let seen = web::Data::from(Arc::clone(&targets));
         let server = super::ActixThread::spawn(listener, 1, move |cfg| {
-            cfg.app_data(counter.clone()).default_service(web::to(answer));
+            cfg.app_data(seen.clone()).default_service(web::to(answer));
         });
-        Self { url, requests, _server: server }
+        Self { url, targets, _server: server }
     }
 
     /// Requests the proxy received.
     pub fn requests(&self) -> usize {
-        self.requests.load(Ordering::SeqCst)
+        self.targets().len()
+    }
+
+    /// The URLs it was asked for, in order.
+    pub fn targets(&self) -> Vec<String> {
+        self.targets.lock().expect("lock").clone()
     }
 }
 
-async fn answer(req: HttpRequest, counter: web::Data<AtomicUsize>) -> HttpResponse {
-    counter.fetch_add(1, Ordering::SeqCst);
+async fn answer(req: HttpRequest, seen: web::Data<Mutex<Vec<String>>>) -> HttpResponse {
     let target = req.uri().to_string();
+    seen.lock().expect("lock").push(target.clone());
     HttpResponse::Ok()
         .content_type("text/html")
         .body(format!("<html><body><h1>Served through the proxy</h1><p>Proxied request for {target} succeeded.</p></body></html>"))

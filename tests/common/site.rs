@@ -1,8 +1,10 @@
 //! A local fixture web site on 127.0.0.1 with the pages the scrape tests need: a page
 //! with navigation, header, footer and a cookie banner around an article (with a table,
-//! code and nested lists), redirects, error statuses, encodings, compression, slow and
+//! code and nested lists), redirects (one to a loopback address), a page linking to private
+//! addresses, error statuses, encodings, compression, slow and
 //! oversized responses, non-HTML types, a header echo, and a page whose content the test
-//! changes. Every request is counted per path, so cache hits can be proven.
+//! changes. Every request is counted per path, so cache hits can be proven, and recorded
+//! with the host it was asked of.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -92,6 +94,8 @@ pub const SHORT_POST: &str = r#"<!DOCTYPE html>
 #[derive(Default)]
 struct State {
     hits: Mutex<HashMap<String, usize>>,
+    /// Every request as (host without port, path).
+    requests: Mutex<Vec<(String, String)>>,
     version: Mutex<u32>,
     last_headers: Mutex<Vec<(String, String)>>,
 }
@@ -127,6 +131,12 @@ impl FixtureSite {
         self.state.hits.lock().expect("lock").get(path).copied().unwrap_or(0)
     }
 
+    /// Paths asked of `host` (the request's host name, without port), in order.
+    pub fn requests_to(&self, host: &str) -> Vec<String> {
+        let requests = self.state.requests.lock().expect("lock");
+        requests.iter().filter(|(h, _)| h == host).map(|(_, path)| path.clone()).collect()
+    }
+
     /// Sets the version the `/changing` page shows.
     pub fn set_version(&self, version: u32) {
         *self.state.version.lock().expect("lock") = version;
@@ -145,6 +155,8 @@ fn html(body: impl Into<String>) -> HttpResponse {
 async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
     let path = req.path().to_owned();
     *state.hits.lock().expect("lock").entry(path.clone()).or_insert(0) += 1;
+    let host = req.connection_info().host().split(':').next().unwrap_or_default().to_owned();
+    state.requests.lock().expect("lock").push((host, path.clone()));
     if let Some((content_type, body)) = super::jspages::page(&path) {
         return HttpResponse::Ok().content_type(content_type).body(body);
     }
@@ -163,6 +175,16 @@ async fn handle(req: HttpRequest, state: web::Data<State>) -> HttpResponse {
         "/redirect" => HttpResponse::Found().insert_header(("Location", "/article")).finish(),
         "/redirect-chain" => HttpResponse::MovedPermanently().insert_header(("Location", "/redirect")).finish(),
         "/redirect-loop" => HttpResponse::Found().insert_header(("Location", "/redirect-loop")).finish(),
+        // Links from an exempt host (`localhost`) to private ones, and one to a page of its own.
+        "/links-to-private" => html(format!(
+            r#"<html><head><title>Links out</title></head><body><main><h1>Links out</h1>
+            <p>Some of these pages live at private addresses a strict server never asks.</p><ul>
+            <li><a href="/short-post">A post on this host</a></li>
+            <li><a href="/to-private">A redirect to a loopback address</a></li>
+            <li><a href="http://127.0.0.1:{port}/private/linked">A loopback address</a></li>
+            <li><a href="http://private.localhost:{port}/private/named">A name of a loopback address</a></li>
+            </ul></main></body></html>"#
+        )),
         "/to-private" => HttpResponse::Found()
             .insert_header(("Location", format!("http://127.0.0.1:{port}/article")))
             .finish(),

@@ -8,9 +8,11 @@
 //! version, which reports nothing, is counted too. A team's queue, as
 //! `/v2/team/queue-status` shows it, is the whole cluster's through any node.
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::cluster::{Node, call, owner_of, site_owner, three_nodes};
+use crate::common::wait_for;
 
 /// A key created on one node works on every node, and a team's credits hold for the
 /// cluster as a whole: 5 credits are 5 scrapes, whichever nodes they go through.
@@ -41,6 +43,30 @@ async fn remaining(node: &Node, key: &str) -> Option<u64> {
     let (status, usage) = call(node.base(), key, reqwest::Method::GET, "/v2/team/credit-usage", None).await;
     assert_eq!(status, 200, "{usage}");
     usage["data"]["remainingCredits"].as_u64()
+}
+
+/// The credits of team `small` that other nodes reported to `node` (its own copies of their
+/// totals, by node), as its disk holds them now: what a kill -9 would leave. A node keeps
+/// what it heard on its disk too, and its disk is the one place that shows it while the
+/// nodes that reported answer for themselves. sled writes what it holds every 500 ms, so a
+/// report shows there within half a second of reaching the node.
+fn reports_on_disk(node: &Node) -> BTreeMap<String, u64> {
+    let disk = node.process.as_ref().expect("a running node").disk_now();
+    let reports = disk.store.reports.since(0).expect("read the reports");
+    // Ledger 0 is the credits' (1 the tokens').
+    let credits = reports.into_iter().filter(|(key, _)| key.ledger == 0 && key.team == "small");
+    credits.map(|(key, report)| (key.node, report.total)).collect()
+}
+
+/// Waits until `node`'s disk holds each of `reports` (a node's name and the total it
+/// reported) as [`reports_on_disk`] reads it.
+async fn wait_for_reports_on_disk(node: &Node, reports: &[(&str, u64)]) {
+    let what = format!("the reports {reports:?} on the disk of {}", node.name);
+    wait_for(&what, Duration::from_secs(20), || async {
+        let kept = reports_on_disk(node);
+        reports.iter().all(|(from, total)| kept.get(*from) == Some(total)).then_some(())
+    })
+    .await;
 }
 
 /// Scrapes through `nodes` in turn, `rounds` times: (done, refused for want of credits).
@@ -131,10 +157,10 @@ async fn the_next_owner_counts_what_the_owner_and_a_spender_spent_when_both_go_d
     assert_eq!(scrapes(&[&nodes[owner]], key, &site.url("/article"), 1).await, (1, 0));
     assert_eq!(scrapes(&[&nodes[spender]], key, &site.url("/article"), 2).await, (2, 0));
     assert_eq!(remaining(&nodes[next], key).await, Some(2), "the next owner has met the key");
-    // The copies reach it within 50 ms of the charges and are on its disk within half a
-    // second (sled writes what it holds every 500 ms, as for a node's own ledger): a
-    // restart, and the membership changes it makes, keep them.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // The copies reach it within 50 ms of the charges; once they are on its disk, a kill
+    // and a restart, and the membership changes they make, keep them.
+    let reported = [(nodes[owner].name.as_str(), 1), (nodes[spender].name.as_str(), 2)];
+    wait_for_reports_on_disk(&nodes[next], &reported).await;
     let seed = nodes[spender].cluster_addr.clone();
     nodes[next].process.take().expect("next owner").kill9();
     nodes[next].restart_with(Some(&seed), &plan);
@@ -203,17 +229,44 @@ async fn the_survivor_counts_both(survivor: &Node, key: &str, site: &crate::comm
 }
 
 /// The team's owner, having spent credits itself, goes down, and then its next owner (the
-/// team's owner meanwhile): the next owner passed the first owner's report on to the third
-/// node at the first change, so the survivor counts what both spent.
+/// team's owner meanwhile): the next owner passes the first owner's report on to the third
+/// node at the first change, so the survivor counts what both spent. The third node joins
+/// after the owner spent, so it never had a copy of the owner's report of its own: it has
+/// it only as passed on.
 #[tokio::test]
 async fn an_owner_and_its_next_owner_going_down_one_after_the_other_leave_their_spending_counted() {
+    let site = crate::common::FixtureSite::start();
+    let plan = [("FERROCRAWL_TEAMS__SMALL__CREDITS", "5")];
     let key = "fc-small-team-key-7";
-    let (site, mut nodes, [owner, next, third]) = owner_and_next_spent(key).await;
+    let names = ["a", "b", "c"];
+    let owner_name = owner_of(&names, "team:small");
+    let rest: Vec<&str> = names.into_iter().filter(|n| *n != owner_name).collect();
+    let next_name = owner_of(&rest, "team:small");
+    let third_name = rest.into_iter().find(|n| *n != next_name).expect("third");
+    let owner = Node::start_with_keys(&owner_name, None, &plan, &[("small", key)]);
+    let next = Node::start(&next_name, Some(&owner.cluster_addr), &plan);
+    let mut two = [owner_name.as_str(), next_name.as_str()];
+    two.sort_unstable();
+    for node in [&owner, &next] {
+        node.wait_live(&two, Duration::from_secs(20)).await;
+    }
+    assert_eq!(scrapes(&[&owner], key, &site.url("/article"), 2).await, (2, 0));
+    // The next owner has the owner's copy before the third node is there.
+    wait_for_reports_on_disk(&next, &[(owner_name.as_str(), 2)]).await;
+    let third = Node::start(third_name, Some(&owner.cluster_addr), &plan);
+    for node in [&owner, &next, &third] {
+        node.wait_live(&names, Duration::from_secs(20)).await;
+    }
+    assert_eq!(scrapes(&[&next], key, &site.url("/article"), 1).await, (1, 0));
+    assert_eq!(remaining(&third, key).await, Some(2), "the third node has met the key");
+
+    let (mut nodes, [owner, next, third]) = (vec![owner, next, third], [0, 1, 2]);
     kill_leaving(&mut nodes, owner, [next, third]).await;
     assert_eq!(remaining(&nodes[third], key).await, Some(2), "the next owner counts the owner's copy");
     // The next owner passes the owner's report on to the third node, the team's next owner
-    // now, as the membership changes (one call; given a moment).
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    // now, as the membership changes; the third has had the next owner's own copy since its
+    // charge.
+    wait_for_reports_on_disk(&nodes[third], &[(owner_name.as_str(), 2), (next_name.as_str(), 1)]).await;
     nodes[next].process.take().expect("next owner").kill9();
     the_survivor_counts_both(&nodes[third], key, &site).await;
 }
@@ -227,7 +280,8 @@ async fn an_owner_and_its_next_owner_going_down_at_once_leave_their_spending_cou
     let key = "fc-small-team-key-10";
     let (site, mut nodes, [owner, next, third]) = owner_and_next_spent(key).await;
     // The copies reach the third node within 50 ms of the charges.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let reported = [(nodes[owner].name.as_str(), 2), (nodes[next].name.as_str(), 1)];
+    wait_for_reports_on_disk(&nodes[third], &reported).await;
     for gone in [owner, next] {
         nodes[gone].process.take().expect("node").kill9();
     }

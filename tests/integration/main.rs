@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod address_policy;
 mod architecture;
 mod batch;
 mod browser;

@@ -1,14 +1,23 @@
-//! Authentication, team isolation and the outbound address policy (SSRF guard).
+//! Authentication, team isolation and the outbound address policy (SSRF guard) of a scrape;
+//! the policy on the other ways out is in `address_policy`.
 
+use ferrocrawl::config::Settings;
 use serde_json::json;
 
 use crate::common::{FixtureSite, KEY, TestServer, assert_error};
 
-async fn strict_server() -> TestServer {
+/// A server that refuses private targets, `localhost` alone exempt.
+pub(crate) async fn strict_server() -> TestServer {
+    strict_server_with(|_| {}).await
+}
+
+/// [`strict_server`] with more settings.
+pub(crate) async fn strict_server_with(more: impl FnOnce(&mut Settings)) -> TestServer {
     TestServer::builder()
         .settings(|s| {
             s.security.allow_private_targets = false;
             s.security.allowed_private_hosts = vec!["localhost".into()];
+            more(s);
         })
         .start()
         .await

@@ -144,18 +144,23 @@ impl HttpEngine {
     /// Builds the clients for `settings`.
     pub fn new(settings: &Settings) -> Result<Self, String> {
         install_crypto_provider();
-        let mut exempt = settings.security.allowed_private_hosts.clone();
+        let security = &settings.security;
         let proxy_url = settings.enhanced_proxy().map(Url::parse).transpose().map_err(|e| e.to_string())?;
-        // The operator's own proxy may live on a private network.
-        if let Some(host) = proxy_url.as_ref().and_then(Url::host_str) {
-            exempt.push(host.to_owned());
-        }
-        let policy = Arc::new(AddressPolicy::new(settings.security.allow_private_targets, &exempt));
+        let policy =
+            Arc::new(AddressPolicy::new(security.allow_private_targets, &security.allowed_private_hosts));
+        // The operator's own proxy may live on a private network: the proxied clients may
+        // resolve its name to a private address. They resolve no other name (the proxy
+        // resolves the targets, which are checked against `policy` first), and the proxy's
+        // host is no exempt target.
+        let mut with_proxy = security.allowed_private_hosts.clone();
+        with_proxy.extend(proxy_url.as_ref().and_then(Url::host_str).map(str::to_owned));
+        let proxy_policy = Arc::new(AddressPolicy::new(security.allow_private_targets, &with_proxy));
         let build = |insecure: bool, proxy: Option<&Url>| -> Result<Client, String> {
+            let resolving = if proxy.is_some() { &proxy_policy } else { &policy };
             let mut builder = Client::builder()
                 .redirect(redirect::Policy::none())
                 .no_proxy()
-                .dns_resolver(GuardedResolver::new(Arc::clone(&policy)))
+                .dns_resolver(GuardedResolver::new(Arc::clone(resolving)))
                 .tls_danger_accept_invalid_certs(insecure)
                 .pool_idle_timeout(Duration::from_secs(30));
             if let Some(proxy) = proxy {
