@@ -138,7 +138,7 @@ fn ran_on_after_cancel(
     options: &ferrocrawl::model::ScrapeOptions,
     at: std::time::Duration,
 ) -> f64 {
-    use ferrocrawl::cancel;
+    use ferrocrawl::process::cancel;
     let flag = cancel::Flag::default();
     let armed = flag.arm();
     let raiser = std::thread::spawn(move || {

@@ -21,10 +21,10 @@ mod pages;
 /// The allocator the `ferrocrawl` binary runs with (tuned as it tunes it), so the pipeline
 /// is timed as it runs.
 #[global_allocator]
-static ALLOCATOR: ferrocrawl::alloc::Allocator = ferrocrawl::alloc::Allocator::new();
+static ALLOCATOR: ferrocrawl::process::alloc::Allocator = ferrocrawl::process::alloc::Allocator::new();
 
 fn bench_extract(c: &mut Criterion) {
-    ferrocrawl::alloc::tune_memory();
+    ferrocrawl::process::alloc::tune_memory();
     let pages = pages::load();
     assert!(!pages.is_empty(), "no pages to benchmark");
     let bytes: usize = pages.iter().map(String::len).sum();

@@ -237,18 +237,6 @@ pub struct DocumentSettings {
     pub max_pdf_pages: usize,
 }
 
-impl DocumentSettings {
-    /// The converters' limits.
-    pub fn limits(&self) -> crate::documents::Limits {
-        crate::documents::Limits {
-            max_unzipped_bytes: self.max_unzipped_mb.saturating_mul(1 << 20),
-            max_sheets: self.max_sheets,
-            max_rows: self.max_rows,
-            max_pdf_pages: self.max_pdf_pages,
-        }
-    }
-}
-
 /// `[security]`
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1,39 +1,58 @@
 //! ferrocrawl: a self-hosted web content extraction service that speaks the Firecrawl v2
 //! HTTP API, so the official SDKs and the tools built on them work against it unchanged.
 //!
-//! Layers, each depending only on those below it:
+//! Its modules stand in layers, each using only the layers below it (checked by a test,
+//! which also checks that this list and README's match the code):
 //!
-//! - [`api`]: actix-web handlers, authentication, validation, the JSON error envelope;
-//! - [`scrape`]: the one-page pipeline (cache → engine → extraction → formats);
-//! - [`extract`]: pure HTML transforms (main content, Markdown, links, metadata), no I/O;
-//! - [`store`]: sled persistence, the only module that touches the database;
-//! - [`model`] and [`config`]: shared types and settings.
+//! 1. [`cli`]: the command line;
+//! 2. [`api`]: actix-web handlers, authentication, validation, the JSON error envelope;
+//! 3. [`remote`]: what crosses between the nodes of a cluster, and what it means;
+//! 4. [`service`]: the job service the API and the command line share;
+//! 5. [`actors`]: the actor tree (jobs, sites, webhooks, browser sessions, the janitor);
+//! 6. [`scrape`]: the one-page pipeline (cache → engine → extraction → formats);
+//! 7. [`documents`]: office files and PDFs turned into the same result as a page;
+//! 8. [`extract`], [`search`]: pure HTML transforms, no I/O; search providers and index;
+//! 9. [`cluster`], [`llm`], [`process`], [`teams`]: the cluster's transport; the language
+//!    model; the process's plumbing; team policy;
+//! 10. [`store`]: sled persistence, the only module that touches the database;
+//! 11. [`config`], [`crawl`]: settings; pure crawl decisions;
+//! 12. [`model`], `xml`: shared types; XML helpers.
+//!
+//! The actor tree, and the cluster's actors beside it:
+//!
+//! ```text
+//! Root supervisor
+//!  ├─ JobSupervisor ── CrawlJob(id) ...
+//!  ├─ SiteSupervisor ── Site(origin) ...
+//!  ├─ WebhookDispatcher
+//!  ├─ BrowserSupervisor ── BrowserSession(scrape) ...
+//!  └─ Janitor
+//! Indexer
+//! In a cluster: NodeServer (ractor_cluster), Agent
+//! ```
 //!
 //! [`serve`] runs the server on a listener the caller bound, until a shutdown future
-//! resolves; `main` and the integration tests both use it.
+//! resolves; the command line and the integration tests both use it.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 pub mod actors;
-pub mod alloc;
 pub mod api;
-pub mod cancel;
+pub mod cli;
 pub mod cluster;
 pub mod config;
 pub mod crawl;
 pub mod documents;
 pub mod extract;
 pub mod llm;
-pub mod local;
 pub mod model;
-pub mod priority;
+pub mod process;
 pub mod remote;
 pub mod scrape;
 pub mod search;
 pub mod service;
 pub mod store;
 pub mod teams;
-pub mod telemetry;
 mod xml;
 
 use std::future::Future;
@@ -142,8 +161,8 @@ pub async fn serve(
     }
     let search_providers: Arc<[Arc<dyn search::Provider>]> =
         search::providers(&settings, scraper.search_index().map(|h| Arc::clone(&h.index))).into();
-    let model_jobs = service::model_jobs::ModelJobs::new(runtime.clone(), Arc::clone(&search_providers));
-    match model_jobs.resume() {
+    let llm_jobs = service::llm_jobs::LlmJobs::new(runtime.clone(), Arc::clone(&search_providers));
+    match llm_jobs.resume() {
         Ok(0) => {}
         Ok(n) => tracing::info!(jobs = n, "extract and agent jobs resumed"),
         Err(e) => tracing::warn!(error = %e, "extract and agent jobs could not be resumed"),
@@ -155,7 +174,7 @@ pub async fn serve(
         jobs,
         services_runtime: tokio::runtime::Handle::current(),
         search_providers,
-        model_jobs,
+        llm_jobs,
     });
     let openapi = web::Data::new(api::openapi::OpenApiJson::build(
         &settings.browser.code_languages,
@@ -211,7 +230,7 @@ pub async fn serve(
         failed
     };
     let (result, failed) = tokio::join!(server, stopper);
-    let (raised, refused) = priority::raise_idle_threads();
+    let (raised, refused) = process::priority::raise_idle_threads();
     tracing::debug!(
         raised,
         refused,
@@ -253,7 +272,7 @@ async fn start_index(
         }
         fill_index_in_background(store, &index, settings);
     }
-    let (cache, limits) = (store.cache.clone(), settings.documents.limits());
+    let (cache, limits) = (store.cache.clone(), documents::Limits::of(&settings.documents));
     let build: search::backlog::Builder =
         Arc::new(move |key| scrape::reindex::entry_of(&cache, key, &limits));
     search::indexer::IndexHandle::start(
@@ -272,7 +291,7 @@ async fn start_index(
 fn fill_index_in_background(store: &Store, index: &Arc<search::SearchIndex>, settings: &Arc<Settings>) {
     let (store, index, settings) = (store.clone(), Arc::clone(index), Arc::clone(settings));
     let spawned = std::thread::Builder::new().name("ferrocrawl-reindex".into()).spawn(move || {
-        priority::lower(priority::Priority::Idle);
+        process::priority::lower(process::priority::Priority::Idle);
         match scrape::reindex::fill(&store, &index, &settings) {
             Ok(pages) => tracing::info!(pages, "the search index was filled from the page cache"),
             Err(e) => tracing::warn!(error = %e, "filling the search index from the page cache failed"),

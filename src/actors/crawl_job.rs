@@ -23,8 +23,8 @@ use tokio::task::JoinHandle;
 use url::Url;
 
 use super::Services;
+use super::fetch::{FetchOutcome, FetchTask};
 use super::settle::{self, LinkMemo, Pending};
-use super::site::{FetchOutcome, FetchTask};
 use super::sites::Sites;
 use super::tap::Tap;
 use crate::crawl::keys::KeyRules;
@@ -184,7 +184,16 @@ impl Actor for CrawlJob {
         if state.discovering {
             let limit = state.record.options.limit;
             let sites = state.sites.clone();
-            state.discovery = Some(super::discovery::spawn(&myself, state.id, sites, start, limit));
+            let (job, id) = (myself.clone(), state.id);
+            // The job hears `Discovered` and then `DiscoveryDone`, or nothing when it was
+            // cancelled meanwhile.
+            state.discovery = Some(tokio::spawn(async move {
+                let Some(urls) = super::discovery::discover(&sites, id, &start, limit).await else { return };
+                if !urls.is_empty() {
+                    let _ = job.cast(CrawlJobMsg::Discovered(urls));
+                }
+                let _ = job.cast(CrawlJobMsg::DiscoveryDone);
+            }));
         }
         Ok(state)
     }

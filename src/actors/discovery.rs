@@ -8,12 +8,9 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use ractor::ActorRef;
-use tokio::task::JoinHandle;
 use url::Url;
 
-use super::crawl_job::CrawlJobMsg;
-use super::site::DocumentOutcome;
+use super::fetch::DocumentOutcome;
 use super::sites::{Sites, origin_of};
 use crate::crawl::sitemap;
 use crate::model::JobId;
@@ -25,19 +22,6 @@ const MAX_SITEMAPS: usize = 50;
 pub fn is_sitemap_url(url: &Url) -> bool {
     let path = url.path().to_ascii_lowercase();
     path.ends_with(".xml") || path.ends_with(".xml.gz")
-}
-
-/// Starts discovery for job `id`; the job receives `Discovered` and then `DiscoveryDone`,
-/// or nothing when it was cancelled meanwhile.
-pub fn spawn(job: &ActorRef<CrawlJobMsg>, id: JobId, sites: Sites, start: Url, limit: u64) -> JoinHandle<()> {
-    let job = job.clone();
-    tokio::spawn(async move {
-        let Some(urls) = discover(&sites, id, &start, limit).await else { return };
-        if !urls.is_empty() {
-            let _ = job.cast(CrawlJobMsg::Discovered(urls));
-        }
-        let _ = job.cast(CrawlJobMsg::DiscoveryDone);
-    })
 }
 
 /// The page URLs of `start`'s sitemaps (or of `start`, itself a sitemap), at most `limit`;

@@ -46,7 +46,7 @@ pub struct Swept {
     /// Screenshots and PDFs deleted.
     pub files: usize,
     /// Extract and agent jobs deleted.
-    pub model_jobs: usize,
+    pub llm_jobs: usize,
 }
 
 /// Activity records are kept for a day (spec §4.11).
@@ -85,7 +85,7 @@ impl Actor for Janitor {
                         scrapes = swept.scrapes,
                         cached = swept.cached,
                         files = swept.files,
-                        model_jobs = swept.model_jobs,
+                        model_jobs = swept.llm_jobs,
                         "expired data deleted"
                     );
                 }
@@ -123,7 +123,7 @@ pub fn sweep(
     swept.scrapes = store.scrapes.purge_expired(now_ms)?;
     swept.replays = store.replays.purge_expired(now_ms)?;
     swept.files = store.files.purge_expired(now_ms)?;
-    swept.model_jobs = store.model_jobs.purge_expired(now_ms)?;
+    swept.llm_jobs = store.llm_jobs.purge_expired(now_ms)?;
     swept.activity = store.activity.purge_older_than(now_ms.saturating_sub(ACTIVITY_WINDOW_MS))?;
     let retention_ms = services.settings.janitor.cache_retention_secs.saturating_mul(1000);
     swept.cached = store.cache.purge_older_than(now_ms.saturating_sub(retention_ms))?;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use url::Url;
 
 use super::Runtime;
-use super::site::{FetchOutcome, FetchTask};
+use super::fetch::{FetchOutcome, FetchTask};
 use super::sites::Sites;
 use crate::crawl::keys::{self, KeyRules};
 use crate::crawl::scope::{Scope, ScopeOptions};

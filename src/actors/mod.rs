@@ -12,12 +12,14 @@
 //! The root restarts a supervisor that fails; supervisors restart their children. Job state
 //! lives in the store, so a restarted actor (or a restarted server) resumes where the last
 //! one stopped. [`Runtime`] is the handle the API and the CLI use. In a cluster the actors
-//! reach other nodes only through [`sites::Elsewhere`], which the layer above implements.
+//! reach other nodes only through [`elsewhere::Elsewhere`], which the layer above implements.
 
 pub mod browser;
 pub mod crawl_job;
 pub mod discovery;
+pub mod elsewhere;
 pub mod events;
+pub mod fetch;
 pub mod janitor;
 pub mod jobs;
 pub mod map;
@@ -78,7 +80,7 @@ pub struct Services {
     /// This node's place in a cluster, when it is part of one.
     pub cluster: Option<crate::cluster::Cluster>,
     /// How the site actors reach the other nodes of the cluster, when there is one.
-    pub elsewhere: Option<Arc<dyn sites::Elsewhere>>,
+    pub elsewhere: Option<Arc<dyn elsewhere::Elsewhere>>,
     volatile: Arc<OnceLock<JobStore>>,
 }
 
@@ -117,7 +119,7 @@ impl Services {
     pub fn in_cluster(
         mut self,
         cluster: crate::cluster::Cluster,
-        elsewhere: Arc<dyn sites::Elsewhere>,
+        elsewhere: Arc<dyn elsewhere::Elsewhere>,
     ) -> Self {
         self.cluster = Some(cluster);
         self.elsewhere = Some(elsewhere);

@@ -16,7 +16,7 @@ use std::time::Duration;
 use url::Url;
 
 use super::events::{self, PageReport};
-use super::site::FetchOutcome;
+use super::fetch::FetchOutcome;
 use super::stored::PageLinks;
 use super::tap::Tap;
 use crate::crawl::keys::{self, KeyRules};
@@ -185,7 +185,7 @@ fn settlement(
             let url = document.metadata.url.clone();
             let credits = document.metadata.credits_used;
             let stored = match rules.tap.is_none_or(Tap::keeps_documents) {
-                true => Some(sled::IVec::from(stored_form(&document)?)),
+                true => Some(sled::IVec::from(super::stored::stored_form(&document)?)),
                 false => None,
             };
             let tapped = rules.tap.map(|_| document);
@@ -259,18 +259,6 @@ fn landing_key(rules: KeyRules, requested: &str, landed: &str) -> Option<String>
     (landed != requested).then_some(landed)
 }
 
-/// The stored form of a result document, written into a buffer sized for its Markdown so
-/// the serializer does not keep growing it.
-pub(crate) fn stored_form(document: &Document) -> Result<Vec<u8>, serde_json::Error> {
-    let size = [&document.markdown, &document.html, &document.raw_html]
-        .iter()
-        .map(|s| s.as_ref().map_or(0, String::len))
-        .sum::<usize>();
-    let mut out = Vec::with_capacity(size + size / 8 + 2048);
-    serde_json::to_writer(&mut out, document)?;
-    Ok(out)
-}
-
 /// What a commit did.
 #[derive(Debug, Default)]
 pub(super) struct Committed {
@@ -301,7 +289,7 @@ pub(super) fn commit(
             Owned::Page { stored: Some(json), .. } => PageReport::Done(json),
             // A page that only went to the tap is serialized for its event alone.
             Owned::Page { tapped: Some(document), .. } if page_events => {
-                unstored = stored_form(document)?;
+                unstored = super::stored::stored_form(document)?;
                 PageReport::Done(&unstored)
             }
             Owned::Page { .. } | Owned::Blocked(_) => {

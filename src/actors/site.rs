@@ -12,7 +12,7 @@
 //!
 //! In a cluster a site has one actor at a time, on the node that owns the site. When
 //! members change the site moves, and its new actor starts no request before the old one
-//! let go: it asks every other live node to release the site ([`super::sites::Elsewhere::claim`]), and a
+//! let go: it asks every other live node to release the site ([`super::elsewhere::Elsewhere::claim`]), and a
 //! node releasing it stops starting requests, answers its waiting ones
 //! [`FetchOutcome::Moved`] (their askers send them to the new owner), answers once its
 //! running requests end, and stops. So the site's limits hold across the move.
@@ -22,91 +22,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
-use serde::{Deserialize, Serialize};
 use tokio::task::JoinHandle;
 use url::Url;
 
 use super::Services;
+use super::fetch::{DocumentOutcome, FetchOutcome, FetchTask};
 use crate::crawl::robots::RobotsTxt;
-use crate::model::{Code, Document, ErrorCode, JobId, ScrapeOptions, TeamId};
+use crate::model::{Code, ErrorCode, JobId};
 use crate::scrape::engine::{FetchError, PACE, Pace};
 use crate::scrape::{ScrapeError, ScrapeJob};
-
-/// One page to fetch for a job.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct FetchTask {
-    /// The job asking.
-    pub job: JobId,
-    /// Its team.
-    pub team: TeamId,
-    /// Id given to this page's scrape.
-    pub scrape_id: JobId,
-    /// The URL.
-    pub url: String,
-    /// How to scrape it.
-    pub options: ScrapeOptions,
-    /// Check robots.txt first.
-    pub respect_robots: bool,
-    /// Agent to match robots.txt rules for, instead of ours.
-    pub robots_agent: Option<String>,
-    /// Return the page's links (crawls do, batches do not).
-    pub discover: bool,
-    /// How long the page waited for its team's concurrency limit, when it did (ms).
-    pub queued_ms: Option<u64>,
-}
-
-/// How a fetch ended.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub enum FetchOutcome {
-    /// The page, and its links when discovery was asked for.
-    Page {
-        /// The result document.
-        document: Box<Document>,
-        /// Absolute links of the page.
-        links: Vec<String>,
-    },
-    /// The scrape failed.
-    Failed {
-        /// Error code.
-        code: Code,
-        /// Message.
-        error: String,
-    },
-    /// robots.txt forbids the URL.
-    Blocked,
-    /// The job was cancelled before the page was done.
-    Cancelled,
-    /// The site's actor on this node let the site go to another node before the page
-    /// started: send it again to the site's owner.
-    Moved,
-    /// A page from the node of its site, its document already in the stored form.
-    Stored(Box<super::stored::StoredPage>),
-    /// The site's actors on the node asked could not take the page (they are stopping, or
-    /// starting again after a failure): not the page's own failure. A job sends such a
-    /// page again when another node answered so; on the job's own node it fails, as every
-    /// other job of the node does. Says why.
-    NotTaken(String),
-}
-
-/// How a document fetch ended.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub enum DocumentOutcome {
-    /// The site answered (any status).
-    Fetched {
-        /// HTTP status.
-        status: u16,
-        /// Body bytes.
-        body: Vec<u8>,
-    },
-    /// No answer (network, address policy, timeout).
-    Failed(String),
-    /// The job was cancelled before the document was read.
-    Cancelled,
-    /// The site's actor here let the site go to another node first: ask the site's owner.
-    /// Never sent as it is: another node hears that the site moved.
-    #[serde(skip)]
-    Moved,
-}
 
 /// Messages of a [`Site`].
 #[derive(Debug)]
@@ -405,7 +329,7 @@ impl Actor for Site {
 }
 
 /// Asks the other nodes to let the site go, then tells the actor ([`SiteMsg::Claimed`]).
-fn claim(myself: &ActorRef<SiteMsg>, elsewhere: &Arc<dyn super::sites::Elsewhere>, origin: &Url) {
+fn claim(myself: &ActorRef<SiteMsg>, elsewhere: &Arc<dyn super::elsewhere::Elsewhere>, origin: &Url) {
     let (myself, elsewhere, origin) = (myself.clone(), Arc::clone(elsewhere), origin.to_string());
     tokio::spawn(async move {
         elsewhere.claim(&origin).await;

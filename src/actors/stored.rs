@@ -34,7 +34,7 @@ impl StoredPage {
     /// The page of `document` and `links`.
     pub fn of(document: &crate::model::Document, links: Vec<String>) -> Result<Self, serde_json::Error> {
         Ok(Self {
-            document: DocumentBytes::Written(super::settle::stored_form(document)?),
+            document: DocumentBytes::Written(stored_form(document)?),
             url: document.metadata.url.clone(),
             credits: document.metadata.credits_used,
             tracked: document.change_tracking.is_some(),
@@ -43,19 +43,16 @@ impl StoredPage {
     }
 }
 
-impl super::site::FetchOutcome {
-    /// This outcome with a stored page read back into its document.
-    pub fn parsed(self) -> Self {
-        match self {
-            Self::Stored(page) => match serde_json::from_slice(&page.document) {
-                Ok(document) => Self::Page { document: Box::new(document), links: page.links.into_vec() },
-                Err(e) => {
-                    Self::Failed { code: crate::model::Code::Unknown, error: format!("unreadable page: {e}") }
-                }
-            },
-            other => other,
-        }
-    }
+/// The stored form of a result document, written into a buffer sized for its Markdown so
+/// the serializer does not keep growing it.
+pub(crate) fn stored_form(document: &crate::model::Document) -> Result<Vec<u8>, serde_json::Error> {
+    let size = [&document.markdown, &document.html, &document.raw_html]
+        .iter()
+        .map(|s| s.as_ref().map_or(0, String::len))
+        .sum::<usize>();
+    let mut out = Vec::with_capacity(size + size / 8 + 2048);
+    serde_json::to_writer(&mut out, document)?;
+    Ok(out)
 }
 
 /// A page's document in the stored form (JSON).

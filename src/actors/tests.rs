@@ -12,8 +12,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use ractor::rpc::CallResult;
 
+use super::fetch::DocumentOutcome;
 use super::jobs::JobsMsg;
-use super::site::{DocumentOutcome, SiteMsg};
+use super::site::SiteMsg;
 use super::sites::{SitesMsg, origin_of};
 use super::*;
 use crate::model::{CrawlOptions, JobStatus, SitemapMode, time};

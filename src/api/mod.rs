@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod crawl;
 pub mod crawl_body;
 pub mod crawl_prompt;
+mod envelope;
 pub mod error;
 pub mod files;
 pub mod formats;
@@ -23,8 +24,8 @@ pub mod health;
 pub mod interact;
 pub mod interact_agent;
 pub mod job_view;
+pub mod llm_jobs;
 pub mod map;
-pub mod model_jobs;
 pub mod observe;
 pub mod openapi;
 mod openapi_bodies;
@@ -32,6 +33,7 @@ mod openapi_links;
 pub mod openapi_routes;
 pub mod options;
 pub mod parse;
+pub mod request_id;
 pub mod scrape;
 pub mod search;
 pub mod support;
@@ -71,7 +73,7 @@ pub struct AppState {
     /// The search providers of `search.providers`, in order, made once.
     pub search_providers: Arc<[Arc<dyn crate::search::Provider>]>,
     /// Extract and agent jobs.
-    pub model_jobs: crate::service::model_jobs::ModelJobs,
+    pub llm_jobs: crate::service::llm_jobs::LlmJobs,
 }
 
 impl AppState {
@@ -132,7 +134,7 @@ pub fn create_app(
         cdp::configure,
         cluster::configure,
         support::configure,
-        model_jobs::configure,
+        llm_jobs::configure,
     ];
     // Metrics recorded from the first request on.
     let _ = observe::recorder();
@@ -140,7 +142,7 @@ pub fn create_app(
         .app_data(state)
         .app_data(openapi)
         .configure(|cfg| configure_data(cfg, max_body))
-        .wrap(ErrorHandlers::new().default_handler(error::envelope_errors))
+        .wrap(ErrorHandlers::new().default_handler(envelope::envelope_errors))
         .wrap(Logger::new("%r %s %Dms").exclude("/health").exclude("/ready"))
         .wrap(actix_web::middleware::from_fn(observe::observe))
         .configure(|cfg| {

@@ -29,28 +29,12 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tracing::Instrument;
 
 use super::AppState;
-
-/// The request id header.
-pub const REQUEST_ID_HEADER: &str = "x-request-id";
+use super::request_id::{self, REQUEST_ID_HEADER, RequestId};
 
 /// Latency buckets (seconds) of the request histogram: a cached scrape answers in
 /// milliseconds, a crawl page or a browser scrape in seconds.
 const BUCKETS: [f64; 14] =
     [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0];
-
-tokio::task_local! {
-    /// The id of the request being answered (for error envelopes built inside handlers).
-    static REQUEST_ID: Arc<str>;
-}
-
-/// A request's id, kept in its extensions.
-#[derive(Debug, Clone)]
-pub struct RequestId(pub Arc<str>);
-
-/// The id of the request this task is answering, if any.
-pub fn current_request_id() -> Option<String> {
-    REQUEST_ID.try_with(|id| id.to_string()).ok()
-}
 
 /// The process's metrics recorder, installed on first use (`None` when another recorder
 /// was installed first).
@@ -69,30 +53,17 @@ pub fn recorder() -> Option<&'static PrometheusHandle> {
         .as_ref()
 }
 
-/// The client's id when usable, else a new one.
-fn id_of(request: &ServiceRequest) -> Arc<str> {
-    let given = request
-        .headers()
-        .get(REQUEST_ID_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| (1..=128).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_graphic()));
-    match given {
-        Some(id) => Arc::from(id),
-        None => Arc::from(uuid::Uuid::now_v7().to_string()),
-    }
-}
-
 /// Middleware: gives the request its id, answers within its span, records its metrics.
 pub async fn observe(
     request: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let id = id_of(&request);
+    let id = request_id::of(&request);
     request.extensions_mut().insert(RequestId(Arc::clone(&id)));
     let method = request.method().to_string();
     let span = tracing::info_span!("request", request_id = %id, method = %method, path = %request.path());
     let started = Instant::now();
-    let answered = REQUEST_ID.scope(Arc::clone(&id), next.call(request).instrument(span)).await;
+    let answered = request_id::scope(Arc::clone(&id), next.call(request).instrument(span)).await;
     let mut response = answered?;
     let route = response.request().match_pattern().unwrap_or_else(|| "unmatched".to_owned());
     let status = response.status().as_u16().to_string();
@@ -148,7 +119,7 @@ async fn metrics_text(
     metrics::gauge!("browser_tabs_waiting").set(browser.waiting as f64);
     metrics::gauge!("browser_tabs_shelved").set(browser.shelved as f64);
     metrics::counter!("browser_tabs_reused_total").absolute(browser.reused);
-    metrics::counter!("pages_cut_short_total").absolute(crate::cancel::cut_short_total());
+    metrics::counter!("pages_cut_short_total").absolute(crate::process::cancel::cut_short_total());
     metrics::gauge!("webhook_outbox_events").set(state.runtime.services().store.outbox.len() as f64);
     let store = state.runtime.services().store.clone();
     if let Ok(Ok(bytes)) = tokio::task::spawn_blocking(move || store.size_on_disk()).await {

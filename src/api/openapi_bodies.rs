@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{browser, crawl_prompt, formats, interact, model_jobs, search, support};
+use super::{browser, crawl_prompt, formats, interact, llm_jobs, search, support};
 
 /// A URL the server fetches or calls: http or https (the scheme in any case) and a host.
 const HTTP_URL: &str = "^[Hh][Tt][Tt][Pp][Ss]?://[^\\s/?#]+([/?#]\\S*)?$";
@@ -200,8 +200,8 @@ fn bodies(doc: &mut Value) {
         "model": {"type": "string", "enum": ["spark-1-pro", "spark-1-mini", "spark-2"]},
         "webhook": {"$ref": "#/components/schemas/Webhook"},
     }));
-    body(doc, "/v2/extract", "post", exact(model_jobs::extract_keys(), jobs.clone(), &[]), true);
-    body(doc, "/v2/agent", "post", exact(model_jobs::agent_keys(), jobs, &["prompt"]), true);
+    body(doc, "/v2/extract", "post", exact(llm_jobs::extract_keys(), jobs.clone(), &[]), true);
+    body(doc, "/v2/agent", "post", exact(llm_jobs::agent_keys(), jobs, &["prompt"]), true);
     let session = exact(
         browser::create_keys(),
         labels(json!({
@@ -394,8 +394,8 @@ mod tests {
         for (path, method, keys) in [
             ("/v2/support/docs-search", "post", support::accepted_keys().to_vec()),
             ("/v2/crawl/params-preview", "post", crawl_prompt::accepted_keys().to_vec()),
-            ("/v2/extract", "post", model_jobs::extract_keys().to_vec()),
-            ("/v2/agent", "post", model_jobs::agent_keys().to_vec()),
+            ("/v2/extract", "post", llm_jobs::extract_keys().to_vec()),
+            ("/v2/agent", "post", llm_jobs::agent_keys().to_vec()),
             ("/v2/browser", "post", browser::create_keys().to_vec()),
             ("/v2/interact", "post", browser::create_keys().to_vec()),
             ("/v2/scrape/{id}/interact", "post", interact::accepted_keys().to_vec()),

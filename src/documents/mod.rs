@@ -33,6 +33,18 @@ pub struct Limits {
     pub max_pdf_pages: usize,
 }
 
+impl Limits {
+    /// The limits `settings` set.
+    pub fn of(settings: &crate::config::DocumentSettings) -> Self {
+        Self {
+            max_unzipped_bytes: settings.max_unzipped_mb.saturating_mul(1 << 20),
+            max_sheets: settings.max_sheets,
+            max_rows: settings.max_rows,
+            max_pdf_pages: settings.max_pdf_pages,
+        }
+    }
+}
+
 impl Default for Limits {
     fn default() -> Self {
         Self { max_unzipped_bytes: 200 << 20, max_sheets: 50, max_rows: 10_000, max_pdf_pages: 2_000 }

@@ -89,7 +89,7 @@ fn body(xml: &str, styles: &Styles) -> Result<Flow, quick_xml::Error> {
     // Paragraph nesting: text inside a note or a frame inside a paragraph is read too.
     let mut blocks: Vec<Block> = Vec::new();
     let mut in_body = false;
-    while !crate::cancel::requested() {
+    while !crate::process::cancel::requested() {
         match reader.read_event()? {
             Event::Start(e) => match e.local_name().as_ref() {
                 "text" if !in_body => in_body = true,

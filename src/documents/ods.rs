@@ -94,7 +94,7 @@ impl Reading {
 
     fn run(&mut self, content: &str) -> Result<(), DocError> {
         let mut xml = Reader::from_str(content);
-        while !crate::cancel::requested() {
+        while !crate::process::cancel::requested() {
             let event = xml.read_event().map_err(|e| DocError::corrupt(DocKind::Ods, e))?;
             match event {
                 Event::Start(e) => self.start(&e, false)?,

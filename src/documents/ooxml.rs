@@ -48,7 +48,7 @@ fn body(xml: &str, cx: &Context) -> Result<Flow, quick_xml::Error> {
     let mut para = Para::default();
     let mut in_text = false;
     let mut alt = String::new();
-    while !crate::cancel::requested() {
+    while !crate::process::cancel::requested() {
         match reader.read_event()? {
             Event::Start(e) => match e.local_name().as_ref() {
                 "p" => para = Para::default(),

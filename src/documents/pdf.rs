@@ -67,7 +67,7 @@ pub(crate) fn convert(bytes: &[u8], limits: &Limits) -> Result<Converted, DocErr
     let mut pages: Vec<Vec<Item>> = Vec::with_capacity(read);
     let mut unreadable: Vec<usize> = Vec::new();
     for index in 0..read {
-        if crate::cancel::requested() {
+        if crate::process::cancel::requested() {
             break;
         }
         match doc.extract_spans_with_reading_order(index, ReadingOrder::ColumnAware) {

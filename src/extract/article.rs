@@ -38,7 +38,7 @@ pub(crate) fn main_content<'a>(base: &Dom<'a>, hints: &Hints) -> Option<(Dom<'a>
     let mut attempts: Vec<(Dom<'a>, Id, u32)> = Vec::new();
     let mut st = stats::Table::default();
     loop {
-        if crate::cancel::requested() {
+        if crate::process::cancel::requested() {
             return None;
         }
         // Preparation is deterministic, so every attempt gets the same node ids and

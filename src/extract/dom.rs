@@ -82,7 +82,7 @@ impl<'a> Dom<'a> {
         let mut chrome: Vec<(Id, chrome::Kind)> = Vec::new();
         for (step, edge) in html.tree.root().traverse().enumerate() {
             // A cancelled conversion stops here too (the tree is the largest input).
-            if step % 8192 == 8191 && crate::cancel::requested() {
+            if step % 8192 == 8191 && crate::process::cancel::requested() {
                 break;
             }
             match edge {

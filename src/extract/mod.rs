@@ -9,7 +9,7 @@
 //! Hostile input: before parsing, nesting is bounded at 512 levels ([`depth`], as
 //! Chromium's parser does), deeper tags dropped and their text kept, so every step is
 //! linear in the page's size whatever its depth (`benches/deep.rs`). The parser is fed in
-//! chunks and the steps after it check [`crate::cancel::requested`], so a conversion
+//! chunks and the steps after it check [`crate::process::cancel::requested`], so a conversion
 //! nobody waits for any more stops early.
 
 mod article;
@@ -151,7 +151,7 @@ const CHUNKED_ABOVE: usize = 1 << 20;
 
 /// Parses `html`, its nesting bounded ([`depth`]). An input of more than
 /// [`CHUNKED_ABOVE`] bytes is fed to the parser a chunk at a time, and when the conversion
-/// is cancelled ([`crate::cancel`]) the rest is skipped. A smaller one (a few
+/// is cancelled ([`crate::process::cancel`]) the rest is skipped. A smaller one (a few
 /// milliseconds of parsing) goes in one call, through `scraper`'s own build of the parser,
 /// which runs several percent faster on the extraction benchmark than the build of it
 /// this crate makes for the chunks (`benches/RESULTS.md`).
@@ -164,7 +164,7 @@ fn parse(html: &str) -> Html {
     let sink = scraper::HtmlTreeSink::new(Html::new_document());
     let mut parser = html5ever::driver::parse_document(sink, Default::default());
     let mut rest: &str = &html;
-    while !rest.is_empty() && !crate::cancel::requested() {
+    while !rest.is_empty() && !crate::process::cancel::requested() {
         let mut cut = rest.len().min(PARSE_CHUNK);
         while !rest.is_char_boundary(cut) {
             cut += 1;
@@ -176,7 +176,7 @@ fn parse(html: &str) -> Html {
 }
 
 /// Parse `html` once (page URL `url`, used for relative URLs) and produce what was asked.
-/// A cancelled conversion ([`crate::cancel`]) returns early with what it has so far.
+/// A cancelled conversion ([`crate::process::cancel`]) returns early with what it has so far.
 pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted) -> Extracted {
     let doc = parse(html);
     let base = urls::document_base(&doc, url);
@@ -187,7 +187,7 @@ pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted
         metadata,
         ..Extracted::default()
     };
-    if (!wanted.markdown && !wanted.html) || crate::cancel::requested() {
+    if (!wanted.markdown && !wanted.html) || crate::process::cancel::requested() {
         return out;
     }
 
@@ -198,7 +198,7 @@ pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted
         &doc,
         &dom::BuildOptions { block_ads: opts.block_ads, exclude: &exclude_set, include: &include_set },
     );
-    if crate::cancel::requested() {
+    if crate::process::cancel::requested() {
         return out;
     }
     let body = if page.body == dom::NONE { 0 } else { page.body };
@@ -228,7 +228,7 @@ pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted
     } else {
         None
     };
-    if crate::cancel::requested() {
+    if crate::process::cancel::requested() {
         return out;
     }
     page.drop_marked(0, page_mask);
@@ -247,7 +247,7 @@ pub fn extract(html: &str, url: &url::Url, opts: &ExtractOptions, wanted: Wanted
         }
         out.markdown = Some(md);
     }
-    if wanted.html && !crate::cancel::requested() {
+    if wanted.html && !crate::process::cancel::requested() {
         out.html = Some(serialize::to_html(tree, root, &base));
     }
     out.placeholder = placeholder::is_placeholder(tree, root, if main_only { 0 } else { chrome::ALL });

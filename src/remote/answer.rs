@@ -17,7 +17,7 @@ use super::compat::Peer;
 use super::messages::jobs::{Request, Response};
 use super::messages::{decode, encode};
 use crate::actors::Runtime;
-use crate::actors::site::{DocumentOutcome, FetchOutcome};
+use crate::actors::fetch::{DocumentOutcome, FetchOutcome};
 use crate::actors::stored::StoredPage;
 use crate::model::TeamId;
 use crate::service::{JobError, JobErrors, JobPage, JobService, Paging};
@@ -160,7 +160,7 @@ impl JobsHandler {
     async fn fetch(
         &self,
         from: &str,
-        task: crate::actors::site::FetchTask,
+        task: crate::actors::fetch::FetchTask,
         admit: bool,
     ) -> Result<Response, serde_json::Error> {
         let runtime = self.runtime();

@@ -4,7 +4,7 @@
 //! TLS, placement); the layers below this one reach other nodes only through traits they
 //! own, which this module implements:
 //!
-//! - [`sites`]: the site actors' [`crate::actors::sites::Elsewhere`] (a page fetched on its
+//! - [`sites`]: the site actors' [`crate::actors::elsewhere::Elsewhere`] (a page fetched on its
 //!   site's node, sitemaps, claiming a site, a job's cancel told everywhere) and
 //!   [`turns`], a redirect hop's turn lent by the node that owns the hop's site;
 //! - [`jobs`]: the job service's [`crate::service::JobNodes`] (another node's job read,

@@ -9,7 +9,7 @@ pub mod credits;
 pub mod document;
 pub mod engine;
 pub mod links;
-mod model_formats;
+mod llm_formats;
 mod pool;
 pub mod profiles;
 pub mod reindex;
@@ -472,7 +472,7 @@ impl Scraper {
             index.offer(now, || cache::key(&job.url, &job.options));
         }
         let extracted = if options.need_model() {
-            model_formats::apply(self.llm.as_ref(), job, &mut doc, &mut warnings, deadline).await?
+            llm_formats::apply(self.llm.as_ref(), job, &mut doc, &mut warnings, deadline).await?
         } else {
             None
         };
@@ -524,7 +524,7 @@ impl Scraper {
         // The model reads the page as Markdown, asked for or not (dropped again after).
         options.formats.markdown |= options.need_model();
         let source_url = job.source_url.clone();
-        let limits = self.settings.documents.limits();
+        let limits = crate::documents::Limits::of(&self.settings.documents);
         let size = sourced.page.body.len();
         pool::convert(size, move || {
             let input = document::PageInput {

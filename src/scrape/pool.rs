@@ -22,8 +22,8 @@ use std::sync::OnceLock;
 use tokio::runtime::{Builder, Handle, Runtime};
 
 use super::ScrapeError;
-use crate::cancel;
-use crate::priority::{self, Priority};
+use crate::process::cancel;
+use crate::process::priority::{self, Priority};
 
 /// Inputs of this many bytes or more convert on the heavy lane.
 const HEAVY_BYTES: usize = 1 << 20;
@@ -33,7 +33,7 @@ const ORDINARY_NICE: i32 = 5;
 
 /// Runs `work`, the conversion of `size` bytes, on its lane's threads. Dropping the
 /// returned future (a deadline passed, the job was cancelled) stops the work at its next
-/// check ([`crate::cancel`]).
+/// check ([`crate::process::cancel`]).
 pub(super) async fn convert<T: Send + 'static>(
     size: usize,
     work: impl FnOnce() -> T + Send + 'static,

@@ -26,7 +26,7 @@ pub fn rebuild(store: &Store, index: &SearchIndex, settings: &Settings) -> anyho
 /// returns how many. A server runs it by itself when it finds an empty index beside a
 /// filled cache (a data directory of a release without the index, or an index set aside).
 pub fn fill(store: &Store, index: &SearchIndex, settings: &Settings) -> anyhow::Result<usize> {
-    let limits = settings.documents.limits();
+    let limits = crate::documents::Limits::of(&settings.documents);
     let mut batch: Vec<IndexedPage> = Vec::with_capacity(BATCH);
     let mut indexed = 0;
     for key in store.cache.keys()? {

@@ -58,7 +58,7 @@ pub fn convert_file(
 impl Scraper {
     /// Converts an uploaded file into a result document.
     pub async fn parse_upload(&self, upload: Upload) -> Result<Document, ScrapeError> {
-        let limits = self.settings.documents.limits();
+        let limits = crate::documents::Limits::of(&self.settings.documents);
         let Upload { id, team, file_name, content_type, bytes, options, queued_ms } = upload;
         let mut task_options = options.clone();
         // The model reads the file as Markdown, asked for or not.
@@ -97,7 +97,7 @@ impl Scraper {
                 queued_ms,
             };
             let mut warnings = Vec::new();
-            let work = super::model_formats::apply(self.llm(), &job, &mut doc, &mut warnings, deadline);
+            let work = super::llm_formats::apply(self.llm(), &job, &mut doc, &mut warnings, deadline);
             tokio::time::timeout_at(deadline, work)
                 .await
                 .map_err(|_| ScrapeError::Timeout { ms: options.timeout_ms })??;

@@ -386,7 +386,7 @@ fn writable(dir: &Path, schema: Schema) -> tantivy::Result<Index> {
 fn low_priority_writer(index: &Index) -> tantivy::Result<IndexWriter> {
     let index = index.clone();
     std::thread::spawn(move || {
-        crate::priority::lower(crate::priority::Priority::Idle);
+        crate::process::priority::lower(crate::process::priority::Priority::Idle);
         index.writer_with_num_threads(1, WRITER_BYTES)
     })
     .join()

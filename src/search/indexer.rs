@@ -28,7 +28,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use super::backlog::{Backlog, Builder, Later};
 use super::index::{IndexedPage, SearchIndex};
-use crate::priority::{self, Priority};
+use crate::process::priority::{self, Priority};
 use crate::store::index_backlog::{IndexBacklog, Position};
 use crate::store::page_cache::CacheKey;
 

@@ -9,7 +9,7 @@
 //! Handlers parse and authorize, call one method here, and shape the answer; they never
 //! read the store themselves.
 
-pub mod model_jobs;
+pub mod llm_jobs;
 mod read;
 mod route;
 

@@ -56,7 +56,7 @@ fn reader(name: &str) -> fn(&[u8]) -> std::result::Result<(), CodecError> {
         trees::CHANGE_HISTORY => typed::<super::Baseline>,
         trees::TEAMS => typed::<super::teams::TeamRecord>,
         trees::LEDGER | trees::TOKENS => typed::<u64>,
-        trees::MODEL_JOBS => typed::<super::model_jobs::ModelJobRecord>,
+        trees::LLM_JOBS => typed::<super::llm_jobs::LlmJobRecord>,
         trees::REPORTS => typed::<super::reports::Report>,
         trees::ACTIVITY => typed::<super::activity::ActivityRecord>,
         trees::FILES => typed::<super::files::StoredFile>,

@@ -22,9 +22,9 @@ pub mod jobs;
 pub mod keys;
 pub mod ledger;
 mod legacy;
+pub mod llm_jobs;
 pub mod members;
 mod migrate;
-pub mod model_jobs;
 pub mod outbox;
 pub mod page_cache;
 pub mod profiles;
@@ -78,7 +78,7 @@ pub mod trees {
     /// team's owner.
     pub const REPORTS: &str = "team_reports";
     /// Extract or agent job id → its request, state and result.
-    pub const MODEL_JOBS: &str = "model_jobs";
+    pub const LLM_JOBS: &str = "model_jobs";
     /// (team, time, id) → activity record.
     pub const ACTIVITY: &str = "activity";
     /// File id → screenshot or PDF.
@@ -183,7 +183,7 @@ pub struct Store {
     /// Other nodes' totals, as reported to this node as a team's owner.
     pub reports: reports::ReportStore,
     /// Extract and agent jobs.
-    pub model_jobs: model_jobs::ModelJobStore,
+    pub llm_jobs: llm_jobs::LlmJobStore,
     /// What teams started, for a day.
     pub activity: ActivityLog,
     /// Screenshots and PDFs.
@@ -280,7 +280,7 @@ impl Store {
             ledger: Ledger::new(db.open_tree(trees::LEDGER)?, q.clone()),
             tokens: tokens::TokenLedger::new(db.open_tree(trees::TOKENS)?, q.clone()),
             reports: reports::ReportStore::new(db.open_tree(trees::REPORTS)?, q.clone()),
-            model_jobs: model_jobs::ModelJobStore::new(db.open_tree(trees::MODEL_JOBS)?, q.clone()),
+            llm_jobs: llm_jobs::LlmJobStore::new(db.open_tree(trees::LLM_JOBS)?, q.clone()),
             activity: ActivityLog::new(db.open_tree(trees::ACTIVITY)?, q.clone()),
             files: files::FileStore::new(db.open_tree(trees::FILES)?, q.clone()),
             profiles: profiles::ProfileStore::new(db.open_tree(trees::PROFILES)?, q.clone()),

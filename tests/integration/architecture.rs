@@ -1,8 +1,10 @@
 //! The dependency rules, checked on the sources: `extract/` is pure (no network, no disk,
 //! no database); no module of `api/` names the store (handlers go through the job service
-//! and the other services); and the top-level modules of `src/` form no cycle. The checks
-//! read Rust paths (`crate::x`, `ferrocrawl::x`, `use crate::{x, y}`) with comments and
-//! string literals removed, and are themselves tested on samples that break the rules.
+//! and the other services); the top-level modules of `src/` form no cycle; and the map of
+//! the house that README's "Architecture" and the crate's own doc draw matches it: every
+//! top-level module in its layer, no import running upwards, every actor in the tree. The
+//! checks read Rust paths (`crate::x`, `ferrocrawl::x`, `use crate::{x, y}`) with comments
+//! and string literals removed, and are themselves tested on samples that break the rules.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -176,7 +178,8 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
         };
         let mut deps: BTreeSet<String> = files.iter().flat_map(|(_, text)| named_modules(text)).collect();
         deps.remove(&name);
-        graph.insert(name, deps);
+        // A module may be a file and a folder (`config.rs` and `config/`).
+        graph.entry(name).or_insert_with(BTreeSet::new).extend(deps);
     }
     let modules: BTreeSet<String> = graph.keys().cloned().collect();
     for deps in graph.values_mut() {
@@ -215,6 +218,109 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
         visit(graph, node, &mut Vec::new(), &mut done, &mut found);
     }
     found
+}
+
+/// The layers a map draws, top to bottom: the modules of each numbered item (`N. ` at the
+/// start of a line, after `//!` in a doc), named in backticks before the item's dash or
+/// colon.
+fn layers(map: &str) -> Vec<BTreeSet<String>> {
+    let mut out = Vec::new();
+    for line in map.lines() {
+        let line = line.trim_start().trim_start_matches("//!").trim_start();
+        let Some((number, item)) = line.split_once(". ") else { continue };
+        if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let names = item.split(['—', ':']).next().unwrap_or_default();
+        let modules: BTreeSet<String> = names
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|name| name.trim_matches(['[', ']']).to_owned())
+            .filter(|name| !name.is_empty())
+            .collect();
+        out.push(modules);
+    }
+    out
+}
+
+/// README's "Architecture" section.
+fn readme_architecture() -> String {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).expect("README");
+    let start = readme.find("## Architecture").expect("an Architecture section");
+    let rest = &readme[start + 2..];
+    rest[..rest.find("\n## ").unwrap_or(rest.len())].to_owned()
+}
+
+/// The crate's own doc (the `//!` lines of `lib.rs`).
+fn crate_doc() -> String {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).expect("lib.rs");
+    lib.lines().filter(|l| l.trim_start().starts_with("//!")).collect::<Vec<_>>().join("\n")
+}
+
+/// What is wrong with `map` as a map of `graph`: modules missing or named twice or unknown,
+/// and imports that run upwards or sideways (between modules of one layer).
+fn map_errors(map: &str, graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let layers = layers(map);
+    let mut errors = Vec::new();
+    let mut layer_of = BTreeMap::new();
+    for (n, layer) in layers.iter().enumerate() {
+        for module in layer {
+            if !graph.contains_key(module) {
+                errors.push(format!("`{module}` is drawn but is no module of src/"));
+            }
+            if layer_of.insert(module.clone(), n).is_some() {
+                errors.push(format!("`{module}` is drawn twice"));
+            }
+        }
+    }
+    for (module, deps) in graph {
+        let Some(&at) = layer_of.get(module) else {
+            errors.push(format!("`{module}` is not drawn"));
+            continue;
+        };
+        for dep in deps {
+            if layer_of.get(dep).is_some_and(|&below| below <= at) {
+                errors.push(format!(
+                    "`{module}` uses `{dep}`, drawn in layer {} (not below {})",
+                    layer_of[dep] + 1,
+                    at + 1
+                ));
+            }
+        }
+    }
+    errors
+}
+
+/// The names of the actors the code defines (`impl Actor for X`).
+fn actors() -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (_, text) in sources(&src()) {
+        let code = code_only(&text);
+        let mut rest = code.as_str();
+        while let Some(at) = rest.find("impl Actor for ") {
+            rest = &rest[at + "impl Actor for ".len()..];
+            out.insert(ident_at(rest).to_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn the_maps_match_the_house() {
+    let graph = module_graph();
+    for (name, map) in [("README's Architecture", readme_architecture()), ("lib.rs's doc", crate_doc())] {
+        assert_eq!(
+            map_errors(&map, &graph),
+            Vec::<String>::new(),
+            "{name} does not match the code: {graph:#?}"
+        );
+        for actor in actors() {
+            assert!(map.contains(&actor), "{name} does not draw actor `{actor}`");
+        }
+    }
+    assert!(actors().len() > 8, "the actors were read: {:?}", actors());
 }
 
 #[test]
@@ -271,4 +377,13 @@ fn the_checks_fail_on_samples_that_break_the_rules() {
     assert_eq!(cycles(&graph), vec![vec!["a".to_owned(), "b".to_owned(), "c".to_owned(), "a".to_owned()]]);
     graph.get_mut("c").expect("c").clear();
     assert!(cycles(&graph).is_empty());
+    // A map with a module missing, one unknown, and one drawn above what uses it.
+    let map = "1. `d` — top\n2. `a`, `b` — the middle\n3. `c`, `x`: the bottom\n4. [`a`]: again";
+    let errors = map_errors(map, &graph);
+    for wanted in ["`a` uses `b`", "`x` is drawn but", "`a` is drawn twice"] {
+        assert!(errors.iter().any(|e| e.starts_with(wanted)), "missed {wanted}: {errors:?}");
+    }
+    let good = "1. `d`\n2. `a`: one\n3. `b`\n4. `c`";
+    assert_eq!(map_errors(good, &graph), Vec::<String>::new());
+    assert_eq!(map_errors("1. `d`\n2. `a`\n3. `b`", &graph), vec!["`c` is not drawn".to_owned()]);
 }

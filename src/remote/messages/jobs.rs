@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::actors::NodeCounts;
-use crate::actors::site::{DocumentOutcome, FetchTask};
+use crate::actors::fetch::{DocumentOutcome, FetchTask};
 use crate::actors::stored::StoredPage;
 use crate::model::{Code, JobId, JobKind};
 use crate::store::CachedPage;

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use super::jobs::{Request, Response};
 use super::{decode, encode};
 use crate::actors::NodeCounts;
-use crate::actors::site::{DocumentOutcome, FetchOutcome, FetchTask};
+use crate::actors::fetch::{DocumentOutcome, FetchOutcome, FetchTask};
 use crate::actors::stored::StoredPage;
 use crate::model::{Code, CrawlOptions, Document, JobId, JobKind, JobStatus, ScrapeOptions, TeamId};
 use crate::store::CachedPage;

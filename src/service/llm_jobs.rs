@@ -23,7 +23,7 @@ use crate::model::{EventKind, JobId, MapOptions, ScrapeOptions, TeamId, WebhookS
 use crate::scrape::ScrapeJob;
 use crate::search::{Provider, SearchRequest};
 use crate::store::StoreError;
-use crate::store::model_jobs::ModelJobRecord;
+use crate::store::llm_jobs::LlmJobRecord;
 
 /// Credits a team must have left to start a job.
 pub const MIN_CREDITS: u64 = 20;
@@ -61,7 +61,7 @@ impl Kind {
 
 /// A validated request.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ModelJobRequest {
+pub struct LlmJobRequest {
     /// Which job.
     pub kind: Kind,
     /// Pages to read; empty: found by searching for the prompt.
@@ -89,14 +89,14 @@ pub struct ModelJobRequest {
 
 /// Extract and agent jobs of this node.
 #[derive(Clone)]
-pub struct ModelJobs {
+pub struct LlmJobs {
     runtime: Runtime,
     providers: Arc<[Arc<dyn Provider>]>,
 }
 
-impl std::fmt::Debug for ModelJobs {
+impl std::fmt::Debug for LlmJobs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ModelJobs").finish_non_exhaustive()
+        f.debug_struct("LlmJobs").finish_non_exhaustive()
     }
 }
 
@@ -108,7 +108,7 @@ struct Outcome {
     tokens: u64,
 }
 
-impl ModelJobs {
+impl LlmJobs {
     /// The jobs of the node running `runtime`, gathering pages with `providers` when a
     /// request gives no URLs.
     pub fn new(runtime: Runtime, providers: Arc<[Arc<dyn Provider>]>) -> Self {
@@ -116,12 +116,12 @@ impl ModelJobs {
     }
 
     /// Accepts a job for `payer`: checks the credits, keeps the request, starts it.
-    pub async fn start(&self, payer: Payer, request: ModelJobRequest) -> Result<JobId, JobError> {
+    pub async fn start(&self, payer: Payer, request: LlmJobRequest) -> Result<JobId, JobError> {
         let services = self.runtime.services();
         services.teams.require(&payer.team, MIN_CREDITS).await?;
         let id = services.new_id();
         let now = time::now_ms();
-        let record = ModelJobRecord {
+        let record = LlmJobRecord {
             kind: request.kind.name().to_owned(),
             team: payer.team.as_str().to_owned(),
             key: payer.key.clone(),
@@ -138,7 +138,7 @@ impl ModelJobs {
         };
         let (put, store, webhook) = (record.clone(), services.store.clone(), request.webhook.clone());
         blocking(move || {
-            store.model_jobs.put(id, &put)?;
+            store.llm_jobs.put(id, &put)?;
             notify(&store, id, &put, webhook.as_ref(), EventKind::Started, Ok(&[]));
             Ok(())
         })
@@ -150,9 +150,9 @@ impl ModelJobs {
     }
 
     /// Job `id` of `team`.
-    pub async fn get(&self, id: JobId, team: &TeamId) -> Result<Option<ModelJobRecord>, JobError> {
+    pub async fn get(&self, id: JobId, team: &TeamId) -> Result<Option<LlmJobRecord>, JobError> {
         let (store, team) = (self.runtime.services().store.clone(), team.clone());
-        blocking(move || Ok(store.model_jobs.get(id, Some(&team))?)).await
+        blocking(move || Ok(store.llm_jobs.get(id, Some(&team))?)).await
     }
 
     /// Cancels job `id` of `team`; whether it was still running.
@@ -162,13 +162,13 @@ impl ModelJobs {
             return Ok(false);
         }
         let store = self.runtime.services().store.clone();
-        let cancelled = ModelJobRecord { status: "cancelled".to_owned(), ..record };
+        let cancelled = LlmJobRecord { status: "cancelled".to_owned(), ..record };
         blocking(move || {
             if cancelled.kind == Kind::Agent.name() {
                 let webhook = request_of(&cancelled).and_then(|r| r.webhook);
                 notify(&store, id, &cancelled, webhook.as_ref(), EventKind::Cancelled, Ok(&[]));
             }
-            Ok(store.model_jobs.put(id, &cancelled)?)
+            Ok(store.llm_jobs.put(id, &cancelled)?)
         })
         .await?;
         Ok(true)
@@ -176,7 +176,7 @@ impl ModelJobs {
 
     /// Runs again every job a stopped process left unfinished.
     pub fn resume(&self) -> Result<usize, StoreError> {
-        let unfinished = self.runtime.services().store.model_jobs.unfinished()?;
+        let unfinished = self.runtime.services().store.llm_jobs.unfinished()?;
         let count = unfinished.len();
         for (id, record) in unfinished {
             self.spawn(id, record);
@@ -184,7 +184,7 @@ impl ModelJobs {
         Ok(count)
     }
 
-    fn spawn(&self, id: JobId, record: ModelJobRecord) {
+    fn spawn(&self, id: JobId, record: LlmJobRecord) {
         let jobs = self.clone();
         tokio::spawn(async move {
             // A server that stops ends the job where it is, its outcome unwritten (a read
@@ -207,8 +207,8 @@ impl ModelJobs {
         });
     }
 
-    async fn run(&self, record: &ModelJobRecord) -> Result<Outcome, String> {
-        let request: ModelJobRequest =
+    async fn run(&self, record: &LlmJobRecord) -> Result<Outcome, String> {
+        let request: LlmJobRequest =
             serde_json::from_slice(&record.request_json).map_err(|e| format!("unreadable request: {e}"))?;
         let services = self.runtime.services();
         let llm = services.scraper.llm().cloned().ok_or("no language model is configured (llm.base_url)")?;
@@ -267,7 +267,7 @@ impl ModelJobs {
     async fn gather(
         &self,
         team: &TeamId,
-        request: &ModelJobRequest,
+        request: &LlmJobRequest,
         warnings: &mut Vec<String>,
     ) -> Vec<String> {
         let mut urls: Vec<String> = Vec::new();
@@ -291,7 +291,7 @@ impl ModelJobs {
     /// finds any too (and the local index's when no URL is given).
     async fn searched(
         &self,
-        request: &ModelJobRequest,
+        request: &LlmJobRequest,
         given: bool,
         warnings: &mut Vec<String>,
     ) -> Vec<String> {
@@ -346,7 +346,7 @@ impl ModelJobs {
         &self,
         team: &TeamId,
         pattern: &str,
-        request: &ModelJobRequest,
+        request: &LlmJobRequest,
         warnings: &mut Vec<String>,
     ) -> Vec<String> {
         let Ok(start) = Url::parse(pattern.trim_end_matches('*')) else { return Vec::new() };
@@ -420,7 +420,7 @@ fn finish(
     team: &str,
     outcome: Result<Outcome, String>,
 ) {
-    let Ok(Some(current)) = store.model_jobs.get(id, None) else { return };
+    let Ok(Some(current)) = store.llm_jobs.get(id, None) else { return };
     if current.status != "processing" {
         return; // cancelled meanwhile
     }
@@ -432,7 +432,7 @@ fn finish(
             {
                 tracing::warn!(error = %e, "credits of an extract job not recorded");
             }
-            ModelJobRecord {
+            LlmJobRecord {
                 status: "completed".to_owned(),
                 result_json: serde_json::to_vec(&done.value).unwrap_or_default(),
                 sources: done.sources,
@@ -442,7 +442,7 @@ fn finish(
                 ..current
             }
         }
-        Err(error) => ModelJobRecord { status: "failed".to_owned(), error: Some(error), ..current },
+        Err(error) => LlmJobRecord { status: "failed".to_owned(), error: Some(error), ..current },
     };
     // The event first: a crash before the record is written runs the job again (its end
     // is reported twice, never not at all).
@@ -455,7 +455,7 @@ fn finish(
             notify(store, id, &finished, webhook.as_ref(), EventKind::Completed, Ok(&data));
         }
     }
-    if let Err(e) = store.model_jobs.put(id, &finished) {
+    if let Err(e) = store.llm_jobs.put(id, &finished) {
         tracing::warn!(error = %e, job = %id, "an extract job's result was not stored");
     }
 }
@@ -465,7 +465,7 @@ fn finish(
 fn notify(
     store: &crate::store::Store,
     id: JobId,
-    record: &ModelJobRecord,
+    record: &LlmJobRecord,
     webhook: Option<&WebhookSpec>,
     kind: EventKind,
     outcome: Result<&[&serde_json::value::RawValue], &str>,
@@ -486,7 +486,7 @@ fn notify(
 }
 
 /// The instructions for every page of a job.
-fn task_of(request: &ModelJobRequest) -> String {
+fn task_of(request: &LlmJobRequest) -> String {
     let mut task = crate::llm::prompts::EXTRACT.to_owned();
     if let Some(system) = &request.system_prompt {
         task = format!("{system}\n{task}");
@@ -557,12 +557,12 @@ fn sources_of(values: &[Value], urls: &[String]) -> Vec<(String, Vec<String>)> {
 }
 
 /// The status answer's data: the merged result of a completed job.
-pub fn result_of(record: &ModelJobRecord) -> Value {
+pub fn result_of(record: &LlmJobRecord) -> Value {
     serde_json::from_slice(&record.result_json).unwrap_or(Value::Null)
 }
 
 /// The request a job was started with.
-pub fn request_of(record: &ModelJobRecord) -> Option<ModelJobRequest> {
+pub fn request_of(record: &LlmJobRecord) -> Option<LlmJobRequest> {
     serde_json::from_slice(&record.request_json).ok()
 }
 

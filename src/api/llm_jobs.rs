@@ -12,7 +12,7 @@ use super::error::ApiError;
 use super::options::{ScrapeOptionsBody, refuse_hosted};
 use super::{AppState, body, formats, forward, target};
 use crate::model::{EventKind, WebhookSpec, time};
-use crate::service::model_jobs::{self, Kind, ModelJobRequest};
+use crate::service::llm_jobs::{self, Kind, LlmJobRequest};
 
 /// Registers the routes.
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -110,8 +110,8 @@ fn schema_of(value: Option<Value>) -> Result<Option<Value>, ApiError> {
 /// The URLs: valid ones, and the invalid ones when they may be skipped.
 fn urls_of(list: Option<Vec<Value>>, skip_invalid: bool) -> Result<(Vec<String>, Vec<String>), ApiError> {
     let list = list.unwrap_or_default();
-    if list.len() > model_jobs::MAX_PAGES {
-        return Err(ApiError::bad_request(format!("`urls` may hold at most {} URLs", model_jobs::MAX_PAGES)));
+    if list.len() > llm_jobs::MAX_PAGES {
+        return Err(ApiError::bad_request(format!("`urls` may hold at most {} URLs", llm_jobs::MAX_PAGES)));
     }
     let (mut valid, mut invalid) = (Vec::new(), Vec::new());
     for (i, value) in list.into_iter().enumerate() {
@@ -154,7 +154,7 @@ async fn start_extract(
         return Err(ApiError::bad_request("either `urls` or `prompt` is required"));
     }
     let scrape = scrape_options(&auth, body.scrape_options)?;
-    let request_body = ModelJobRequest {
+    let request_body = LlmJobRequest {
         kind: Kind::Extract,
         urls,
         prompt,
@@ -196,7 +196,7 @@ async fn start_agent(
         }
     };
     let (urls, _) = urls_of(body.urls, false)?;
-    let request = ModelJobRequest {
+    let request = LlmJobRequest {
         kind: Kind::Agent,
         urls,
         prompt: Some(prompt),
@@ -230,8 +230,8 @@ fn scrape_options(
     }
 }
 
-async fn start(state: &AppState, auth: &Authenticated, request: ModelJobRequest) -> Result<String, ApiError> {
-    let (jobs, payer) = (state.model_jobs.clone(), auth.payer());
+async fn start(state: &AppState, auth: &Authenticated, request: LlmJobRequest) -> Result<String, ApiError> {
+    let (jobs, payer) = (state.llm_jobs.clone(), auth.payer());
     let id = state.off_worker(async move { Ok(jobs.start(payer, request).await?) }).await?;
     Ok(id.to_string())
 }
@@ -261,12 +261,12 @@ async fn status(
         Err(answer) => return Ok(answer),
     };
     let agent = request.path().starts_with("/v2/agent");
-    let (jobs, team) = (state.model_jobs.clone(), auth.team.clone());
+    let (jobs, team) = (state.llm_jobs.clone(), auth.team.clone());
     let record = state.off_worker(async move { Ok(jobs.get(id, &team).await?) }).await?;
     let record = record
         .filter(|r| (r.kind == "agent") == agent)
         .ok_or_else(|| ApiError::from(crate::service::JobError::NotFound))?;
-    let job = model_jobs::request_of(&record);
+    let job = llm_jobs::request_of(&record);
     let done = record.status == "completed";
     // The SDKs know no cancelled agent: it reads as failed, saying why.
     let (status, error) = match (agent, record.status.as_str()) {
@@ -279,7 +279,7 @@ async fn status(
         "expiresAt": time::iso_ms(record.expires_ms),
         "creditsUsed": record.credits,
         "tokensUsed": record.tokens,
-        "data": if done { model_jobs::result_of(&record) } else { Value::Null },
+        "data": if done { llm_jobs::result_of(&record) } else { Value::Null },
     });
     if let Some(error) = error {
         answer["error"] = Value::String(error);
@@ -308,7 +308,7 @@ async fn cancel(
         Ok(id) => id,
         Err(answer) => return Ok(answer),
     };
-    let (jobs, team) = (state.model_jobs.clone(), auth.team.clone());
+    let (jobs, team) = (state.llm_jobs.clone(), auth.team.clone());
     let cancelled = state.off_worker(async move { Ok(jobs.cancel(id, &team).await?) }).await?;
     Ok(HttpResponse::Ok().json(json!({"success": cancelled})))
 }

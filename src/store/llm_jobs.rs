@@ -11,7 +11,7 @@ use crate::model::{JobId, TeamId, time};
 
 /// One job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ModelJobRecord {
+pub struct LlmJobRecord {
     /// `extract` or `agent`.
     pub kind: String,
     /// Owner.
@@ -41,40 +41,40 @@ pub struct ModelJobRecord {
     pub tokens: u64,
 }
 
-codec::records!(ModelJobRecord => 1);
+codec::records!(LlmJobRecord => 1);
 
 /// Typed access to the `model_jobs` tree.
 #[derive(Debug, Clone)]
-pub struct ModelJobStore {
+pub struct LlmJobStore {
     tree: sled::Tree,
     q: Quarantine,
 }
 
-impl ModelJobStore {
+impl LlmJobStore {
     pub(super) fn new(tree: sled::Tree, q: Quarantine) -> Self {
         Self { tree, q }
     }
 
     /// Writes `record` under `id`, durably (the job was accepted).
-    pub fn put(&self, id: JobId, record: &ModelJobRecord) -> Result<()> {
+    pub fn put(&self, id: JobId, record: &LlmJobRecord) -> Result<()> {
         self.tree.insert(id.as_bytes(), codec::encode(record)?)?;
         self.tree.flush()?;
         Ok(())
     }
 
     /// The job `id` of `team` (any team with `None`), unless it expired.
-    pub fn get(&self, id: JobId, team: Option<&TeamId>) -> Result<Option<ModelJobRecord>> {
-        let record = self.q.get::<ModelJobRecord>(&self.tree, id.as_bytes())?;
+    pub fn get(&self, id: JobId, team: Option<&TeamId>) -> Result<Option<LlmJobRecord>> {
+        let record = self.q.get::<LlmJobRecord>(&self.tree, id.as_bytes())?;
         Ok(record.filter(|r| team.is_none_or(|t| r.team == t.as_str()) && r.expires_ms > time::now_ms()))
     }
 
     /// Jobs still `processing`, to run again at start.
-    pub fn unfinished(&self) -> Result<Vec<(JobId, ModelJobRecord)>> {
+    pub fn unfinished(&self) -> Result<Vec<(JobId, LlmJobRecord)>> {
         let mut out = Vec::new();
         for entry in self.tree.iter() {
             let (key, bytes) = entry?;
             let Some(id) = JobId::from_bytes(&key) else { continue };
-            if let Some(record) = self.q.read::<ModelJobRecord>(&self.tree, &key, &bytes)?
+            if let Some(record) = self.q.read::<LlmJobRecord>(&self.tree, &key, &bytes)?
                 && record.status == "processing"
             {
                 out.push((id, record));
@@ -85,7 +85,7 @@ impl ModelJobStore {
 
     /// Deletes jobs that expired before `now_ms`; returns how many.
     pub fn purge_expired(&self, now_ms: u64) -> Result<usize> {
-        self.q.purge::<ModelJobRecord>(&self.tree, |record| record.expires_ms <= now_ms)
+        self.q.purge::<LlmJobRecord>(&self.tree, |record| record.expires_ms <= now_ms)
     }
 }
 
@@ -101,7 +101,7 @@ mod tests {
         let team = TeamId::parse("a").expect("team");
         let id = JobId::new();
         let now = time::now_ms();
-        let record = ModelJobRecord {
+        let record = LlmJobRecord {
             kind: "extract".into(),
             team: "a".into(),
             key: None,
@@ -116,12 +116,12 @@ mod tests {
             credits: 0,
             tokens: 0,
         };
-        store.model_jobs.put(id, &record).expect("put");
-        assert_eq!(store.model_jobs.get(id, Some(&team)).expect("get"), Some(record.clone()));
-        assert_eq!(store.model_jobs.get(id, Some(&TeamId::parse("b").expect("team"))).expect("get"), None);
-        assert_eq!(store.model_jobs.unfinished().expect("unfinished").len(), 1);
-        store.model_jobs.put(id, &ModelJobRecord { status: "completed".into(), ..record }).expect("put");
-        assert!(store.model_jobs.unfinished().expect("unfinished").is_empty());
-        assert_eq!(store.model_jobs.purge_expired(now + 120_000).expect("purge"), 1);
+        store.llm_jobs.put(id, &record).expect("put");
+        assert_eq!(store.llm_jobs.get(id, Some(&team)).expect("get"), Some(record.clone()));
+        assert_eq!(store.llm_jobs.get(id, Some(&TeamId::parse("b").expect("team"))).expect("get"), None);
+        assert_eq!(store.llm_jobs.unfinished().expect("unfinished").len(), 1);
+        store.llm_jobs.put(id, &LlmJobRecord { status: "completed".into(), ..record }).expect("put");
+        assert!(store.llm_jobs.unfinished().expect("unfinished").is_empty());
+        assert_eq!(store.llm_jobs.purge_expired(now + 120_000).expect("purge"), 1);
     }
 }
