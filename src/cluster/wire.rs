@@ -3,7 +3,11 @@
 //! postcard [`Envelope`]: the sender's protocol version first, so a node can always read
 //! the version even when it cannot read the rest, then the frame. Requests of the layers
 //! above (fetching a page on the node that owns its site, reading a job on the node that
-//! owns it) are opaque bytes here, encoded by their own module.
+//! owns it) are opaque bytes here, encoded by their own module (`remote::messages`).
+//!
+//! **The promise:** a node speaks its own release's protocol version and the previous
+//! release's, so a cluster is upgraded one node at a time; which versions those are, and
+//! what each brought, is `remote::compat`'s (given to this module as [`Versions`]).
 
 use ractor::message::{BoxedDowncastErr, SerializedMessage};
 use ractor::{Message, RpcReplyPort};

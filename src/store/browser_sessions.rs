@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::quarantine::Quarantine;
-use super::{Result, codec, legacy};
+use super::{Result, codec};
 use crate::model::TeamId;
 
 /// One session.
@@ -35,29 +35,7 @@ pub struct SessionRecord {
     pub prompted: bool,
 }
 
-impl codec::Record for SessionRecord {
-    /// Version 2 keeps `prompted`; version 1 did not (its sessions were plain ones).
-    const VERSION: u8 = 2;
-
-    fn upgrade(version: u8, payload: &[u8]) -> std::result::Result<Self, codec::CodecError> {
-        if version != 1 {
-            return Err(codec::CodecError::UnknownVersion { found: version, current: Self::VERSION });
-        }
-        let old: legacy::session_v1::SessionRecord = postcard::from_bytes(payload)?;
-        Ok(Self {
-            team: old.team,
-            created_ms: old.created_ms,
-            last_activity_ms: old.last_activity_ms,
-            stream_web_view: old.stream_web_view,
-            view_token: old.view_token,
-            control_token: old.control_token,
-            ended_ms: old.ended_ms,
-            duration_ms: old.duration_ms,
-            credits: old.credits,
-            prompted: false,
-        })
-    }
-}
+codec::records!(SessionRecord => 2);
 
 /// Typed access to the `browser_sessions` tree.
 #[derive(Debug, Clone)]
@@ -167,32 +145,5 @@ mod tests {
         assert_eq!(store.browser_sessions.get("old").expect("get"), None);
         let team = TeamId::parse("a").expect("team");
         assert_eq!(store.browser_sessions.all(Some(&team)).expect("all").len(), 1);
-    }
-
-    #[test]
-    fn a_record_of_version_1_reads_as_a_plain_session() {
-        let old = legacy::session_v1::SessionRecord {
-            team: "a".into(),
-            created_ms: 1_000,
-            last_activity_ms: 4_000,
-            stream_web_view: false,
-            view_token: "v".into(),
-            control_token: "c".into(),
-            ended_ms: Some(5_000),
-            duration_ms: 3_000,
-            credits: 2,
-        };
-        let mut bytes = vec![codec::TAG, 1];
-        bytes.extend(postcard::to_allocvec(&old).expect("encode"));
-        let read: SessionRecord = codec::decode(&bytes).expect("decode");
-        assert_eq!(
-            (read.team.as_str(), read.last_activity_ms, read.ended_ms, read.credits, read.stream_web_view),
-            ("a", 4_000, Some(5_000), 2, false)
-        );
-        assert!(!read.prompted);
-        assert_eq!(
-            codec::decode::<SessionRecord>(&codec::encode(&read).expect("encode")).expect("decode"),
-            read
-        );
     }
 }

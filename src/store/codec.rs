@@ -5,18 +5,23 @@
 //! postcard is positional: a payload only decodes with the exact field list it was written
 //! with, so the version says which list that was. A record type implements [`Record`]: its
 //! current [`Record::VERSION`], and in [`Record::upgrade`] a decoder for every older
-//! version this build has ever written (the old definitions are kept, frozen, in
-//! `store::legacy`).
+//! version a **release** wrote (the old definitions are kept, frozen, in `store::legacy`).
+//!
+//! **The promise:** a release opens the data directory of every earlier release. Formats of
+//! the commits between two releases are not kept: a record changed twice before a release
+//! changes its version once. Caches that can be made again are dropped on a change of
+//! their format instead of decoded (`store::migrate`).
 //!
 //! **How to add a field without breaking a data directory.**
 //! - Options that grow with the API (`ScrapeOptions`, `CrawlOptions` and what they hold) are
 //!   stored as JSON inside their record ([`json`]), with `#[serde(default)]`: a new field
 //!   needs a default that reproduces the behaviour from before the field existed, and then
 //!   no version changes. Never rename a stored JSON field without `#[serde(alias)]`.
-//! - Any other record: copy its current definition into `store::legacy` under the old
-//!   version's module, raise `VERSION`, and decode the old version in `upgrade` (usually:
-//!   decode the frozen type, convert). Add a frozen data-directory fixture of the new
-//!   format beside the old ones (`tests/fixtures/datadir/`).
+//! - Any other record: if the last release wrote its current version, copy that definition
+//!   into `store::legacy` under the old version's module, raise `VERSION`, and decode the old
+//!   version in `upgrade` (usually: decode the frozen type, convert); if the change since the
+//!   last release already raised it, change the new version in place. A release adds a
+//!   frozen data-directory fixture of its own (`tests/fixtures/datadir/`).
 //! - A new tree or a change of layout that needs rewriting records raises
 //!   `store::SCHEMA_VERSION` with a step in `store::migrate`.
 //!
@@ -57,7 +62,7 @@ pub(crate) trait Record: Serialize + DeserializeOwned {
     /// The version this build writes.
     const VERSION: u8;
 
-    /// Decodes the payload of an older `version`; every version ever written must be
+    /// Decodes the payload of an older `version`; every version a release wrote must be
     /// handled here.
     fn upgrade(version: u8, _payload: &[u8]) -> Result<Self, CodecError> {
         Err(CodecError::UnknownVersion { found: version, current: Self::VERSION })

@@ -1,10 +1,11 @@
-//! Frozen definitions of records as older builds wrote them, one module per version, so
-//! this build can still decode every version it has ever written (see `codec`). Nothing
-//! here may change: these are the exact field lists, in order, of the records of that
-//! version. Converting to today's types goes through JSON, which matches fields by name and
-//! fills fields added since with their defaults.
+//! Frozen definitions of records as earlier releases wrote them, one module per version,
+//! so this build can still decode what every release wrote (see `codec`; formats of
+//! commits between releases are not kept). Nothing here may change: these are the exact
+//! field lists, in order, of the records of that version. Converting to today's types goes
+//! through JSON, which matches fields by name and fills fields added since with their
+//! defaults.
 
-/// Version 1 (schema version 1, the first release): `JobRecord` held `CrawlOptions` as
+/// Version 1 (schema version 1, release 0.1.0): `JobRecord` held `CrawlOptions` as
 /// positional postcard.
 pub(super) mod v1 {
     #![allow(dead_code, missing_docs, missing_debug_implementations, unreachable_pub)]
@@ -172,18 +173,6 @@ pub(super) mod v1 {
         pub profile: Option<Profile>,
     }
 
-    /// The page cache's entry until record version 2 (body always inline).
-    #[derive(Serialize, Deserialize)]
-    pub struct CachedPage {
-        pub final_url: String,
-        pub status: u16,
-        pub content_type: Option<String>,
-        pub body: Vec<u8>,
-        pub fetched_ms: u64,
-        pub via_proxy: bool,
-        pub rendered: bool,
-    }
-
     #[derive(Serialize, Deserialize)]
     pub enum EventKind {
         Started,
@@ -206,54 +195,4 @@ pub(super) fn convert<Old: serde::Serialize, New: serde::de::DeserializeOwned>(
     old: &Old,
 ) -> Result<New, serde_json::Error> {
     serde_json::from_value(serde_json::to_value(old)?)
-}
-
-/// Version 2 of the page cache's entry (one build): a body of more than 64 KiB kept in
-/// parts whose keys are the entry's key and the part number.
-pub(super) mod v2 {
-    #![allow(dead_code, missing_docs, missing_debug_implementations, unreachable_pub)]
-
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Serialize, Deserialize)]
-    pub struct StoredPage {
-        pub page: super::v1::CachedPage,
-        pub parts: u32,
-    }
-}
-
-/// Version 3 of the page cache's entry: parts keyed by the entry's key, a random
-/// generation and the part number; bodies of up to 64 KiB inline.
-pub(super) mod v3 {
-    #![allow(dead_code, missing_docs, missing_debug_implementations, unreachable_pub)]
-
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Serialize, Deserialize)]
-    pub struct StoredPage {
-        pub page: super::v1::CachedPage,
-        pub parts: u32,
-        pub generation: u64,
-    }
-}
-
-/// Version 1 of a browser session's record: whether an agent prompt ran in the session was
-/// not kept.
-pub(super) mod session_v1 {
-    #![allow(dead_code, missing_docs, missing_debug_implementations, unreachable_pub)]
-
-    use serde::{Deserialize, Serialize};
-
-    #[derive(Serialize, Deserialize)]
-    pub struct SessionRecord {
-        pub team: String,
-        pub created_ms: u64,
-        pub last_activity_ms: u64,
-        pub stream_web_view: bool,
-        pub view_token: String,
-        pub control_token: String,
-        pub ended_ms: Option<u64>,
-        pub duration_ms: u64,
-        pub credits: u64,
-    }
 }

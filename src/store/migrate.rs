@@ -1,6 +1,12 @@
 //! Upgrades of the data directory's layout, run when the store opens. The layout's version
 //! is `schema_version` in the `meta` tree; a newer one than this build knows is refused.
 //!
+//! **The promise:** a release opens the data directory of every earlier release (each has
+//! a frozen fixture in `tests/fixtures/datadir/`, opened by `tests/integration/upgrade.rs`).
+//! Nothing is kept for the commits between releases: the steps and the old record versions
+//! decoded here are those of releases. Caches that can be made again (the page cache) are
+//! dropped on a change of their format, not converted ([`drop_stale_caches`]).
+//!
 //! Each step is crash-safe: it works through one tree at a time in batches, and every
 //! batch is one transaction that also records, in `meta`, the last key it converted. A
 //! process killed in the middle (kill -9, power loss) resumes after the last committed
@@ -9,8 +15,9 @@
 //!
 //! Steps:
 //! - 0 → current: a new, empty database.
-//! - 1 → 2: every typed record gets its version tag (`codec`); version-1 payloads are kept
-//!   as they are, tagged as version 1, and decoded by their types' `upgrade`.
+//! - 1 → 2 (release 0.1.0's data directories): every typed record gets its version tag
+//!   (`codec`); version-1 payloads are kept as they are, tagged as version 1, and decoded by
+//!   their types' `upgrade`. The page cache of that release is dropped instead.
 
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
@@ -21,11 +28,11 @@ const SCHEMA_VERSION_KEY: &[u8] = b"schema_version";
 /// Records converted per transaction.
 const BATCH: usize = 256;
 
-/// Trees whose values are typed records (postcard), which version 2 tags.
+/// Trees whose values are typed records (postcard), which version 2 tags (the page cache's
+/// are dropped: see [`drop_stale_caches`]).
 pub(super) const TYPED_TREES: &[&str] = &[
     trees::API_KEYS,
     trees::SCRAPES,
-    trees::PAGE_CACHE,
     trees::CHANGE_HISTORY,
     trees::TEAMS,
     trees::LEDGER,
@@ -53,6 +60,9 @@ fn version_bytes(version: u32) -> Result<Vec<u8>> {
     Ok(postcard::to_allocvec(&version).map_err(codec::CodecError::from)?)
 }
 
+/// `meta` key of the page cache's format: the record version of its entries.
+const CACHE_FORMAT_KEY: &[u8] = b"page_cache_format";
+
 /// Brings `db` to [`SCHEMA_VERSION`]; refuses a newer layout.
 pub(super) fn run(db: &sled::Db) -> Result<()> {
     let meta = db.open_tree(trees::META)?;
@@ -60,11 +70,13 @@ pub(super) fn run(db: &sled::Db) -> Result<()> {
     if found > SCHEMA_VERSION {
         return Err(StoreError::FutureSchema { found });
     }
-    if found == SCHEMA_VERSION {
-        return Ok(());
-    }
     if found == 0 && db.tree_names().iter().all(|name| db.open_tree(name).is_ok_and(|t| t.is_empty())) {
         meta.insert(SCHEMA_VERSION_KEY, version_bytes(SCHEMA_VERSION)?)?;
+        meta.insert(CACHE_FORMAT_KEY, version_bytes(super::page_cache::FORMAT)?)?;
+        return Ok(());
+    }
+    drop_stale_caches(db, &meta, found)?;
+    if found == SCHEMA_VERSION {
         return Ok(());
     }
     if found <= 1 {
@@ -74,6 +86,37 @@ pub(super) fn run(db: &sled::Db) -> Result<()> {
     finish(&meta, SCHEMA_VERSION)?;
     db.flush()?;
     tracing::info!(version = SCHEMA_VERSION, "data directory upgraded");
+    Ok(())
+}
+
+/// Drops the page cache (its entries, their bodies and the search index's notes of them)
+/// when it was written in another format than this build's, and records this build's: a
+/// cache is made again as pages are fetched, not converted. A directory of layout `found`
+/// 2 without a record of the cache's format is release 0.2.0's, whose entries are this
+/// build's format.
+fn drop_stale_caches(db: &sled::Db, meta: &sled::Tree, found: u32) -> Result<()> {
+    let current = super::page_cache::FORMAT;
+    let stored = match meta.get(CACHE_FORMAT_KEY)? {
+        Some(bytes) => Some(postcard::from_bytes::<u32>(&bytes).map_err(codec::CodecError::from)?),
+        None if found == 2 => Some(current),
+        None => None,
+    };
+    if stored == Some(current) && meta.contains_key(CACHE_FORMAT_KEY)? {
+        return Ok(());
+    }
+    if stored != Some(current) {
+        let cache = db.open_tree(trees::PAGE_CACHE)?;
+        if !cache.is_empty() {
+            tracing::info!(
+                entries = cache.len(),
+                "the page cache of an earlier format is dropped; pages are fetched again"
+            );
+        }
+        for name in [trees::PAGE_CACHE, trees::PAGE_BODIES, trees::INDEX_BACKLOG, trees::INDEX_HELD] {
+            db.open_tree(name)?.clear()?;
+        }
+    }
+    meta.insert(CACHE_FORMAT_KEY, version_bytes(current)?)?;
     Ok(())
 }
 

@@ -2,11 +2,14 @@
 //! directory; each record family has its own tree (names in [`trees`]) and a typed,
 //! synchronous API. Keys are big-endian so they sort.
 //!
-//! Upgrades lose nothing: every typed record carries a version tag and this build decodes
-//! every version it ever wrote (`codec` says how to add a field without breaking a data
+//! Upgrades lose nothing: **a release opens the data directory of every earlier release**
+//! (`CHANGELOG.md` lists each release's stored format; each has a frozen fixture that the
+//! upgrade tests open). Every typed record carries a version tag and this build decodes
+//! every version a release wrote (`codec` says how to add a field without breaking a data
 //! directory); the layout itself is versioned and upgraded in place, crash-safe
-//! (`migrate`); a record that still does not decode is moved to quarantine
-//! ([`quarantine`]), never deleted, and fails only what it belonged to.
+//! (`migrate`); caches are dropped on a change of their format and made again; a record
+//! that still does not decode is moved to quarantine ([`quarantine`]), never deleted, and
+//! fails only what it belonged to.
 //! Point reads and writes are fast enough to call from async code; scans over many
 //! records belong in `spawn_blocking`.
 

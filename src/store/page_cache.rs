@@ -26,7 +26,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::quarantine::Quarantine;
-use super::{Result, codec, legacy};
+use super::{Result, codec};
 
 /// Bodies larger than this are stored apart, in parts.
 const INLINE_BYTES: usize = 1 << 10;
@@ -54,49 +54,24 @@ pub struct CachedPage {
 }
 
 /// An entry of the `page_cache` tree: the page, with its body empty when it is kept in
-/// `parts` parts of generation `generation` in `page_bodies`.
+/// `parts` parts of generation `generation` in `page_bodies`, keyed by the generation
+/// first (then the entry's key and the part) and compressed (LZ4, its length first).
 #[derive(Debug, Serialize, Deserialize)]
 pub(super) struct StoredPage {
     page: CachedPage,
     parts: u32,
-    /// Nonzero for parts written since version 3; 0 for version 2's parts, whose keys have
-    /// no generation.
     generation: u64,
-    /// Whether the parts are as version 4 writes them: keyed by the generation first (not
-    /// the entry's key) and holding the body compressed (LZ4, its length first).
+    /// Always set (the format of release 0.2.0 on); an entry without it is read as a miss.
     packed: bool,
 }
 
-impl codec::Record for StoredPage {
-    /// Version 4 orders its parts by generation; version 3 named its parts' generation
-    /// after the entry's key; version 2 kept parts without one; version 1 was the page with
-    /// its body inline.
-    const VERSION: u8 = 4;
+/// The cache's format: the record version of its entries. The cache is not converted
+/// from another format: a data directory whose cache has another is dropped as it opens
+/// (`migrate`), and its pages are fetched again.
+pub(super) const FORMAT: u32 = 4;
 
-    fn upgrade(version: u8, payload: &[u8]) -> std::result::Result<Self, codec::CodecError> {
-        let (old, parts, generation): (legacy::v1::CachedPage, u32, u64) = match version {
-            1 => (postcard::from_bytes(payload)?, 0, 0),
-            2 => {
-                let old: legacy::v2::StoredPage = postcard::from_bytes(payload)?;
-                (old.page, old.parts, 0)
-            }
-            3 => {
-                let old: legacy::v3::StoredPage = postcard::from_bytes(payload)?;
-                (old.page, old.parts, old.generation)
-            }
-            found => return Err(codec::CodecError::UnknownVersion { found, current: Self::VERSION }),
-        };
-        let page = CachedPage {
-            final_url: old.final_url,
-            status: old.status,
-            content_type: old.content_type,
-            body: old.body,
-            fetched_ms: old.fetched_ms,
-            via_proxy: old.via_proxy,
-            rendered: old.rendered,
-        };
-        Ok(Self { page, parts, generation, packed: false })
-    }
+impl codec::Record for StoredPage {
+    const VERSION: u8 = FORMAT as u8;
 }
 
 /// Identity of a cache entry.
@@ -142,18 +117,18 @@ impl PageCache {
         if stored.parts == 0 {
             return Ok(Some(stored.page));
         }
+        if !stored.packed {
+            return Ok(None);
+        }
         let mut body = Vec::with_capacity(stored.parts as usize * PART_BYTES);
         for part in 0..stored.parts {
             let Some(bytes) = self.bodies.get(part_key(key, &stored, part))? else { return Ok(None) };
             body.extend_from_slice(&bytes);
         }
-        if stored.packed {
-            let Some(unpacked) = unpack(&body) else {
-                tracing::warn!("a cached page's stored body could not be decompressed; read as a miss");
-                return Ok(None);
-            };
-            body = unpacked;
-        }
+        let Some(body) = unpack(&body) else {
+            tracing::warn!("a cached page's stored body could not be decompressed; read as a miss");
+            return Ok(None);
+        };
         stored.page.body = body;
         Ok(Some(stored.page))
     }
@@ -269,20 +244,12 @@ fn new_generation() -> u64 {
     now.max(previous + 1)
 }
 
-/// Key of part `part` of the body of entry `key` stored as `stored`: since version 4 the
-/// generation, the entry's key, the part number; before, the entry's key, the generation
-/// (none for generation 0, version 2's parts), the part number.
+/// Key of part `part` of the body of entry `key` stored as `stored`: the generation, the
+/// entry's key, the part number.
 fn part_key(key: CacheKey, stored: &StoredPage, part: u32) -> Vec<u8> {
     let mut out = Vec::with_capacity(44);
-    if stored.packed {
-        out.extend_from_slice(&stored.generation.to_be_bytes());
-        out.extend_from_slice(&key.0);
-    } else {
-        out.extend_from_slice(&key.0);
-        if stored.generation != 0 {
-            out.extend_from_slice(&stored.generation.to_be_bytes());
-        }
-    }
+    out.extend_from_slice(&stored.generation.to_be_bytes());
+    out.extend_from_slice(&key.0);
     out.extend_from_slice(&part.to_be_bytes());
     out
 }
@@ -371,81 +338,27 @@ mod tests {
     }
 
     #[test]
-    fn version_1_entries_still_read() {
+    fn a_cache_of_another_format_is_dropped_as_the_store_opens() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(dir.path()).expect("open");
-        let key = PageCache::key("http://a.test/old", "desktop");
-        let old = legacy::v1::CachedPage {
-            final_url: "http://a.test/old".into(),
-            status: 200,
-            content_type: None,
-            body: body(3 * PART_BYTES, 4),
-            fetched_ms: 7,
-            via_proxy: true,
-            rendered: false,
-        };
-        let mut bytes = vec![codec::TAG, 1];
-        bytes.extend(postcard::to_allocvec(&old).expect("encode"));
-        store.cache.tree.insert(key.0, bytes).expect("insert");
-        let read = store.cache.get(key).expect("get").expect("an entry");
-        assert_eq!((read.body, read.fetched_ms, read.via_proxy), (old.body, 7, true));
-        assert!(crate::store::check::run(&store).expect("check").is_clean());
-    }
-
-    /// The page an older build kept for `url`, its body apart.
-    fn old_page(url: &str) -> legacy::v1::CachedPage {
-        legacy::v1::CachedPage {
-            final_url: url.into(),
-            status: 200,
-            content_type: None,
-            body: Vec::new(),
-            fetched_ms: 9,
-            via_proxy: false,
-            rendered: false,
+        let key = PageCache::key("http://a.test/big", "desktop");
+        {
+            let store = Store::open(dir.path()).expect("open");
+            store.cache.put(key, &page(body(2 * PART_BYTES, 3), 10)).expect("put");
+            // As a build whose cache had another format left it.
+            let meta = store.db.open_tree(super::super::trees::META).expect("meta");
+            meta.insert(b"page_cache_format", postcard::to_allocvec(&(FORMAT - 1)).expect("v")).expect("put");
+            store.flush().expect("flush");
         }
-    }
-
-    /// An entry of record `version` for `url` as an older build stored it, with its body
-    /// `whole` in parts under `part_key(n)`: it reads back whole, passes the store's check,
-    /// and when replaced leaves only the new body's part.
-    fn old_entry_reads_and_leaves_no_part(
-        version: u8,
-        entry: &impl Serialize,
-        url: &str,
-        whole: &[u8],
-        part_key: impl Fn(u32) -> Vec<u8>,
-    ) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let store = Store::open(dir.path()).expect("open");
-        let key = PageCache::key(url, "desktop");
-        let mut bytes = vec![codec::TAG, version];
-        bytes.extend(postcard::to_allocvec(entry).expect("encode"));
-        store.cache.tree.insert(key.0, bytes).expect("insert");
-        for (part, chunk) in (0u32..).zip(whole.chunks(PART_BYTES)) {
-            store.cache.bodies.insert(part_key(part), chunk).expect("insert");
-        }
-        assert_eq!(store.cache.get(key).expect("get").expect("an entry").body, whole);
-        assert!(crate::store::check::run(&store).expect("check").is_clean());
-        let new = page(body(PART_BYTES - 1024, 7), 20);
-        store.cache.put(key, &new).expect("put");
-        assert_eq!((store.cache.bodies.len(), store.cache.get(key).expect("get")), (1, Some(new)));
-    }
-
-    #[test]
-    fn version_2_and_3_entries_read_with_their_parts_and_leave_none_behind() {
-        let url = "http://a.test/v2";
-        let key = PageCache::key(url, "desktop");
-        let old = legacy::v2::StoredPage { page: old_page(url), parts: 3 };
-        old_entry_reads_and_leaves_no_part(2, &old, url, &body(2 * PART_BYTES + 5, 6), |part| {
-            [&key.0[..], &part.to_be_bytes()].concat()
-        });
-        let url = "http://a.test/v3";
-        let key = PageCache::key(url, "desktop");
-        let generation = 0x0102_0304_0506_0708_u64;
-        let old = legacy::v3::StoredPage { page: old_page(url), parts: 2, generation };
-        old_entry_reads_and_leaves_no_part(3, &old, url, &body(PART_BYTES + 9, 8), |part| {
-            [&key.0[..], &generation.to_be_bytes(), &part.to_be_bytes()].concat()
-        });
+        let store = Store::open(dir.path()).expect("open again");
+        assert_eq!(store.cache.get(key).expect("get"), None, "dropped, not decoded");
+        assert!(store.cache.is_empty());
+        assert_eq!(store.db.open_tree(super::super::trees::PAGE_BODIES).expect("bodies").len(), 0);
+        // This format's cache stays across a restart.
+        store.cache.put(key, &page(body(2 * PART_BYTES, 3), 10)).expect("put");
+        store.flush().expect("flush");
+        drop(store);
+        let store = Store::open(dir.path()).expect("open a third time");
+        assert!(store.cache.get(key).expect("get").is_some(), "kept");
     }
 
     #[test]

@@ -40,6 +40,7 @@ mod map;
 mod observe;
 mod openapi;
 mod parse;
+mod releases;
 mod scrape;
 mod sdk;
 mod search;

@@ -1,8 +1,11 @@
-//! Upgrades lose nothing: data directories written by earlier releases (frozen fixtures in
-//! `tests/fixtures/datadir/`, each with the script that made it) open with this build, which
-//! upgrades them in place and finishes their jobs; an upgrade killed half-way resumes.
+//! Upgrades lose nothing: the data directory of every earlier release (a frozen fixture in
+//! `tests/fixtures/datadir/` each, with the script that made it) opens with this build,
+//! which upgrades it in place and finishes its jobs; an upgrade killed half-way resumes.
 //! The fixtures were crawled from a site on 127.0.0.1:39781 with a webhook receiver on
-//! 127.0.0.1:39782 (stored in the jobs), so these tests serve the same pages there.
+//! 127.0.0.1:39782 (stored in the jobs), so these tests serve the same pages there. Each
+//! server runs with its clock set to a minute after its fixture was made
+//! (`TEST_FERROCRAWL_NOW_MS`), so what is kept for a day (a model job, a destroyed browser
+//! session) is checked whatever day the tests run.
 
 use std::collections::BTreeSet;
 use std::net::TcpListener;
@@ -15,19 +18,11 @@ use serde_json::Value;
 use crate::common::process::{Binary, run};
 use crate::common::{ActixThread, Receiver, decode, wait_for};
 
-const V1: &[u8] = include_bytes!("../fixtures/datadir/v1.tar.gz");
-const V1_FACTS: &str = include_str!("../fixtures/datadir/v1.json");
-const V2: &[u8] = include_bytes!("../fixtures/datadir/v2.tar.gz");
-const V2_FACTS: &str = include_str!("../fixtures/datadir/v2.json");
-const V3: &[u8] = include_bytes!("../fixtures/datadir/v3.tar.gz");
-const V3_FACTS: &str = include_str!("../fixtures/datadir/v3.json");
-const V4: &[u8] = include_bytes!("../fixtures/datadir/v4.tar.gz");
-const V4_FACTS: &str = include_str!("../fixtures/datadir/v4.json");
-const V5: &[u8] = include_bytes!("../fixtures/datadir/v5.tar.gz");
-const V5_PEER: &[u8] = include_bytes!("../fixtures/datadir/v5-peer.tar.gz");
-const V5_FACTS: &str = include_str!("../fixtures/datadir/v5.json");
-const V6: &[u8] = include_bytes!("../fixtures/datadir/v6.tar.gz");
-const V6_FACTS: &str = include_str!("../fixtures/datadir/v6.json");
+const R010: &[u8] = include_bytes!("../fixtures/datadir/0.1.0.tar.gz");
+const R010_FACTS: &str = include_str!("../fixtures/datadir/0.1.0.json");
+const R020: &[u8] = include_bytes!("../fixtures/datadir/0.2.0.tar.gz");
+const R020_PEER: &[u8] = include_bytes!("../fixtures/datadir/0.2.0-peer.tar.gz");
+const R020_FACTS: &str = include_str!("../fixtures/datadir/0.2.0.json");
 
 /// The fixture site's pages (as `tests/fixtures/datadir/site.py` serves them).
 async fn fixture_page(req: HttpRequest) -> HttpResponse {
@@ -128,54 +123,39 @@ fn made_ms(id: &str) -> u64 {
     secs * 1000 + u64::from(nanos) / 1_000_000
 }
 
-/// Whether what the fixture made with id `id` is still within the day a model job and a
-/// destroyed browser session are kept. A fixture's session ends seconds after it is made,
-/// so the test waits out the minute after the day's end rather than guess which side it is.
-fn still_kept(id: &str) -> bool {
-    const DAY_MS: u64 = 24 * 3_600_000;
-    let made = made_ms(id);
-    let now = ferrocrawl::model::time::now_ms();
-    if (made + DAY_MS..made + DAY_MS + 60_000).contains(&now) {
-        std::thread::sleep(Duration::from_millis(made + DAY_MS + 60_000 - now));
-    }
-    ferrocrawl::model::time::now_ms() < made + DAY_MS
+/// The setting of a server's clock to a minute after its fixture (`facts`) was made.
+fn clock_of(facts: &Value) -> (&'static str, String) {
+    let made = made_ms(facts["crawl"]["id"].as_str().expect("id"));
+    ("TEST_FERROCRAWL_NOW_MS", (made + 60_000).to_string())
 }
 
 /// The fixtures' fixed addresses are shared by the tests of this module: one at a time.
 static FIXED_ADDRESSES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[tokio::test]
-async fn a_data_directory_of_the_first_release_opens_and_finishes_its_jobs() {
-    opens_and_finishes_its_jobs(V1, V1_FACTS).await;
+async fn a_data_directory_of_release_0_1_0_opens_and_finishes_its_jobs() {
+    opens_and_finishes_its_jobs(R010, R010_FACTS).await;
 }
 
 #[tokio::test]
-async fn a_data_directory_of_format_2_opens_finishes_its_jobs_and_keeps_its_cached_pages() {
-    opens_and_finishes_its_jobs(V2, V2_FACTS).await;
+async fn a_data_directory_of_release_0_2_0_and_its_peer_keep_what_a_teams_owner_was_reported() {
+    owner_counts_what_the_other_node_reported(R020, R020_PEER, R020_FACTS).await;
 }
 
-#[tokio::test]
-async fn a_data_directory_of_format_3_keeps_its_compressed_cached_pages() {
-    opens_and_finishes_its_jobs(V3, V3_FACTS).await;
-}
-
-#[tokio::test]
-async fn a_data_directory_of_format_4_keeps_its_model_jobs_tokens_and_browser_sessions() {
-    opens_and_finishes_its_jobs(V4, V4_FACTS).await;
-}
-
-#[tokio::test]
-async fn a_data_directory_of_format_5_and_its_peer_keep_what_a_teams_owner_was_reported() {
-    let a = opens_and_finishes_its_jobs(V5, V5_FACTS).await;
-    let facts: Value = serde_json::from_str(V5_FACTS).expect("facts");
+/// Opens the fixture `archive` and its peer's, and checks that the team's owner among the
+/// two, as a node of the cluster alone, counts what the other node reported (it is down).
+async fn owner_counts_what_the_other_node_reported(archive: &[u8], peer_archive: &[u8], facts: &str) {
+    let a = opens_and_finishes_its_jobs(archive, facts).await;
+    let facts: Value = serde_json::from_str(facts).expect("facts");
+    let clock = clock_of(&facts);
     let peer = tempfile::tempdir().expect("tempdir");
-    unpack(V5_PEER, peer.path());
+    unpack(peer_archive, peer.path());
     let owner = crate::cluster::owner_of(&["a", "b"], "team:default");
     let (dir, other) = if owner == "a" { (a.path(), "b") } else { (peer.path(), "a") };
     let key = facts["api_key"].as_str().expect("key");
     // The owner's own ledger, then the owner as a node of the cluster, alone: the other node
     // is down, and counts as it last reported.
-    let alone = Binary::serve(dir, &[]);
+    let alone = Binary::serve(dir, &[(clock.0, clock.1.as_str())]);
     let own = usage(&alone, key).await;
     alone.terminate();
     let listen = format!(
@@ -186,16 +166,16 @@ async fn a_data_directory_of_format_5_and_its_peer_keep_what_a_teams_owner_was_r
     let node = Binary::serve_with(
         dir,
         &["--cluster-listen", &listen],
-        &[("FERROCRAWL_CLUSTER__NODE_NAME", owner.as_str()), ("FERROCRAWL_CLUSTER__SECRET", secret)],
+        &[
+            ("FERROCRAWL_CLUSTER__NODE_NAME", owner.as_str()),
+            ("FERROCRAWL_CLUSTER__SECRET", secret),
+            (clock.0, clock.1.as_str()),
+        ],
     );
     let with_reports = usage(&node, key).await;
     let reported = &facts["cluster"]["nodes"][other];
-    let month = made_ms(facts["crawl"]["id"].as_str().expect("id"));
-    let expected = if shown_in_history(&with_reports.2, month) {
-        (reported["credits"].as_u64().expect("credits"), reported["tokens"].as_u64().expect("tokens"))
-    } else {
-        (0, 0)
-    };
+    let expected =
+        (reported["credits"].as_u64().expect("credits"), reported["tokens"].as_u64().expect("tokens"));
     assert_eq!(
         (with_reports.0 - own.0, with_reports.1 - own.1),
         expected,
@@ -204,9 +184,10 @@ async fn a_data_directory_of_format_5_and_its_peer_keep_what_a_teams_owner_was_r
 }
 
 #[tokio::test]
-async fn a_data_directory_of_format_6_still_leaves_out_the_member_it_forgot() {
-    let a = opens_and_finishes_its_jobs(V6, V6_FACTS).await;
-    let facts: Value = serde_json::from_str(V6_FACTS).expect("facts");
+async fn a_data_directory_of_release_0_2_0_still_leaves_out_the_member_it_forgot() {
+    let a = opens_and_finishes_its_jobs(R020, R020_FACTS).await;
+    let facts: Value = serde_json::from_str(R020_FACTS).expect("facts");
+    let clock = clock_of(&facts);
     let forgotten = strings(&facts["cluster"]["forgotten"]);
     assert_eq!(forgotten.len(), 1, "{facts}");
     let _one_at_a_time = FIXED_ADDRESSES.lock().await;
@@ -222,7 +203,11 @@ async fn a_data_directory_of_format_6_still_leaves_out_the_member_it_forgot() {
     let node = Binary::serve_with(
         a.path(),
         &["--cluster-listen", &listen, "--join", &forgotten[0]],
-        &[("FERROCRAWL_CLUSTER__NODE_NAME", "a"), ("FERROCRAWL_CLUSTER__SECRET", secret)],
+        &[
+            ("FERROCRAWL_CLUSTER__NODE_NAME", "a"),
+            ("FERROCRAWL_CLUSTER__SECRET", secret),
+            (clock.0, &clock.1),
+        ],
     );
     let key = facts["api_key"].as_str().expect("key");
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -237,23 +222,15 @@ async fn a_data_directory_of_format_6_still_leaves_out_the_member_it_forgot() {
     }
 }
 
-/// A node's usage history of the default team: credits and tokens over every month shown,
-/// and the oldest month's start.
-async fn usage(node: &Binary, key: &str) -> (u64, u64, String) {
+/// A node's usage history of the default team: credits and tokens over every month shown.
+async fn usage(node: &Binary, key: &str) -> (u64, u64) {
     let sum = |history: &Value, field: &str| -> u64 {
         history["periods"].as_array().expect("periods").iter().filter_map(|p| p[field].as_u64()).sum()
     };
     let (status, credits) = get(&node.base, key, "/v2/team/credit-usage/historical").await;
     assert_eq!(status, 200, "{credits}");
     let (_, tokens) = get(&node.base, key, "/v2/team/token-usage/historical").await;
-    let oldest =
-        credits["periods"].as_array().expect("periods").iter().filter_map(|p| p["startDate"].as_str()).min();
-    (sum(&credits, "creditsUsed"), sum(&tokens, "tokensUsed"), oldest.expect("a period").to_owned())
-}
-
-/// Whether a usage history whose oldest month starts at `oldest` shows the month of `ms`.
-fn shown_in_history(oldest: &str, ms: u64) -> bool {
-    oldest <= ferrocrawl::model::time::iso_ms(ms).as_str()
+    (sum(&credits, "creditsUsed"), sum(&tokens, "tokensUsed"))
 }
 
 /// Opens a copy of `archive`, a frozen data directory that `facts` describes, and checks
@@ -268,14 +245,8 @@ async fn opens_and_finishes_its_jobs(archive: &[u8], facts: &str) -> tempfile::T
         cfg.default_service(web::to(fixture_page));
     });
     let hooks = Receiver::start_on(bind_fixed("127.0.0.1:39782"));
-    // Whether the fixture's server stopped with its last browser session still recorded as
-    // live (then this start ends it), read before the server opens the directory: a build
-    // that ended it at its own stop left a session that ended when the fixture was made.
-    let live_at_start = facts["browser_sessions"]["live_at_stop"].as_str().is_some_and(|id| {
-        let store = ferrocrawl::store::Store::open(dir.path()).expect("the fixture's store");
-        store.browser_sessions.get(id).expect("session").is_some_and(|r| r.ended_ms.is_none())
-    });
-    let server = Binary::serve(dir.path(), &[]);
+    let clock = clock_of(&facts);
+    let server = Binary::serve(dir.path(), &[(clock.0, clock.1.as_str())]);
     let (base, key) = (server.base.clone(), facts["api_key"].as_str().expect("key").to_owned());
 
     // The stored key authenticates; the finished jobs have every page.
@@ -339,7 +310,8 @@ async fn opens_and_finishes_its_jobs(archive: &[u8], facts: &str) -> tempfile::T
         .expect("post");
     assert_eq!(decode(resp).await.0, 409);
 
-    // A page cached whole (from format 2 on, a large body is kept in parts) is read back whole.
+    // A page cached whole (from release 0.2.0 on, a large body is kept in parts) is read
+    // back whole.
     if let Some(cached) = facts.get("cached_page") {
         let asked =
             serde_json::json!({"url": cached["url"], "formats": ["markdown"], "maxAge": 315_360_000_000u64});
@@ -358,48 +330,34 @@ async fn opens_and_finishes_its_jobs(archive: &[u8], facts: &str) -> tempfile::T
         })
         .await;
     }
-    // From format 4 on: an extract job, the tokens it used, and browser sessions (ended,
-    // one of them by this start: it was live when the fixture's server stopped).
+    // From release 0.2.0 on: an extract job, the tokens it used, and browser sessions
+    // (ended, one of them by this start when it was live as the fixture's server stopped).
     if let Some(extract) = facts.get("extract") {
         let id = extract["id"].as_str().expect("id");
+        // A model job is kept a day after it was accepted: the fixture's day, by the clock.
         let (status, job) = get(&base, &key, &format!("/v2/extract/{id}")).await;
-        // A model job is kept a day after it was accepted, whatever the settings, so the
-        // fixture's job is read back while its day lasts; after that, the record is still
-        // read (an unreadable one would answer RECORD_QUARANTINED) and answers as expired.
-        if still_kept(id) {
-            assert_eq!((status, &job["status"]), (200, &Value::from("completed")), "{job}");
-            assert_eq!(job["data"], extract["data"], "{job}");
-        } else {
-            assert_eq!((status, &job["code"]), (404, &Value::from("NOT_FOUND")), "{job}");
-        }
-        // The tokens stay in their month, which the history shows for a year.
+        assert_eq!((status, &job["status"]), (200, &Value::from("completed")), "{job}");
+        assert_eq!(job["data"], extract["data"], "{job}");
+        // The tokens stay in their month.
         let (_, usage) = get(&base, &key, "/v2/team/token-usage/historical").await;
         let periods = usage["periods"].as_array().expect("periods");
         let used: u64 = periods.iter().filter_map(|p| p["tokensUsed"].as_u64()).sum();
-        let oldest = periods.iter().filter_map(|p| p["startDate"].as_str()).min().expect("a period");
-        if shown_in_history(oldest, made_ms(id)) {
-            assert_eq!(Some(used), facts["tokens_used"].as_u64(), "{usage}");
-        } else {
-            assert_eq!(used, 0, "the fixture's month is older than the history shows: {usage}");
-        }
+        assert_eq!(Some(used), facts["tokens_used"].as_u64(), "{usage}");
         let (_, listed) = get(&base, &key, "/v2/browser?status=destroyed").await;
         let sessions = &facts["browser_sessions"];
-        // A destroyed session is remembered (410) for a day after it ended, then forgotten
-        // (404): the one deleted when the fixture was made ended within seconds of its
-        // start; the one live when it stopped ends at this start, unless the fixture's
-        // server ended it at its own stop (seconds after its start, too).
+        // A destroyed session is remembered (410) for a day after it ended: the one deleted
+        // when the fixture was made ended within seconds of its start; the one live when it
+        // stopped ends at this start, or ended at the fixture's server's own stop.
         for which in ["deleted", "live_at_stop"] {
             let id = sessions[which].as_str().expect("session id");
-            let remembered = (which == "live_at_stop" && live_at_start) || still_kept(id);
-            assert_eq!(
+            assert!(
                 listed.to_string().contains(id),
-                remembered,
-                "the {which} session {id} is listed as destroyed while remembered: {listed}"
+                "the {which} session {id} is listed as destroyed: {listed}"
             );
             let (status, _) =
                 post(&base, &key, &format!("/v2/browser/{id}/execute"), serde_json::json!({"code": "1"}))
                     .await;
-            assert_eq!(status, if remembered { 410 } else { 404 }, "the {which} session is gone");
+            assert_eq!(status, 410, "the {which} session is remembered as destroyed");
         }
     }
     server.terminate();
@@ -413,9 +371,9 @@ async fn opens_and_finishes_its_jobs(archive: &[u8], facts: &str) -> tempfile::T
 /// batch, as a kill -9 would stop it) completes on the next start, with nothing lost.
 #[tokio::test]
 async fn an_upgrade_killed_half_way_completes_on_the_next_start() {
-    let facts: Value = serde_json::from_str(V1_FACTS).expect("v1.json");
+    let facts: Value = serde_json::from_str(R010_FACTS).expect("0.1.0.json");
     let dir = tempfile::tempdir().expect("tempdir");
-    unpack(V1, dir.path());
+    unpack(R010, dir.path());
     let data = dir.path().to_str().expect("utf8");
     let killed = run(&["store", "check", "--data", data], &[("TEST_FERROCRAWL_FAILPOINT_MIGRATION", "1")]);
     assert!(!killed.status.success(), "the failpoint stopped the upgrade");
@@ -431,7 +389,8 @@ async fn an_upgrade_killed_half_way_completes_on_the_next_start() {
 
     let _one_at_a_time = FIXED_ADDRESSES.lock().await;
     ferrocrawl::scrape::engine::http::install_crypto_provider();
-    let server = Binary::serve(dir.path(), &[]);
+    let clock = clock_of(&facts);
+    let server = Binary::serve(dir.path(), &[(clock.0, clock.1.as_str())]);
     let key = facts["api_key"].as_str().expect("key");
     let crawl = format!("/v2/crawl/{}", facts["crawl"]["id"].as_str().expect("id"));
     let (status, docs) = documents(&server.base, key, &crawl).await;
