@@ -46,7 +46,10 @@
 # acknowledgements among them, gets through).
 # FAULTS=restart: n2 and then n3 are stopped with SIGTERM and started again as soon as each
 # has exited, one after the other, as in a rolling upgrade (a graceful stop hands the sites
-# over; detect_s is how long n1 took to see n2 go).
+# over; detect_s is how long n1 took to see n2 go). With UPGRADE_BIN, each comes back on that
+# binary: a rolling upgrade from the build of NODE_BINS (e.g. the previous release:
+# NODE_BINS="old old old" UPGRADE_BIN=new FAULTS=restart), the crawls accepted by n1, still
+# on the old build, fetched by nodes of both.
 # The politeness benchmark of many sites is the same script without faults:
 #   SITES=30 LATENCY_MS=50 FAULTS=0 NODES=1 OTHER_PAGES=0 cluster/chaos.sh 3   (and NODES=3)
 set -euo pipefail
@@ -138,7 +141,9 @@ cut_net() {
   done
 }
 
+initial_bins=${NODE_BINS:-}
 for round in $(seq 1 "$rounds"); do
+  export NODE_BINS=$initial_bins   # each round starts on the builds given (UPGRADE_BIN changes them)
   rm -rf "$CLUSTER_DIR"
   nginx_pids=()
   for s in $(seq 2 $((sites + 1))); do
@@ -233,6 +238,12 @@ for round in $(seq 1 "$rounds"); do
       [[ $n == 2 ]] && detect=$(until_seen_down "$stopped")
       while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
       rm -f "$CLUSTER_DIR/n$n/pid"
+      if [[ -n ${UPGRADE_BIN:-} ]]; then   # it comes back on the new build
+        read -r -a node_bins <<<"${NODE_BINS:-}"
+        for i in 0 1 2; do node_bins[i]=${node_bins[i]:-${NODE_BIN:-target/release/ferrocrawl}}; done
+        node_bins[n - 1]=$UPGRADE_BIN
+        export NODE_BINS="${node_bins[*]}"
+      fi
       pinned NODE_CPUS cluster/local.sh 3 >/dev/null 2>&1   # starts it again (the others are running)
       for _ in $(seq 300); do [[ $(live_seen_by 1) == 3 ]] && break; sleep 0.1; done
     done

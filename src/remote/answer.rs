@@ -97,10 +97,10 @@ impl JobsHandler {
                 }
                 Response::Done
             }
-            Request::Turn(url) => super::turns::lend(services.scraper.engine().pace_scope(), &url, false)
-                .await
-                .map_err(|e| internal(&e))?,
-            Request::TurnHeld(url) => super::turns::lend(services.scraper.engine().pace_scope(), &url, true)
+            Request::Turn(_) => {
+                return Err(internal(&"a turn without its place is lent to no node of a version spoken"));
+            }
+            Request::TurnHeld(url) => super::turns::lend(services.scraper.engine().pace_scope(), &url)
                 .await
                 .map_err(|e| internal(&e))?,
             Request::Return(id) => {

@@ -9,9 +9,9 @@ use futures::future::BoxFuture;
 use super::messages::jobs::{Request, Response};
 use super::messages::{decode, encode};
 use crate::cluster::{Channel, Cluster, ClusterError};
-use crate::model::{JobId, JobKind, TeamId};
+use crate::model::{JobKind, TeamId};
 use crate::service::{
-    ActiveJob, JobError, JobErrors, JobNodes, JobPage, NodeAnswer, Paging, RemoteError, StoredDocument,
+    ActiveJob, JobAt, JobError, JobErrors, JobNodes, JobPage, NodeAnswer, Paging, RemoteError, StoredDocument,
 };
 
 /// How long a request to another node may take.
@@ -48,15 +48,9 @@ fn team_of(team: &TeamId) -> String {
 }
 
 impl JobNodes for JobsOnNodes {
-    fn page<'a>(
-        &'a self,
-        node: &'a str,
-        team: &'a TeamId,
-        id: JobId,
-        kind: JobKind,
-        paging: Paging,
-    ) -> BoxFuture<'a, Result<JobPage, JobError>> {
+    fn page<'a>(&'a self, job: JobAt<'a>, paging: Paging) -> BoxFuture<'a, Result<JobPage, JobError>> {
         Box::pin(async move {
+            let JobAt { node, team, id, kind } = job;
             let paging = (paging.skip, paging.limit, paging.max_bytes);
             match self.ask(node, &Request::Page { team: team_of(team), id, kind, paging }).await? {
                 Response::Page { job, counts, documents } => Ok(JobPage {
@@ -69,14 +63,9 @@ impl JobNodes for JobsOnNodes {
         })
     }
 
-    fn errors<'a>(
-        &'a self,
-        node: &'a str,
-        team: &'a TeamId,
-        id: JobId,
-        kind: JobKind,
-    ) -> BoxFuture<'a, Result<JobErrors, JobError>> {
+    fn errors<'a>(&'a self, job: JobAt<'a>) -> BoxFuture<'a, Result<JobErrors, JobError>> {
         Box::pin(async move {
+            let JobAt { node, team, id, kind } = job;
             match self.ask(node, &Request::Errors { team: team_of(team), id, kind }).await? {
                 Response::Errors { failed, robots_blocked } => Ok(JobErrors { failed, robots_blocked }),
                 _ => Err(unexpected(node)),
@@ -84,13 +73,8 @@ impl JobNodes for JobsOnNodes {
         })
     }
 
-    fn cancel<'a>(
-        &'a self,
-        node: &'a str,
-        team: &'a TeamId,
-        id: JobId,
-        kind: JobKind,
-    ) -> BoxFuture<'a, Result<(), JobError>> {
+    fn cancel<'a>(&'a self, job: JobAt<'a>) -> BoxFuture<'a, Result<(), JobError>> {
+        let JobAt { node, team, id, kind } = job;
         Box::pin(
             async move { self.ask(node, &Request::Cancel { team: team_of(team), id, kind }).await.map(drop) },
         )

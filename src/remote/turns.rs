@@ -47,20 +47,20 @@ fn lent() -> std::sync::MutexGuard<'static, Lent> {
 }
 
 /// The lender's side: a turn of the pace of `url`'s site for another node's redirect hop,
-/// with a place among the site's requests in flight when `held` (kept until the hop
-/// returns it). `Done` when this node has no actor of the site (nothing else sends the site
-/// requests from this node); an error while this node is out of touch with its cluster (the
-/// site may be another node's by now).
-pub(super) async fn lend(scope: u64, url: &str, held: bool) -> Result<Response, String> {
+/// with a place among the site's requests in flight (kept until the hop returns it). `Done`
+/// when this node has no actor of the site (nothing else sends the site requests from this
+/// node); an error while this node is out of touch with its cluster (the site may be
+/// another node's by now).
+pub(super) async fn lend(scope: u64, url: &str) -> Result<Response, String> {
     let url = Url::parse(url).map_err(|e| e.to_string())?;
     let Some(pace) = url.host_str().and_then(|host| pace::of_host(scope, host)) else {
         return Ok(Response::Done);
     };
-    let lending = pace.lend_turn(&url, held).await;
+    let lending = pace.lend_turn(&url).await;
     if !pace.may_write() {
         return Err("out of touch with the cluster: no turn lent".into());
     }
-    Ok(if held { Response::Lent(keep(lending)) } else { Response::Done })
+    Ok(Response::Lent(keep(lending)))
 }
 
 /// Keeps `lending` (another node's hop's place and turn) until the place is returned

@@ -234,13 +234,6 @@ impl Scraper {
         self.llm.as_ref()
     }
 
-    /// Uses `llm` as the language model (a test's or another protocol's client).
-    #[must_use]
-    pub fn with_llm(mut self, llm: crate::llm::Llm) -> Self {
-        self.llm = Some(llm);
-        self
-    }
-
     /// Links stored files under `base` (the address the server listens on), unless a
     /// public URL is configured.
     #[must_use]

@@ -26,7 +26,7 @@ use crate::store::jobs::{EntrySource, JobRecord, NewEntry, QueueEntry};
 use crate::teams::CreditError;
 
 pub use read::{ActiveJob, JobCounts, JobErrors, JobPage, Paging, StoredDocument};
-pub use route::{JobNodes, NodeAnswer, RemoteError};
+pub use route::{JobAt, JobNodes, NodeAnswer, RemoteError};
 
 /// A job's stored description (kind, team, options, status, times).
 pub type Job = JobRecord;

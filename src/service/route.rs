@@ -14,33 +14,27 @@ use crate::model::{Code, ErrorCode, JobId, JobKind, TeamId};
 /// A node's name, and its answer or why it gave none.
 pub type NodeAnswer<T> = (String, Result<T, JobError>);
 
+/// A team's job of a kind on another node.
+#[derive(Debug, Clone, Copy)]
+pub struct JobAt<'a> {
+    /// The node that owns it.
+    pub node: &'a str,
+    /// The team asking.
+    pub team: &'a TeamId,
+    /// The job.
+    pub id: JobId,
+    /// Crawl or batch.
+    pub kind: JobKind,
+}
+
 /// How the job service reaches the node that owns a job, when that is another node.
 pub trait JobNodes: Send + Sync + std::fmt::Debug {
-    /// The team's job `id` on `node`, with its counts and a page of its documents.
-    fn page<'a>(
-        &'a self,
-        node: &'a str,
-        team: &'a TeamId,
-        id: JobId,
-        kind: JobKind,
-        paging: Paging,
-    ) -> BoxFuture<'a, Result<JobPage, JobError>>;
-    /// The failed pages and robots-blocked URLs of the team's job `id` on `node`.
-    fn errors<'a>(
-        &'a self,
-        node: &'a str,
-        team: &'a TeamId,
-        id: JobId,
-        kind: JobKind,
-    ) -> BoxFuture<'a, Result<JobErrors, JobError>>;
-    /// Cancels the team's job `id` on `node`.
-    fn cancel<'a>(
-        &'a self,
-        node: &'a str,
-        team: &'a TeamId,
-        id: JobId,
-        kind: JobKind,
-    ) -> BoxFuture<'a, Result<(), JobError>>;
+    /// `job`, with its counts and a page of its documents.
+    fn page<'a>(&'a self, job: JobAt<'a>, paging: Paging) -> BoxFuture<'a, Result<JobPage, JobError>>;
+    /// The failed pages and robots-blocked URLs of `job`.
+    fn errors<'a>(&'a self, job: JobAt<'a>) -> BoxFuture<'a, Result<JobErrors, JobError>>;
+    /// Cancels `job`.
+    fn cancel<'a>(&'a self, job: JobAt<'a>) -> BoxFuture<'a, Result<(), JobError>>;
     /// The team's running jobs of `kind` on every other live node, by node (a node that
     /// does not answer is named with its error).
     fn active<'a>(
@@ -104,7 +98,8 @@ impl JobService {
         match self.route(id)? {
             Route::Here => self.local_find(team, id, kind).await,
             Route::There(nodes, node) => {
-                Ok(nodes.page(&node, team, id, kind, Paging { skip: 0, limit: 1, max_bytes: 1 }).await?.job)
+                let job = JobAt { node: &node, team, id, kind };
+                Ok(nodes.page(job, Paging { skip: 0, limit: 1, max_bytes: 1 }).await?.job)
             }
         }
     }
@@ -119,7 +114,7 @@ impl JobService {
     ) -> Result<JobPage, JobError> {
         match self.route(id)? {
             Route::Here => self.local_page(team, id, kind, paging).await,
-            Route::There(nodes, node) => nodes.page(&node, team, id, kind, paging).await,
+            Route::There(nodes, node) => nodes.page(JobAt { node: &node, team, id, kind }, paging).await,
         }
     }
 
@@ -127,7 +122,7 @@ impl JobService {
     pub async fn errors(&self, team: &TeamId, id: JobId, kind: JobKind) -> Result<JobErrors, JobError> {
         match self.route(id)? {
             Route::Here => self.local_errors(team, id, kind).await,
-            Route::There(nodes, node) => nodes.errors(&node, team, id, kind).await,
+            Route::There(nodes, node) => nodes.errors(JobAt { node: &node, team, id, kind }).await,
         }
     }
 
@@ -135,7 +130,7 @@ impl JobService {
     pub async fn cancel(&self, team: &TeamId, id: JobId, kind: JobKind) -> Result<(), JobError> {
         match self.route(id)? {
             Route::Here => self.local_cancel(team, id, kind).await,
-            Route::There(nodes, node) => nodes.cancel(&node, team, id, kind).await,
+            Route::There(nodes, node) => nodes.cancel(JobAt { node: &node, team, id, kind }).await,
         }
     }
 

@@ -13,7 +13,7 @@ use super::codec::{CodecError, Record};
 use super::outbox::{NewEvent, Outbox, push_tx};
 use super::quarantine::Quarantine;
 use super::{Result, StoreError, codec, legacy};
-use crate::model::{CrawlOptions, JobId, JobStatus, TeamId};
+use crate::model::{CrawlOptions, JobId, JobStatus};
 
 /// Tree names of the job store.
 pub mod trees {
@@ -475,11 +475,6 @@ impl JobStore {
     /// The job's record.
     pub fn record(&self, id: JobId) -> Result<Option<JobRecord>> {
         self.q.get(&self.jobs, id.as_bytes())
-    }
-
-    /// The job's record if it belongs to `team`.
-    pub fn record_for(&self, id: JobId, team: &TeamId) -> Result<Option<JobRecord>> {
-        Ok(self.record(id)?.filter(|r| r.team == team.as_str()))
     }
 
     /// The job's counters.

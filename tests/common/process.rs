@@ -50,6 +50,18 @@ impl Binary {
         Self::serve_with(data, &[], env)
     }
 
+    /// The key the server made for team `default` at its first start (`DATA/api-key`).
+    pub fn key(&self) -> String {
+        std::fs::read_to_string(self.data.join("api-key")).expect("key").trim().to_owned()
+    }
+
+    /// POSTs `body` to `path` with the server's own key: the status and the JSON answer.
+    pub async fn post(&self, path: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
+        let client = reqwest::Client::builder().no_proxy().build().expect("client");
+        let sent = client.post(format!("{}{path}", self.base)).bearer_auth(self.key()).json(body).send();
+        super::decode(sent.await.expect("post")).await
+    }
+
     /// [`Binary::serve`] with more command-line arguments (`--cluster-listen`, `--join`).
     pub fn serve_with(data: &Path, args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(binary_path())

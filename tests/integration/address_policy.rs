@@ -213,17 +213,9 @@ async fn a_webhook_to_a_name_of_a_private_address_is_never_delivered() {
         ("FERROCRAWL_WEBHOOKS__POLL_MS", "100"),
     ];
     let server = Binary::serve(dir.path(), &env);
-    let key = std::fs::read_to_string(dir.path().join("api-key")).expect("key").trim().to_owned();
-    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let (key, client) = (server.key(), reqwest::Client::builder().no_proxy().build().expect("client"));
     let body = json!({"urls": [exempt(&site, "/notes.txt")], "webhook": hook});
-    let started = client
-        .post(format!("{}/v2/batch/scrape", server.base))
-        .bearer_auth(&key)
-        .json(&body)
-        .send()
-        .await
-        .expect("post");
-    let (status, started) = crate::common::decode(started).await;
+    let (status, started) = server.post("/v2/batch/scrape", &body).await;
     assert_eq!(status, 200, "{started}");
     let path = format!("{}/v2/batch/scrape/{}", server.base, started["id"].as_str().expect("id"));
     let job = wait_for("the batch to finish", WAIT, || async {

@@ -37,16 +37,8 @@ async fn killed_and_resumed_docs(site: &CrawlSite, endpoint: &str, body: Value) 
     ferrocrawl::scrape::engine::http::install_crypto_provider();
     let dir = tempfile::tempdir().expect("tempdir");
     let server = Binary::serve(dir.path(), &[]);
-    let key = std::fs::read_to_string(dir.path().join("api-key")).expect("key").trim().to_owned();
-    let client = reqwest::Client::builder().no_proxy().build().expect("client");
-    let resp = client
-        .post(format!("{}{endpoint}", server.base))
-        .bearer_auth(&key)
-        .json(&body)
-        .send()
-        .await
-        .expect("post");
-    let (_, started) = decode(resp).await;
+    let key = server.key();
+    let (_, started) = server.post(endpoint, &body).await;
     let id = started["id"].as_str().expect("id").to_owned();
     let status_path = format!("{endpoint}/{id}");
 

@@ -172,17 +172,9 @@ async fn queued_deliveries_survive_a_restart() {
     let dir = tempfile::tempdir().expect("tempdir");
     let env = [("FERROCRAWL_WEBHOOKS__MAX_BACKOFF_SECS", "1"), ("FERROCRAWL_WEBHOOKS__POLL_MS", "100")];
     let server = Binary::serve(dir.path(), &env);
-    let key = std::fs::read_to_string(dir.path().join("api-key")).expect("key").trim().to_owned();
-    let client = reqwest::Client::builder().no_proxy().build().expect("client");
+    let (key, client) = (server.key(), reqwest::Client::builder().no_proxy().build().expect("client"));
     let body = json!({"urls": [site.url("/chain/1"), site.url("/chain/2")], "webhook": hooks.url});
-    let resp = client
-        .post(format!("{}/v2/batch/scrape", server.base))
-        .bearer_auth(&key)
-        .json(&body)
-        .send()
-        .await
-        .expect("post");
-    let (_, started) = decode(resp).await;
+    let (_, started) = server.post("/v2/batch/scrape", &body).await;
     let id = started["id"].as_str().expect("id").to_owned();
     let deadline = std::time::Instant::now() + WAIT;
     loop {

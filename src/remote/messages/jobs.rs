@@ -73,8 +73,8 @@ pub enum Request {
     /// once this node's actor of the site has no request running and has stopped.
     Release(String),
     /// A turn of the pace of a site this node owns, without a place among its requests in
-    /// flight. No node of a version this one speaks sends it; answered as [`Request::TurnHeld`]
-    /// is, but `Done`.
+    /// flight. No node of a version this one speaks sends it (it keeps its place on the
+    /// wire); answered with a failure.
     Turn(String),
     /// A turn of the pace of a site this node owns, for a request to this URL (a redirect
     /// hop the asking node sends there), with a place among the site's requests in flight,

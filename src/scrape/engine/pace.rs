@@ -44,14 +44,10 @@ use futures::future::BoxFuture;
 use tokio::time::{Instant, Sleep};
 use url::Url;
 
-/// How long after a turn is lent to a node of protocol version 5 the request may reach the
-/// site: the answer's way back across the cluster network and the other node's write.
-pub const LENT_ALLOWANCE: Duration = Duration::from_millis(10);
-
-/// Longest the site's own requests wait for a turn lent with its place (to a node of
-/// version 6) to come back: the hop's request is written before its answer, so counting
-/// the turn as taken when it comes back keeps the interval whatever the hop's way took.
-/// A node that never gives it back (it went down) holds the site up this long at most.
+/// Longest the site's own requests wait for a turn lent with its place to come back: the
+/// hop's request is written before its answer, so counting the turn as taken when it comes
+/// back keeps the interval whatever the hop's way took. A node that never gives it back
+/// (it went down) holds the site up this long at most.
 pub const LENT_HOLD: Duration = Duration::from_secs(2);
 
 /// Longest the site's next write turn waits for a request whose turn was taken on this node
@@ -381,13 +377,11 @@ impl Pace {
     /// Gives a request to the site that another node sends (a redirect hop there) its turn,
     /// as a request of this node takes it: when it is let go, then when it is written, with
     /// its place among the site's requests in flight. The other node writes it later, once
-    /// the answer has crossed the cluster network. With `held` (a node of version 6 or
-    /// later, which gives the place back when the hop's answer is in, and from version 12
-    /// says when the hop's request was written), the site's own requests wait until the
-    /// turn is given back (dropped: when the other node says the request was written, else
-    /// with the place; [`LENT_HOLD`] at most) and count it as taken then; else the turn
-    /// counts as taken [`LENT_ALLOWANCE`] from now.
-    pub async fn lend_turn(self: &Arc<Self>, url: &Url, held: bool) -> Lending {
+    /// the answer has crossed the cluster network, says when it was written, and gives the
+    /// place back when the hop's answer is in: the site's own requests wait until the turn
+    /// is given back (dropped: when the other node says the request was written, else with
+    /// the place; [`LENT_HOLD`] at most) and count it as taken then.
+    pub async fn lend_turn(self: &Arc<Self>, url: &Url) -> Lending {
         let place = self.before_request(url).await;
         let mut wait = None;
         std::future::poll_fn(|cx| self.poll_write_turn(cx, &mut wait)).await;
@@ -396,16 +390,9 @@ impl Pace {
             return lending(Slot::free());
         }
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        if held {
-            state.lent += 1;
-            state.lent_at = Some(now);
-            return lending(Slot::holding(LentTurn(Arc::clone(self))));
-        }
-        // Never earlier than a turn another request took meanwhile.
-        let at = Some(now + LENT_ALLOWANCE);
-        (state.last, state.written) = (state.last.max(at), state.written.max(at));
-        lending(Slot::free())
+        state.lent += 1;
+        state.lent_at = Some(Instant::now());
+        lending(Slot::holding(LentTurn(Arc::clone(self))))
     }
 
     /// Whether a request may be written now (see [`Pace::guard`]).

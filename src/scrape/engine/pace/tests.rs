@@ -67,7 +67,7 @@ async fn a_hop_to_a_site_another_node_holds_waits_for_the_turn_that_node_lends()
         let lender = Arc::clone(&lender);
         let url = page("lend-remote-elsewhere.test");
         Some(Box::pin(async move {
-            let lending = lender.lend_turn(&url, false).await;
+            let lending = lender.lend_turn(&url).await;
             (host != "lend-refused.test").then_some(Borrowed::new(lending.place, None))
         }) as BoxFuture<'static, Option<Borrowed>>)
     }));
@@ -118,7 +118,7 @@ async fn a_sites_requests_in_flight_keep_to_its_limit_redirect_hops_included() {
 async fn a_turn_lent_with_its_place_holds_the_sites_requests_until_it_comes_back() {
     let pace = Pace::new("held.test", Duration::from_millis(50), Duration::ZERO);
     let site = page("held.test");
-    let lent = pace.lend_turn(&site, true).await;
+    let lent = pace.lend_turn(&site).await;
     let (own_pace, own_site) = (Arc::clone(&pace), site.clone());
     let own = tokio::spawn(async move {
         let _ = own_pace.before_request(&own_site).await;
@@ -137,7 +137,7 @@ async fn a_turn_lent_with_its_place_comes_back_when_the_hop_is_written_and_the_p
     let pace = Pace::new("written.test", Duration::from_millis(50), Duration::ZERO);
     pace.limit(2);
     let site = page("written.test");
-    let Lending { place, turn } = pace.lend_turn(&site, true).await;
+    let Lending { place, turn } = pace.lend_turn(&site).await;
     let (own_pace, own_site) = (Arc::clone(&pace), site.clone());
     let own = tokio::spawn(async move {
         let own_place = own_pace.before_request(&own_site).await;
