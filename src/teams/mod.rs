@@ -251,16 +251,6 @@ impl Teams {
         }
     }
 
-    /// Credits used this month.
-    pub fn used(&self, team: &TeamId, month: Month) -> Result<u64, StoreError> {
-        self.store.ledger.used(team, month)
-    }
-
-    /// Language-model tokens used in `month` through this node: in total, and per key label.
-    pub fn tokens_used(&self, team: &TeamId, month: Month) -> Result<(u64, Vec<(String, u64)>), StoreError> {
-        Ok((self.store.tokens.used(team, month)?, self.store.tokens.by_key(team, month)?))
-    }
-
     /// The team a presented key authenticates as: this node's keys, then the other nodes'.
     pub async fn authenticate(&self, key: &str) -> Result<Option<TeamId>, StoreError> {
         if let Some(team) = self.store.keys.team_of(key)? {

@@ -23,6 +23,9 @@ const R010_FACTS: &str = include_str!("../fixtures/datadir/0.1.0.json");
 const R020: &[u8] = include_bytes!("../fixtures/datadir/0.2.0.tar.gz");
 const R020_PEER: &[u8] = include_bytes!("../fixtures/datadir/0.2.0-peer.tar.gz");
 const R020_FACTS: &str = include_str!("../fixtures/datadir/0.2.0.json");
+const R030: &[u8] = include_bytes!("../fixtures/datadir/0.3.0.tar.gz");
+const R030_PEER: &[u8] = include_bytes!("../fixtures/datadir/0.3.0-peer.tar.gz");
+const R030_FACTS: &str = include_str!("../fixtures/datadir/0.3.0.json");
 
 /// The fixture site's pages (as `tests/fixtures/datadir/site.py` serves them).
 async fn fixture_page(req: HttpRequest) -> HttpResponse {
@@ -142,6 +145,11 @@ async fn a_data_directory_of_release_0_2_0_and_its_peer_keep_what_a_teams_owner_
     owner_counts_what_the_other_node_reported(R020, R020_PEER, R020_FACTS).await;
 }
 
+#[tokio::test]
+async fn a_data_directory_of_release_0_3_0_and_its_peer_keep_what_a_teams_owner_was_reported() {
+    owner_counts_what_the_other_node_reported(R030, R030_PEER, R030_FACTS).await;
+}
+
 /// Opens the fixture `archive` and its peer's, and checks that the team's owner among the
 /// two, as a node of the cluster alone, counts what the other node reported (it is down).
 async fn owner_counts_what_the_other_node_reported(archive: &[u8], peer_archive: &[u8], facts: &str) {
@@ -185,8 +193,19 @@ async fn owner_counts_what_the_other_node_reported(archive: &[u8], peer_archive:
 
 #[tokio::test]
 async fn a_data_directory_of_release_0_2_0_still_leaves_out_the_member_it_forgot() {
-    let a = opens_and_finishes_its_jobs(R020, R020_FACTS).await;
-    let facts: Value = serde_json::from_str(R020_FACTS).expect("facts");
+    leaves_out_the_member_it_forgot(R020, R020_FACTS).await;
+}
+
+#[tokio::test]
+async fn a_data_directory_of_release_0_3_0_still_leaves_out_the_member_it_forgot() {
+    leaves_out_the_member_it_forgot(R030, R030_FACTS).await;
+}
+
+/// Opens the fixture `archive` of a node that forgot another, and checks that it starts
+/// fetching alone beside the forgotten member's silent address.
+async fn leaves_out_the_member_it_forgot(archive: &[u8], facts: &str) {
+    let a = opens_and_finishes_its_jobs(archive, facts).await;
+    let facts: Value = serde_json::from_str(facts).expect("facts");
     let clock = clock_of(&facts);
     let forgotten = strings(&facts["cluster"]["forgotten"]);
     assert_eq!(forgotten.len(), 1, "{facts}");
