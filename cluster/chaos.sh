@@ -44,6 +44,7 @@
 # of n1 and n3 sees the other silent while it sees n2. FAULTS=oneway drops only what n3
 # sends to n1 and n2: n3 still receives their packets (but none of its answers, its TCP
 # acknowledgements among them, gets through).
+# KEEP_LOGS=DIR keeps the nodes' logs of every round that lost a page in DIR/roundN/.
 # FAULTS=restart: n2 and then n3 are stopped with SIGTERM and started again as soon as each
 # has exited, one after the other, as in a rolling upgrade (a graceful stop hands the sites
 # over; detect_s is how long n1 took to see n2 go). With UPGRADE_BIN, each comes back on that
@@ -81,7 +82,7 @@ bench=../shared/bench/crawl
 work=$(mktemp -d)
 chmod 755 "$work"   # nginx workers read the sites
 export CLUSTER_DIR=$work/cluster DETACH=1 API_PORT=${API_PORT:-3401} CLUSTER_PORT=${CLUSTER_PORT:-5001}
-export FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS=true FERROCRAWL_LOG__LEVEL=warn
+export FERROCRAWL_SECURITY__ALLOW_PRIVATE_TARGETS=true FERROCRAWL_LOG__LEVEL=${LOG_LEVEL:-warn}
 export FERROCRAWL_CRAWL__DOMAIN_CONCURRENCY=$conc FERROCRAWL_CRAWL__DOMAIN_MIN_INTERVAL_MS=$interval
 export FERROCRAWL_CLUSTER__DOWN_AFTER_MS=2000
 [[ -z ${MARGIN_MS:-} ]] || export FERROCRAWL_CRAWL__DOMAIN_INTERVAL_MARGIN_MS=$MARGIN_MS
@@ -438,6 +439,11 @@ print(f"wire_min_gap_ms={min(gaps, default=0):.2f} wire_gaps_under_interval={sum
   fi
   echo "round=$round detect_s=${detect:-none}${in_touch:+ cut_in_touch=$in_touch} $result${wire:+ $wire}"
   cluster/local.sh stop >/dev/null
+  # With KEEP_LOGS=DIR, the nodes' logs of a round that lost a page are kept there.
+  if [[ -n ${KEEP_LOGS:-} && $result != *"lost=0 "* ]]; then
+    mkdir -p "$KEEP_LOGS/round$round"
+    for n in "$CLUSTER_DIR"/n*; do cp "$n/log" "$KEEP_LOGS/round$round/$(basename "$n").log" 2>/dev/null || true; done
+  fi
   for p in "${nginx_pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   sleep 1
 done

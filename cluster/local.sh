@@ -80,7 +80,7 @@ for i in $(seq 1 "$n"); do
   listen="${ips[$((i - 1))]:-127.0.0.1}:$((port + i - 1))"
   FERROCRAWL_CLUSTER__NODE_NAME="n$i" FERROCRAWL_CLUSTER__SECRET_FILE="$secret_file" \
     "$node_bin" serve --port $((api + i - 1)) --data "$node/data" \
-      --cluster-listen "$listen" "${join[@]}" >"$node/log" 2>&1 &
+      --cluster-listen "$listen" "${join[@]}" >>"$node/log" 2>&1 &
   echo $! >"$node/pid"
   echo "n$i: API http://127.0.0.1:$((api + i - 1)), cluster $listen, log $node/log"
 done

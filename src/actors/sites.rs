@@ -198,24 +198,30 @@ const SITEMAP_TIMEOUT: Duration = Duration::from_secs(15);
 pub struct Sites {
     supervisor: ActorRef<SitesMsg>,
     elsewhere: Option<Arc<dyn Elsewhere>>,
+    /// Answering another node's request: what this node's site actors answer goes back as
+    /// it is, `NotTaken` and `Moved` included (the asker sends the page on).
+    for_another_node: bool,
 }
 
 impl Sites {
     /// The site actors under `supervisor`, and the other nodes' through `elsewhere`.
     pub(crate) fn new(supervisor: ActorRef<SitesMsg>, elsewhere: Option<Arc<dyn Elsewhere>>) -> Self {
-        Self { supervisor, elsewhere }
+        Self { supervisor, elsewhere, for_another_node: false }
     }
 
     /// This node's site actors alone: what another node's request for a site it takes this
     /// node to own is answered with (a site this node let go answers `Moved`).
     pub fn here(&self) -> Self {
-        Self { supervisor: self.supervisor.clone(), elsewhere: None }
+        Self { supervisor: self.supervisor.clone(), elsewhere: None, for_another_node: true }
     }
 
     /// Sends a page to its site's actor and waits for the outcome, calling `on_retrieved`
     /// when the response is in; a site actor that went away is looked up again, and a page
     /// answered `Moved` (the site's actor, here or on another node, let the site go while
-    /// the page waited) is sent to the site's owner again, which may be this node.
+    /// the page waited) is sent to the site's owner again, which may be this node. A page
+    /// this node's site actors did not take (`NotTaken`: they stop with the node, or start
+    /// again after a failure) is sent again after a pause too: a job stopping with the node
+    /// stops waiting for it, and the page, still queued, is fetched when the job resumes.
     ///
     /// With `teams`, the page holds one of its team's concurrency slots while its request
     /// is out ([`Teams::admit`], from before it is queued at the site until its response is
@@ -256,7 +262,12 @@ impl Sites {
                     self.fetch_here(&origin, &task, &mut retrieved).await
                 }
             };
-            if self.elsewhere.is_none() || !matches!(outcome, FetchOutcome::Moved) {
+            let again = match &outcome {
+                FetchOutcome::Moved => self.elsewhere.is_some(),
+                FetchOutcome::NotTaken(_) => !self.for_another_node && attempt < MOVES,
+                _ => false,
+            };
+            if !again {
                 return outcome;
             }
             pause_after_move(attempt).await;

@@ -12,7 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use ractor::rpc::CallResult;
 
-use super::fetch::DocumentOutcome;
+use super::fetch::{DocumentOutcome, FetchOutcome, FetchTask};
 use super::jobs::JobsMsg;
 use super::site::SiteMsg;
 use super::sites::{SitesMsg, origin_of};
@@ -371,5 +371,36 @@ async fn a_site_let_go_tells_its_sitemap_askers_it_moved() {
     assert!(matches!(released, Ok(CallResult::Success(()))), "{released:?}");
     assert_eq!(listed.await.expect("the sitemap asker is answered"), None);
     assert!(matches!(read.await, Ok(DocumentOutcome::Moved)), "the sitemap's reader is told it moved");
+    rt.shutdown().await;
+}
+
+/// A page this node's site actors do not take (they are gone: the node is stopping) is not
+/// failed: a job's fetch waits (it stops with the node, its page still queued), while an
+/// answer to another node says at once that the page was not taken (that node sends it on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_the_site_actors_do_not_take_is_not_failed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = runtime(dir.path()).await;
+    let (supervisor, handle) =
+        Actor::spawn(None, super::sites::SiteSupervisor, rt.services().clone()).await.expect("spawn");
+    supervisor.stop(None);
+    handle.await.expect("stopped");
+    let task = FetchTask {
+        job: JobId::new(),
+        team: crate::model::TeamId::parse("t").expect("team"),
+        scrape_id: JobId::new(),
+        url: "http://127.0.0.1:9/page".into(),
+        options: Default::default(),
+        respect_robots: false,
+        robots_agent: None,
+        discover: false,
+        queued_ms: None,
+    };
+    let sites = super::sites::Sites::new(supervisor, None);
+    let waited =
+        tokio::time::timeout(Duration::from_millis(700), sites.fetch(task.clone(), None, || {})).await;
+    assert!(waited.is_err(), "the job's page waits for the site actors: {waited:?}");
+    let answered = tokio::time::timeout(Duration::from_secs(5), sites.here().fetch(task, None, || {})).await;
+    assert!(matches!(answered, Ok(FetchOutcome::NotTaken(_))), "{answered:?}");
     rt.shutdown().await;
 }

@@ -1,6 +1,7 @@
-//! Accepted work survives `kill -9`: a crawl or batch killed mid-way resumes when the server
-//! restarts and finishes with every page exactly once; jobs accepted together are all made
-//! durable without stalling the store.
+//! Accepted work survives `kill -9` and a graceful stop: a crawl or batch stopped mid-way
+//! resumes when the server restarts and finishes with every page exactly once (none of them
+//! failed by the stop); jobs accepted together are all made durable without stalling the
+//! store.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -24,7 +25,7 @@ async fn get(base: &str, key: &str, path_or_url: &str) -> Value {
 /// done, restarts it, waits for the end and returns the final status and every document's
 /// source URL (checked to be unique).
 async fn killed_and_resumed(site: &CrawlSite, endpoint: &str, body: Value) -> (Value, Vec<String>) {
-    let (done, docs) = killed_and_resumed_docs(site, endpoint, body).await;
+    let (done, docs, _) = stopped_and_resumed_docs(site, endpoint, body, Binary::kill9).await;
     let sources: Vec<String> =
         docs.iter().map(|d| d["metadata"]["sourceURL"].as_str().expect("source").to_owned()).collect();
     let unique: BTreeSet<&String> = sources.iter().collect();
@@ -32,8 +33,14 @@ async fn killed_and_resumed(site: &CrawlSite, endpoint: &str, body: Value) -> (V
     (done, sources)
 }
 
-/// [`killed_and_resumed`], returning the documents themselves.
-async fn killed_and_resumed_docs(site: &CrawlSite, endpoint: &str, body: Value) -> (Value, Vec<Value>) {
+/// [`killed_and_resumed`] with `stop` for the kill, returning the documents themselves and
+/// the job's failed pages.
+async fn stopped_and_resumed_docs(
+    site: &CrawlSite,
+    endpoint: &str,
+    body: Value,
+    stop: impl FnOnce(Binary),
+) -> (Value, Vec<Value>, Value) {
     ferrocrawl::scrape::engine::http::install_crypto_provider();
     let dir = tempfile::tempdir().expect("tempdir");
     let server = Binary::serve(dir.path(), &[]);
@@ -52,7 +59,7 @@ async fn killed_and_resumed_docs(site: &CrawlSite, endpoint: &str, body: Value) 
         assert!(Instant::now() < deadline, "the job made no progress: {status}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    server.kill9();
+    stop(server);
     let before_restart = site.requests().len();
 
     let server = Binary::serve(dir.path(), &[]);
@@ -74,7 +81,8 @@ async fn killed_and_resumed_docs(site: &CrawlSite, endpoint: &str, body: Value) 
         docs.extend(page["data"].as_array().cloned().unwrap_or_default());
         next = page["next"].as_str().map(str::to_owned);
     }
-    (done, docs)
+    let errors = get(&server.base, &key, &format!("{status_path}/errors")).await["errors"].clone();
+    (done, docs, errors)
 }
 
 #[tokio::test]
@@ -95,7 +103,7 @@ async fn a_crawl_with_redirects_onto_linked_pages_keeps_each_page_once_across_a_
     let site = CrawlSite::start(40);
     let body =
         json!({"url": site.url("/hub/0"), "sitemap": "skip", "crawlEntireDomain": true, "maxConcurrency": 2});
-    let (done, docs) = killed_and_resumed_docs(&site, "/v2/crawl", body).await;
+    let (done, docs, _) = stopped_and_resumed_docs(&site, "/v2/crawl", body, Binary::kill9).await;
     let landed = crate::crawl::landing_urls(&docs);
     let expected: BTreeSet<String> = (0..HUB_LEN).map(|n| site.url(&format!("/hub/{n}"))).collect();
     assert_eq!(landed, expected);
@@ -112,6 +120,22 @@ async fn a_batch_killed_mid_way_finishes_after_restart() {
     let expected: BTreeSet<String> = urls.into_iter().collect();
     assert_eq!(sources.into_iter().collect::<BTreeSet<String>>(), expected);
     assert_eq!(done["completed"].as_u64(), Some(40));
+}
+
+/// A server stopped gracefully (SIGTERM) while a batch's pages wait at their site: its
+/// actors stop, and the pages they had not fetched stay queued, none of them recorded as
+/// failed; after the restart the batch finishes with every page.
+#[tokio::test]
+async fn a_batch_stopped_gracefully_mid_way_fails_no_page_and_finishes_after_restart() {
+    let site = CrawlSite::start(200);
+    let urls: Vec<String> = (0..60).map(|n| site.url(&format!("/chain/{n}"))).collect();
+    let body = json!({"urls": urls, "maxConcurrency": 30});
+    let terminate = |server: Binary| drop(server.terminate());
+    let (done, docs, errors) = stopped_and_resumed_docs(&site, "/v2/batch/scrape", body, terminate).await;
+    assert_eq!(errors, json!([]), "no page failed at the stop");
+    assert_eq!(done["completed"].as_u64(), Some(60), "{done}");
+    let sources: BTreeSet<&str> = docs.iter().filter_map(|d| d["metadata"]["sourceURL"].as_str()).collect();
+    assert_eq!(sources.len(), 60, "every page once");
 }
 
 /// Many jobs accepted at the same moment: each is made durable before it is acknowledged,
