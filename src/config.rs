@@ -314,9 +314,13 @@ pub struct BrowserSettings {
     pub session_idle_secs: u64,
     /// Longest life of an interact session, in seconds.
     pub session_max_secs: u64,
-    /// Languages interact `code` may use (`node` runs in the page; `python` and `bash` run
-    /// as processes of this server).
+    /// Languages interact `code` may use on this server (`node` runs in the page; `python`
+    /// and `bash` run in a sandbox); each team may use those its entry allows.
     pub code_languages: Vec<String>,
+    /// This program, run inside the sandbox (tests set it: their server runs in the test
+    /// program); unset: the running program.
+    #[serde(skip)]
+    pub sandbox_exe: Option<std::path::PathBuf>,
 }
 
 /// `[janitor]`
@@ -445,6 +449,9 @@ pub struct TeamSettings {
     pub webhook_secret: Option<String>,
     /// May read the operator views (`GET /v2/cluster`).
     pub admin: bool,
+    /// Interact `code` languages the team may use, of those the server runs
+    /// (`browser.code_languages`); unset: `node` only.
+    pub code_languages: Option<Vec<String>>,
 }
 
 impl std::fmt::Debug for TeamSettings {
@@ -458,6 +465,7 @@ impl std::fmt::Debug for TeamSettings {
             .field("requests_per_minute", &self.requests_per_minute)
             .field("webhook_secret", &self.webhook_secret.as_ref().map(|_| "<set>"))
             .field("admin", &self.admin)
+            .field("code_languages", &self.code_languages)
             .finish()
     }
 }
@@ -601,12 +609,20 @@ impl Settings {
         if b.launch_timeout_ms == 0 || b.session_idle_secs == 0 || b.session_max_secs == 0 {
             return invalid("browser.launch_timeout_ms", "browser timings must be positive");
         }
-        if let Some(bad) = b.code_languages.iter().find(|l| !matches!(l.as_str(), "node" | "python" | "bash"))
-        {
+        let language = |l: &&String| !matches!(l.as_str(), "node" | "python" | "bash");
+        if let Some(bad) = b.code_languages.iter().find(language) {
             return Err(ConfigError::Invalid {
                 key: "browser.code_languages",
                 reason: format!("`{bad}` is not one of node, python, bash"),
             });
+        }
+        for (team, settings) in &self.teams {
+            if let Some(bad) = settings.code_languages.iter().flatten().find(language) {
+                return Err(ConfigError::Invalid {
+                    key: "teams.<name>.code_languages",
+                    reason: format!("team `{team}`: `{bad}` is not one of node, python, bash"),
+                });
+            }
         }
         let proxy = self.proxy.enhanced_url.trim();
         if !proxy.is_empty() {
@@ -683,6 +699,21 @@ impl Settings {
     /// Plan flags of a team (all off when the team has no entry).
     pub fn team(&self, name: &str) -> TeamSettings {
         self.teams.get(name).cloned().unwrap_or_default()
+    }
+
+    /// Whether team `name` may run interact code in `language`: the server runs it
+    /// (`browser.code_languages`) and the team's entry allows it (unset: `node` only).
+    /// The error names the setting that refuses it.
+    pub fn team_may_run(&self, name: &str, language: &str) -> Result<(), String> {
+        if !self.browser.code_languages.iter().any(|l| l == language) {
+            return Err("not enabled on this server (browser.code_languages)".to_owned());
+        }
+        let team = self.teams.get(name).and_then(|t| t.code_languages.as_ref());
+        match team {
+            Some(allowed) if allowed.iter().any(|l| l == language) => Ok(()),
+            None if language == "node" => Ok(()),
+            _ => Err(format!("not enabled for team `{name}` (teams.{name}.code_languages)")),
+        }
     }
 }
 

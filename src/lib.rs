@@ -92,6 +92,14 @@ pub enum StartupError {
     /// The node could not join its cluster.
     #[error(transparent)]
     Cluster(#[from] cluster::ClusterError),
+    /// Code languages that run in the sandbox are configured, and it cannot be built here.
+    #[error("browser.code_languages lists {languages}, which run only in a sandbox: {why}")]
+    Sandbox {
+        /// The languages.
+        languages: String,
+        /// Why the sandbox cannot be built.
+        why: String,
+    },
 }
 
 /// Name of the team that gets the first key.
@@ -107,6 +115,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), StartupError> {
     let settings = Arc::new(settings);
+    let sandbox = code_sandbox(&settings).await?;
     let store = Store::open_with(&settings.storage)?;
     if let Some(key) = bootstrap_key(&store, &settings.storage.data_dir)? {
         // Printed once, on first start: the operator's way in.
@@ -146,7 +155,8 @@ pub async fn serve(
         joined.serve_teams(Arc::clone(&teams));
         scraper = joined.scraper(scraper, &store);
     }
-    let services = actors::Services::new(scraper.clone(), store.clone(), Arc::clone(&settings), teams);
+    let services = actors::Services::new(scraper.clone(), store.clone(), Arc::clone(&settings), teams)
+        .with_sandbox(sandbox);
     let services = match &joined {
         Some(joined) => joined.services(services),
         None => services,
@@ -252,6 +262,22 @@ pub async fn serve(
         )));
     }
     Ok(())
+}
+
+/// The sandbox of interact code, when the settings let code run outside the page
+/// (`python`, `bash`): built once here, so a server that cannot build one refuses to start.
+async fn code_sandbox(settings: &Settings) -> Result<Option<process::sandbox::Sandbox>, StartupError> {
+    let outside: Vec<&str> =
+        settings.browser.code_languages.iter().map(String::as_str).filter(|l| *l != "node").collect();
+    if outside.is_empty() {
+        return Ok(None);
+    }
+    let refused = |why: String| StartupError::Sandbox { languages: outside.join(" and "), why };
+    let exe = match &settings.browser.sandbox_exe {
+        Some(exe) => exe.clone(),
+        None => std::env::current_exe().map_err(|e| refused(format!("this program's path: {e}")))?,
+    };
+    process::sandbox::Sandbox::probe(exe).await.map(Some).map_err(refused)
 }
 
 /// Opens the search index in the data directory and starts its indexer; an empty index

@@ -81,6 +81,8 @@ pub struct Services {
     pub cluster: Option<crate::cluster::Cluster>,
     /// How the site actors reach the other nodes of the cluster, when there is one.
     pub elsewhere: Option<Arc<dyn elsewhere::Elsewhere>>,
+    /// Where interact `python` and `bash` code runs, when the settings allow them.
+    pub sandbox: Option<crate::process::sandbox::Sandbox>,
     volatile: Arc<OnceLock<JobStore>>,
 }
 
@@ -110,8 +112,15 @@ impl Services {
             taps: tap::Taps::default(),
             cluster: None,
             elsewhere: None,
+            sandbox: None,
             volatile: Arc::new(OnceLock::new()),
         }
+    }
+
+    /// These services with `sandbox` for interact code outside the page.
+    pub fn with_sandbox(mut self, sandbox: Option<crate::process::sandbox::Sandbox>) -> Self {
+        self.sandbox = sandbox;
+        self
     }
 
     /// These services on a node of `cluster`, whose site actors reach the other nodes

@@ -258,7 +258,7 @@ pub async fn execute(
     if body::object(&bytes)?.contains_key("existingSessionId") {
         return Err(ApiError::bad_request("Unrecognized key in body: `existingSessionId`"));
     }
-    let work = validate(&state, &bytes)?;
+    let work = validate(&state, &auth.team, &bytes)?;
     let key = SessionKey::Session(path.into_inner());
     let view = match state.runtime.browser_call(|reply| BrowserMsg::Find(key, reply)).await? {
         Some((owner, Found::Active(view))) if owner == auth.team.as_str() => view,

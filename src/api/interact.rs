@@ -133,7 +133,7 @@ pub(super) struct Work {
     session: Option<String>,
 }
 
-pub(super) fn validate(state: &AppState, bytes: &[u8]) -> Result<Work, ApiError> {
+pub(super) fn validate(state: &AppState, team: &TeamId, bytes: &[u8]) -> Result<Work, ApiError> {
     let mut map = body::object(bytes)?;
     body::reject_unknown(&mut map, &[body::field_names::<InteractBody>()], "")?;
     let body: InteractBody = body::typed(Value::Object(map), "")?;
@@ -184,11 +184,8 @@ pub(super) fn validate(state: &AppState, bytes: &[u8]) -> Result<Work, ApiError>
             "Invalid value for `language`: `{name}` is not one of python, node, bash"
         ))
     })?;
-    if !state.settings.browser.code_languages.iter().any(|l| l == language.name()) {
-        return Err(ApiError::not_available(
-            "language",
-            &format!("`{name}` code is not enabled on this server (browser.code_languages)"),
-        ));
+    if let Err(why) = state.settings.team_may_run(team.as_str(), language.name()) {
+        return Err(ApiError::not_available("language", &format!("`{name}` code is {why}")));
     }
     Ok(Work { code, prompt: None, language, timeout: Duration::from_secs(timeout), session })
 }
@@ -224,7 +221,7 @@ pub async fn interact(
     if let Some(answer) = forward::to_node_of(&state, &request, &bytes, id.tag()).await {
         return answer;
     }
-    let work = validate(&state, &bytes)?;
+    let work = validate(&state, &auth.team, &bytes)?;
     if let Some((session, tag)) = session_elsewhere(&state, &request, id, work.session.as_deref()).await? {
         // Checked here, where the scrape's state is; run there, where the session's Chromium is.
         check_scrape(&state, &auth.team, id).await?;

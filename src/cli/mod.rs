@@ -12,6 +12,7 @@ use anyhow::bail;
 use clap::{Parser, Subcommand};
 
 use crate::config::{Overrides, Settings};
+use crate::process::sandbox::Limits;
 use crate::search::Source;
 use commands::{
     check_store, create_key, data_dir, extract_file, local_settings, parse_file, parse_url, print_found,
@@ -150,6 +151,29 @@ enum Command {
         /// Keep the whole page instead of the main content.
         #[arg(long)]
         full: bool,
+    },
+    /// Inside the sandbox of interact code, started by the server: relays the session's
+    /// DevTools port and runs the program within the limits.
+    #[command(hide = true)]
+    SandboxExec {
+        /// CPU seconds.
+        #[arg(long)]
+        cpu: u64,
+        /// Address space, bytes.
+        #[arg(long)]
+        memory: u64,
+        /// Processes at once.
+        #[arg(long)]
+        processes: u64,
+        /// Largest file, bytes.
+        #[arg(long)]
+        file_size: u64,
+        /// Open files.
+        #[arg(long)]
+        open_files: u64,
+        /// The program and its arguments.
+        #[arg(last = true, required = true)]
+        program: Vec<String>,
     },
 }
 
@@ -325,6 +349,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 summary.elapsed.as_secs_f64()
             );
             Ok(())
+        }
+        Command::SandboxExec { cpu, memory, processes, file_size, open_files, program } => {
+            let limits = Limits { cpu_secs: cpu, memory, processes, file_size, open_files };
+            std::process::exit(crate::process::sandbox::run_inside(limits, &program))
         }
         Command::Map { url, limit, search, allow_private } => {
             let (settings, _temp) = local_settings(cli.config.as_deref(), None, allow_private)?;

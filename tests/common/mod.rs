@@ -112,6 +112,8 @@ pub fn test_settings(data: &std::path::Path) -> Settings {
     let mut settings = Settings::defaults_with_data_dir(data);
     settings.security.allow_private_targets = true;
     settings.server.workers = 1;
+    // The server runs in the test program: the sandbox of interact code runs the product's.
+    settings.browser.sandbox_exe = Some(env!("CARGO_BIN_EXE_ferrocrawl").into());
     settings
 }
 

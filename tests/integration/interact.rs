@@ -1,7 +1,7 @@
 //! Interact sessions with real Chromium: the state machine of spec §3 (created in the
 //! scrape's page state, reused, destroyed, 410 after), who may use a session (403/404),
-//! `existingSessionId`, why one cannot be made (409, 429, 402), code in node, python and
-//! bash with timeouts, the live view (also during a run), idle closing, `cleanupQueued`, and
+//! `existingSessionId`, why one cannot be made (409, 429, 402), code in node with timeouts
+//! (python and bash: `sandbox.rs`), the live view (also during a run), idle closing, `cleanupQueued`, and
 //! profiles shared with scrapes.
 
 use std::time::Duration;
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::common::{FixtureSite, TestServer, assert_error, wait_for};
 
 /// Scrapes `url` with `extra` options and returns the scrape id.
-async fn scrape_id(app: &TestServer, url: String, extra: Value) -> String {
+pub(crate) async fn scrape_id(app: &TestServer, url: String, extra: Value) -> String {
     let mut body = json!({"url": url});
     body.as_object_mut().expect("object").extend(extra.as_object().cloned().unwrap_or_default());
     let (status, got) = app.scrape(body).await;
@@ -21,7 +21,7 @@ async fn scrape_id(app: &TestServer, url: String, extra: Value) -> String {
     got["data"]["metadata"]["scrapeId"].as_str().expect("scrapeId").to_owned()
 }
 
-async fn run(app: &TestServer, id: &str, body: Value) -> (u16, Value) {
+pub(crate) async fn run(app: &TestServer, id: &str, body: Value) -> (u16, Value) {
     app.request(Method::POST, &format!("/v2/scrape/{id}/interact"), Some(&body)).await
 }
 
@@ -165,41 +165,6 @@ async fn sessions_that_cannot_be_made() {
         assert_eq!(status, 400, "{got}");
         assert!(got["error"].as_str().unwrap_or_default().contains(field), "{field}: {got}");
     }
-}
-
-#[tokio::test]
-async fn python_and_bash_get_the_session_devtools_endpoint() {
-    let site = FixtureSite::start();
-    let languages = vec!["node".to_owned(), "python".to_owned(), "bash".to_owned()];
-    let app = TestServer::builder().settings(move |s| s.browser.code_languages = languages).start().await;
-    let id = scrape_id(&app, site.url("/js/interactive"), json!({"waitFor": 10})).await;
-    // The DevTools endpoint answers and lists this session's page.
-    let script = r#"
-import json, os, urllib.request
-cdp = os.environ["CDP_URL"]
-host = cdp.split("/")[2]
-pages = json.load(urllib.request.urlopen("http://" + host + "/json/list"))
-mine = [p for p in pages if cdp.endswith(p["id"])]
-print(mine[0]["url"])
-"#;
-    let (status, py) = run(&app, &id, json!({"code": script, "language": "python"})).await;
-    assert_eq!(status, 200, "{py}");
-    assert_eq!(py["stdout"].as_str().map(str::trim), Some(site.url("/js/interactive").as_str()), "{py}");
-    assert_eq!((py["exitCode"].as_i64(), py["success"].as_bool()), (Some(0), Some(true)));
-
-    let (_, failed) = run(&app, &id, json!({"code": "import sys; sys.exit(3)", "language": "python"})).await;
-    assert_eq!(
-        (failed["exitCode"].as_i64(), failed["success"].as_bool()),
-        (Some(3), Some(false)),
-        "{failed}"
-    );
-
-    let (status, slow) =
-        run(&app, &id, json!({"code": "echo \"on $PAGE_URL\"; sleep 30", "language": "bash", "timeout": 1}))
-            .await;
-    assert_eq!(status, 200, "{slow}");
-    assert_eq!(slow["killed"], true, "{slow}");
-    assert!(slow["stdout"].as_str().unwrap_or_default().contains("/js/interactive"), "{slow}");
 }
 
 #[tokio::test]

@@ -41,6 +41,7 @@ mod observe;
 mod openapi;
 mod parse;
 mod releases;
+mod sandbox;
 mod scrape;
 mod sdk;
 mod search;

@@ -229,8 +229,18 @@ pub async fn handshake(
         "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
          Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n"
     );
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     stream.write_all(hello.as_bytes()).await.map_err(|e| e.to_string())?;
+    read_head(stream, max).await
+}
+
+/// Reads an HTTP head (request or answer) from `stream`, at most `max` bytes; returns it
+/// and the bytes read after it.
+pub async fn read_head<R: tokio::io::AsyncRead + Unpin>(
+    stream: &mut R,
+    max: usize,
+) -> Result<(String, Vec<u8>), String> {
+    use tokio::io::AsyncReadExt;
     let mut read = Vec::new();
     loop {
         if let Some(at) = read.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -238,7 +248,7 @@ pub async fn handshake(
             return Ok((head, read[at + 4..].to_vec()));
         }
         if read.len() > max {
-            return Err("the handshake answer is too long".into());
+            return Err("the head is too long".into());
         }
         let mut chunk = [0u8; 4096];
         let n = stream.read(&mut chunk).await.map_err(|e| e.to_string())?;

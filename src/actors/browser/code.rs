@@ -1,8 +1,11 @@
 //! Running a caller's code against a session's live page. `node`: JavaScript evaluated in
 //! the page itself (promises awaited, `console` captured, the last expression's value as
-//! the result). `python` and `bash`: a subprocess in its own process group whose environment
-//! names the page's DevTools endpoint (`CDP_URL`) and address (`PAGE_URL`). A timeout stops
-//! the work (the page's script is terminated, the process group killed) and sets `killed`.
+//! the result). `python` and `bash`: a process in a sandbox of its own
+//! ([`crate::process::sandbox`]) whose environment names the page's DevTools address
+//! (`CDP_URL`, the session's page behind the guard, through the run's
+//! [`super::devtools_door`]) and the page's address (`PAGE_URL`). A timeout stops the work
+//! (the page's script is terminated, the sandbox and everything in it killed) and sets
+//! `killed`.
 
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -16,6 +19,8 @@ use futures::StreamExt;
 use serde::Serialize;
 use tokio::io::AsyncReadExt;
 
+use super::devtools_door::Door;
+use crate::process::sandbox::{Limits, Sandbox};
 use crate::scrape::engine::browser::actions;
 
 /// Exit code reported when the timeout stopped the work (as `timeout(1)` does).
@@ -36,9 +41,9 @@ const CONSOLE_MARK: &str = "\u{1}ferrocrawl:console-flushed";
 pub enum Language {
     /// JavaScript in the page.
     Node,
-    /// A Python 3 subprocess.
+    /// Python 3, in the sandbox.
     Python,
-    /// A bash subprocess.
+    /// bash, in the sandbox.
     Bash,
 }
 
@@ -161,11 +166,13 @@ pub async fn run_node(page: &Page, code: &str, timeout: Duration) -> CodeOutcome
     }
 }
 
-/// Runs `code` with `language`'s interpreter, the page's endpoints in its environment.
+/// Runs `code` with `language`'s interpreter in `sandbox`, the page whose DevTools endpoint
+/// is `devtools` (and whose address is `page_url`) reachable from inside.
 pub async fn run_process(
+    sandbox: Option<&Sandbox>,
     language: Language,
     code: &str,
-    devtools_url: &str,
+    devtools: &str,
     page_url: &str,
     timeout: Duration,
 ) -> CodeOutcome {
@@ -174,12 +181,18 @@ pub async fn run_process(
         Language::Bash => ("bash", "-c"),
         Language::Node => return failure("node code runs in the page, not in a subprocess".into()),
     };
-    let mut command = tokio::process::Command::new(program);
+    let Some(sandbox) = sandbox else {
+        return failure(format!("{program} code runs only in a sandbox, which this server did not set up"));
+    };
+    let door = match Door::open(devtools, page_url) {
+        Ok(door) => door,
+        Err(e) => return failure(e),
+    };
+    let cdp_url = Door::inside_url(devtools);
+    let env = [("CDP_URL", cdp_url.as_str()), ("PAGE_URL", page_url)];
+    let limits = Limits::for_timeout(timeout.as_secs());
+    let mut command = sandbox.command(&[program, flag, code], door.socket(), &env, limits);
     command
-        .arg(flag)
-        .arg(code)
-        .env("CDP_URL", devtools_url)
-        .env("PAGE_URL", page_url)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -187,7 +200,7 @@ pub async fn run_process(
         .kill_on_drop(true);
     let mut child = match command.spawn() {
         Ok(child) => child,
-        Err(e) => return failure(format!("could not start {program}: {e}")),
+        Err(e) => return failure(format!("could not start the sandbox: {e}")),
     };
     let mut group = Group(child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32)));
     let stdout = tokio::spawn(read_capped(child.stdout.take()));
@@ -214,8 +227,9 @@ pub async fn run_process(
     }
 }
 
-/// A subprocess's process group, killed when the run is abandoned half-way (its session
-/// ended while the code ran) so no child of the code outlives the session.
+/// The sandbox's process group, killed when the run is abandoned half-way (its session
+/// ended while the code ran): with bubblewrap goes every process inside, so no child of the
+/// code outlives the session.
 struct Group(Option<rustix::process::Pid>);
 
 impl Group {
@@ -261,34 +275,5 @@ fn console_text(arg: &RemoteObject) -> String {
         Some(serde_json::Value::String(s)) => s.clone(),
         Some(v) => v.to_string(),
         None => arg.description.clone().unwrap_or_else(|| "undefined".into()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn processes_report_output_exit_codes_and_timeouts() {
-        let ok = run_process(
-            Language::Bash,
-            "echo \"$CDP_URL\"; echo oops >&2",
-            "ws://x/devtools/page/1",
-            "http://p/",
-            Duration::from_secs(10),
-        )
-        .await;
-        assert_eq!(
-            (ok.stdout.as_str(), ok.stderr.as_str(), ok.exit_code, ok.killed),
-            ("ws://x/devtools/page/1\n", "oops\n", 0, false)
-        );
-        let failed = run_process(Language::Bash, "exit 3", "", "", Duration::from_secs(10)).await;
-        assert_eq!(failed.exit_code, 3);
-        assert!(failed.error.is_some());
-        let slow =
-            run_process(Language::Bash, "echo started; sleep 30 & wait", "", "", Duration::from_secs(1))
-                .await;
-        assert!(slow.killed, "{slow:?}");
-        assert_eq!((slow.exit_code, slow.stdout.as_str()), (TIMEOUT_EXIT, "started\n"));
     }
 }

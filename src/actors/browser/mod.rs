@@ -9,14 +9,18 @@
 //!
 //! - [`registry`]: what the API shares with the actors about sessions;
 //! - [`session`]: the session actor;
-//! - [`cdp`]: the guard on a session's DevTools connection;
-//! - [`code`]: running a caller's code against a page;
+//! - [`cdp`]: the guard on a session's DevTools connection, [`cdp_bridge`] the connection
+//!   carried through it;
+//! - [`code`]: running a caller's code against a page, [`devtools_door`] the sandboxed
+//!   code's way to it;
 //! - [`live`]: the live view's page, frames and input;
 //! - [`screencast`]: the live view's stream of frames.
 
 pub mod cdp;
+pub mod cdp_bridge;
 pub mod cdp_scope;
 pub mod code;
+pub mod devtools_door;
 pub mod live;
 pub mod registry;
 pub mod screencast;

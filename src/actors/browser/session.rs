@@ -203,6 +203,7 @@ fn start_next(myself: &ActorRef<SessionMsg>, state: &mut SessionState) {
     let page = tab.page().clone();
     let liveness = tab.liveness();
     let devtools = tab.devtools().page;
+    let sandbox = state.args.services.sandbox.clone();
     let myself = myself.clone();
     state.running = Some(tokio::spawn(async move {
         let work = async {
@@ -210,7 +211,7 @@ fn start_next(myself: &ActorRef<SessionMsg>, state: &mut SessionState) {
                 Language::Node => code::run_node(&page, &code, timeout).await,
                 other => {
                     let url = page.url().await.ok().flatten().unwrap_or_default();
-                    code::run_process(other, &code, &devtools, &url, timeout).await
+                    code::run_process(sandbox.as_ref(), other, &code, &devtools, &url, timeout).await
                 }
             }
         };
