@@ -161,6 +161,31 @@ print(json.dumps({{
         json!(["bin", "dev", "etc", "lib", "lib64", "proc", "run", "sbin", "tmp", "usr"])
     );
 
+    // Memory and processes are bounded.
+    let greedy = r#"
+import os, time
+try:
+    hoard = bytearray(3 << 30)
+    print("allocated")
+except MemoryError:
+    print("MemoryError")
+started = 0
+for _ in range(100):
+    try:
+        if os.fork() == 0:
+            time.sleep(5)
+            os._exit(0)
+        started += 1
+    except OSError:
+        break
+print(started)
+"#;
+    let (_, greedy) = run(&app, &id, json!({"code": greedy, "language": "python"})).await;
+    let out: Vec<&str> = greedy["stdout"].as_str().unwrap_or_default().lines().collect();
+    assert_eq!(out.first(), Some(&"MemoryError"), "{greedy}");
+    let started: u32 = out.get(1).and_then(|n| n.parse().ok()).expect("count");
+    assert!((1..64).contains(&started), "{greedy}");
+
     // A file over the limit is cut off.
     let big = "head -c 100000000 /dev/zero > /tmp/big; echo \"wrote $?\"; ls -l /tmp/big | awk '{print $5}'";
     let (_, wrote) = run(&app, &id, json!({"code": big, "language": "bash"})).await;
@@ -181,7 +206,7 @@ fn processes_named(marker: &str) -> usize {
 }
 
 #[tokio::test]
-async fn processes_that_detach_end_with_the_run() {
+async fn processes_that_detach_end_with_the_run_or_the_session() {
     let site = FixtureSite::start();
     let app = server().await;
     let id = scrape_id(&app, site.url("/js/interactive"), json!({})).await;
@@ -199,6 +224,30 @@ async fn processes_that_detach_end_with_the_run() {
         })
         .await;
     }
+
+    // A session ended during a run takes the run's processes with it.
+    let marker = format!("ferrocrawl-escape-{}-deleted", std::process::id());
+    let code = format!("setsid bash -c 'exec -a {marker} sleep 300' </dev/null >/dev/null 2>&1 & sleep 60");
+    let running = {
+        let (app_base, key) = (app.base.clone(), crate::common::KEY);
+        let body = json!({"code": code, "language": "bash", "timeout": 120});
+        let url = format!("{app_base}/v2/scrape/{id}/interact");
+        tokio::spawn(
+            async move { reqwest::Client::new().post(url).bearer_auth(key).json(&body).send().await },
+        )
+    };
+    wait_for("the run to start", Duration::from_secs(20), || async {
+        (processes_named(&marker) > 0).then_some(())
+    })
+    .await;
+    let (status, ended) =
+        app.request(reqwest::Method::DELETE, &format!("/v2/scrape/{id}/interact"), None).await;
+    assert_eq!(status, 200, "{ended}");
+    wait_for("the session's processes to end", Duration::from_secs(10), || async {
+        (processes_named(&marker) == 0).then_some(())
+    })
+    .await;
+    running.abort();
 }
 
 #[tokio::test]
